@@ -1,0 +1,66 @@
+"""The headless composition root: `workbench` and its subcommands.
+
+`main()` builds the argument parser from one module per subcommand group (each exposes
+`register(subparsers)` and sets a handler), builds the objects the handler needs, and maps
+errors to exit codes: 2 for usage errors, 125 when the workbench itself failed. With no
+arguments it opens the GUI.
+"""
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from workbench import __version__
+from workbench.cli import gui, postures, skills
+from workbench.errors import UsageError, WorkbenchError
+
+EXIT_USAGE = 2
+EXIT_WORKBENCH_FAILED = 125
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argparse parser that raises `UsageError` instead of exiting, so main() maps it."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full `workbench` command line."""
+    parser = _Parser(
+        prog="workbench",
+        description="Browse agent skills and run them under a chosen sandbox posture. "
+        "With no command, opens the desktop app.",
+    )
+    parser.add_argument("--version", action="version", version=f"workbench {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for module in (skills, postures, gui):
+        module.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if not args_list:
+        args_list = ["gui"]
+    try:
+        args = build_parser().parse_args(args_list)
+        if getattr(args, "handler", None) is None:
+            raise UsageError(f"workbench {args.command}: choose a subcommand (see --help)")
+        code: int = args.handler(args)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except WorkbenchError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_WORKBENCH_FAILED
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`); silence the flush at exit too.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        return 1
+    return code

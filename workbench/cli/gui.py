@@ -1,0 +1,25 @@
+"""`workbench gui`: open the desktop app (also what a bare `workbench` does)."""
+
+import argparse
+import importlib
+from pathlib import Path
+from typing import Any
+
+
+def register(commands: "argparse._SubParsersAction[Any]") -> None:
+    """Add the `gui` subcommand."""
+    parser = commands.add_parser("gui", help="open the desktop app")
+    parser.add_argument(
+        "--skills", nargs="*", type=Path, default=[], metavar="DIR", help="extra skill roots"
+    )
+    parser.add_argument(
+        "--screenshot", type=Path, metavar="FILE", help="render the window to FILE and exit"
+    )
+    parser.set_defaults(handler=_gui)
+
+
+def _gui(args: argparse.Namespace) -> int:
+    # Imported on demand: the CLI must work where Qt cannot load (no display libraries).
+    app = importlib.import_module("workbench.app")
+    code: int = app.run_gui(extra_roots=list(args.skills), screenshot=args.screenshot)
+    return code

@@ -1,0 +1,19 @@
+"""How every subcommand prints: one schema-versioned JSON document, or text for people."""
+
+import json
+import sys
+from typing import Any
+
+SCHEMA_PREFIX = "skill-workbench"
+
+
+def emit_json(kind: str, payload: dict[str, Any]) -> None:
+    """Print exactly one JSON document to stdout, tagged `schema: skill-workbench/KIND/1`."""
+    document = {"schema": f"{SCHEMA_PREFIX}/{kind}/1", **payload}
+    json.dump(document, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")
+
+
+def warn(text: str) -> None:
+    """A warning or progress line for the person, on stderr (never mixed into JSON)."""
+    print(text, file=sys.stderr)

@@ -1,0 +1,86 @@
+"""`workbench postures`: every posture with its availability, guarantees and warnings."""
+
+import argparse
+from dataclasses import asdict
+from typing import Any
+
+from workbench.cli.output import emit_json
+from workbench.postures import (
+    POSTURE_INFO,
+    Availability,
+    Posture,
+    PostureId,
+    assess,
+    default_posture_id,
+    docker_engine_runtimes,
+    probe_availability,
+)
+from workbench.errors import PostureError
+
+
+def register(commands: "argparse._SubParsersAction[Any]") -> None:
+    """Add the `postures` subcommand."""
+    parser = commands.add_parser(
+        "postures", help="list every posture: availability, guarantees, warnings"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.set_defaults(handler=_postures)
+
+
+def probe_all() -> dict[PostureId, Availability]:
+    """Availability of every posture on this machine (asks the Docker engine once)."""
+    runtimes = docker_engine_runtimes()
+    return {posture_id: probe_availability(posture_id, runtimes) for posture_id in PostureId}
+
+
+def _postures(args: argparse.Namespace) -> int:
+    availability = probe_all()
+    try:
+        default: PostureId | None = default_posture_id(availability)
+    except PostureError:
+        default = None
+    if args.json:
+        emit_json(
+            "postures",
+            {
+                "default": default,
+                "postures": [
+                    _posture_json(posture_id, availability[posture_id], posture_id == default)
+                    for posture_id in PostureId
+                ],
+            },
+        )
+        return 0
+    for posture_id in PostureId:
+        print(_posture_text(posture_id, availability[posture_id], posture_id == default))
+    return 0
+
+
+def _posture_json(posture_id: PostureId, availability: Availability, default: bool) -> dict[str, Any]:
+    info = POSTURE_INFO[posture_id]
+    return {
+        "id": posture_id,
+        "title": info.title,
+        "summary": info.summary,
+        "available": availability.available,
+        "availability_reason": availability.reason,
+        "default": default,
+        "guarantees": list(info.guarantees),
+        "does_not": list(info.does_not),
+        "warnings": [asdict(w) for w in assess(Posture(posture_id))],
+    }
+
+
+def _posture_text(posture_id: PostureId, availability: Availability, default: bool) -> str:
+    info = POSTURE_INFO[posture_id]
+    state = "available" if availability.available else "UNAVAILABLE"
+    lines = [
+        f"{posture_id}{' (default)' if default else ''}: {info.title} [{state}]",
+        f"  {info.summary}",
+    ]
+    if not availability.available:
+        lines.append(f"  why unavailable: {availability.reason}")
+    lines += [f"  + {text}" for text in info.guarantees]
+    lines += [f"  - does not {text[0].lower()}{text[1:]}" for text in info.does_not]
+    lines += [f"  ! {w.severity.upper()}: {w.text}" for w in assess(Posture(posture_id))]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,138 @@
+"""The data of the executor contract: requests, output chunks, outcomes and results.
+
+Every executor takes a `RunRequest`, streams `OutputChunk`s into an `OutputSink`, watches a
+`CancelToken`, and returns a `RunResult` whose outcome is a `RunStatus` plus a `cause`
+sentence naming the control that ended the run. Outcomes are never encoded in exit codes.
+"""
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol
+
+from workbench.monitor.sample import ResourceSample
+from workbench.postures import Posture, PostureWarning
+from workbench.workspace.changes import FileChange
+
+
+class RunStatus(StrEnum):
+    """How a run ended."""
+
+    OK = "ok"  # exit code 0
+    FAILED = "failed"  # the command ran and exited non-zero (or died on its own signal)
+    TIMED_OUT = "timed_out"  # the wall-clock timeout killed it
+    CANCELLED = "cancelled"  # the user pressed Stop
+    OOM_KILLED = "oom_killed"  # killed for exceeding the memory limit
+    LIMIT_EXCEEDED = "limit_exceeded"  # another limit (CPU time, processes, file size) ended it
+    ERROR = "error"  # the workbench itself could not run it
+
+
+class Stream(StrEnum):
+    """Which output stream a chunk came from."""
+
+    STDOUT = "stdout"
+    STDERR = "stderr"
+
+
+@dataclass(frozen=True, slots=True)
+class OutputChunk:
+    """Bytes read from one stream, `t` seconds after the run started."""
+
+    stream: Stream
+    data: bytes
+    t: float
+
+
+class OutputSink(Protocol):
+    """Receives output chunks as they arrive. Must not block."""
+
+    def __call__(self, chunk: OutputChunk) -> None: ...
+
+
+class CancelToken:
+    """Set by the user (Stop) to end a run; executors await `wait()` beside the command."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def cancel(self) -> None:
+        """Ask the run to stop. Safe to call more than once."""
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        """True once `cancel()` was called."""
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        """Return when `cancel()` is called."""
+        await self._event.wait()
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSpec:
+    """What an executor needs to start a session: the skill and the workspace it serves."""
+
+    skill_dir: Path
+    skill_name: str
+    workspace: Path
+    runs_dir: Path  # parent folder for per-run folders (logs, private HOME/TMPDIR)
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """One command to run in the session's workspace."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)  # extra variables the user asked for
+    output_cap_bytes: int = 4 * 1024 * 1024  # per stream, kept in memory
+    on_sample: Callable[[ResourceSample], None] | None = None  # live monitor samples
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedOutput:
+    """One stream of a finished run: the capped text in memory and the full log on disk."""
+
+    text: str  # decoded as UTF-8 with replacement
+    total_bytes: int
+    truncated: bool
+    log_path: Path | None
+
+
+@dataclass(frozen=True, slots=True)
+class PostureCard:
+    """What was actually applied to a run, read back after it started (not what was asked).
+
+    `checks` pairs a control with whether it held, e.g. ("RLIMIT_AS 256 MiB", True).
+    """
+
+    posture: Posture
+    checks: tuple[tuple[str, bool], ...] = ()
+    env_kept: tuple[str, ...] = ()
+    env_dropped: tuple[str, ...] = ()
+    run_as: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """Everything known about a finished run."""
+
+    run_id: str
+    status: RunStatus
+    cause: str
+    exit_code: int | None
+    signal: int | None
+    wall_seconds: float
+    cpu_seconds: float
+    peak_rss_bytes: int
+    peak_processes: int
+    stdout: CapturedOutput
+    stderr: CapturedOutput
+    card: PostureCard
+    warnings: tuple[PostureWarning, ...] = ()
+    changes: tuple[FileChange, ...] = ()
+    leftover_processes: int = 0
+    samples: tuple[ResourceSample, ...] = ()
+    run_dir: Path | None = None

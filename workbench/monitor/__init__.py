@@ -1,0 +1,1 @@
+"""Live resource monitoring of a run: samples of CPU, memory and process count."""
