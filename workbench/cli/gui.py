@@ -1,7 +1,6 @@
 """`workbench gui`: open the desktop app (also what a bare `workbench` does)."""
 
 import argparse
-import importlib
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
 
 
 def _gui(args: argparse.Namespace) -> int:
-    # Imported on demand: the CLI must work where Qt cannot load (no display libraries).
-    app = importlib.import_module("workbench.app")
-    code: int = app.run_gui(extra_roots=list(args.skills), screenshot=args.screenshot)
-    return code
+    # Imported here, not at the top: every other command must work where Qt cannot load.
+    from workbench import app  # noqa: PLC0415
+
+    return app.run_gui(extra_roots=list(args.skills), screenshot=args.screenshot)
