@@ -363,8 +363,8 @@ def probe_availability(posture_id: PostureId, docker_runtimes: set[str] | None) 
 def docker_engine_runtimes(timeout_s: float = 3.0) -> set[str] | None:
     """The runtimes of the local Docker engine, or None when no engine answers in time."""
     try:
-        import docker  # noqa: PLC0415 - only when asked, so `postures` stays fast without it
-        from docker.errors import DockerException  # noqa: PLC0415
+        import docker
+        from docker.errors import DockerException
     except ImportError:
         return None
     try:

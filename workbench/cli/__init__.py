@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from workbench import __version__
 from workbench.cli import gui, postures, skills
@@ -61,6 +62,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # The reader went away (e.g. `| head`); silence the flush at exit too.
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        sys.stdout = Path(os.devnull).open("w")  # noqa: SIM115
         return 1
     return code

@@ -19,6 +19,6 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
 
 def _gui(args: argparse.Namespace) -> int:
     # Imported here, not at the top: every other command must work where Qt cannot load.
-    from workbench import app  # noqa: PLC0415
+    from workbench import app
 
     return app.run_gui(extra_roots=list(args.skills), screenshot=args.screenshot)

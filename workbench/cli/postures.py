@@ -5,6 +5,7 @@ from dataclasses import asdict
 from typing import Any
 
 from workbench.cli.output import emit_json
+from workbench.errors import PostureError
 from workbench.postures import (
     POSTURE_INFO,
     Availability,
@@ -15,7 +16,6 @@ from workbench.postures import (
     docker_engine_runtimes,
     probe_availability,
 )
-from workbench.errors import PostureError
 
 
 def register(commands: "argparse._SubParsersAction[Any]") -> None:

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Set up the development environment, then open the app or run the whole test suite.
+
+    python3 dev.py app     # set everything up and open the app on the bundled example skills
+    python3 dev.py test    # set everything up and run ruff, mypy, import-linter and pytest
+
+Works on a fresh Debian/Ubuntu machine that has only python3 and pip: it makes `.venv`
+beside this file (without ensurepip if Debian's python3-venv is missing), installs the project
+and its test tools into it, and installs the system libraries Qt needs when it may (as root, or
+through sudo). A second call reuses everything and only reinstalls when pyproject.toml changed.
+Extra arguments after `test` go to pytest (e.g. `python3 dev.py test -k catalog`).
+"""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+VENV_PYTHON = VENV / "bin" / "python"
+STAMP = VENV / ".workbench-installed"
+
+# Shared libraries Qt's widgets and its xcb platform plugin load (Debian/Ubuntu package names).
+QT_SYSTEM_PACKAGES = [
+    *("libgl1", "libegl1", "libglib2.0-0", "libfontconfig1", "libdbus-1-3"),
+    *("libxkbcommon0", "libxkbcommon-x11-0", "libx11-xcb1", "libxrender1", "libxcb-cursor0"),
+    *("libxcb-icccm4", "libxcb-keysyms1", "libxcb-image0", "libxcb-render-util0"),
+    *("libxcb-xinerama0", "libxcb-randr0", "libxcb-shape0", "libxcb-xkb1", "libxcb-xfixes0"),
+]
+
+CHECKS = (
+    ("ruff check", ["ruff", "check", "."]),
+    ("ruff format", ["ruff", "format", "--check", "."]),
+    ("mypy", ["mypy"]),
+    ("import-linter", ["lint-imports"]),
+)
+
+
+def say(text: str) -> None:
+    print(f"[dev] {text}", flush=True)
+
+
+def run(argv: list[str], env: dict[str, str] | None = None) -> None:
+    subprocess.run(argv, check=True, env=env)
+
+
+def ensure_venv() -> list[str]:
+    """Create .venv if needed; return the pip command that installs into it."""
+    if not VENV_PYTHON.exists():
+        say(f"creating {VENV}")
+        made = subprocess.run([sys.executable, "-m", "venv", str(VENV)], capture_output=True)
+        if made.returncode != 0:
+            # Debian without python3-venv has no ensurepip: use the system pip from outside.
+            shutil.rmtree(VENV, ignore_errors=True)
+            run([sys.executable, "-m", "venv", "--without-pip", str(VENV)])
+    if subprocess.run([str(VENV_PYTHON), "-m", "pip", "--version"], capture_output=True).returncode:
+        return [sys.executable, "-m", "pip", "--python", str(VENV_PYTHON)]
+    return [str(VENV_PYTHON), "-m", "pip"]
+
+
+def ensure_installed(pip: list[str]) -> None:
+    """Install the project (editable) with its dev tools when pyproject.toml changed."""
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if STAMP.exists() and STAMP.read_text() == wanted:
+        return
+    say("installing the workbench and its test tools into .venv (first time takes a minute)")
+    run([*pip, "install", "--quiet", "--disable-pip-version-check", "-e", f"{ROOT}[dev]"])
+    STAMP.write_text(wanted)
+
+
+def missing_system_packages() -> list[str]:
+    if not shutil.which("dpkg-query"):
+        return []
+    listed = subprocess.run(
+        ["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\n", *QT_SYSTEM_PACKAGES],
+        capture_output=True,
+        text=True,
+    ).stdout
+    installed = {line.split()[0] for line in listed.splitlines() if line.endswith(" installed")}
+    # Package names carry an architecture suffix on some systems (libgl1:amd64).
+    installed |= {name.split(":")[0] for name in installed}
+    return [name for name in QT_SYSTEM_PACKAGES if name not in installed]
+
+
+def ensure_qt_libraries() -> None:
+    """Install the system libraries Qt needs, when this user may; otherwise say how."""
+    missing = missing_system_packages()
+    if not missing:
+        return
+    command = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *missing]
+    if os.geteuid() == 0:
+        prefix: list[str] = []
+    elif shutil.which("sudo"):
+        prefix = ["sudo"]
+    else:
+        say("Qt needs these system packages; ask an administrator to run:")
+        say("  apt-get install " + " ".join(missing))
+        return
+    say("installing the system libraries Qt needs: " + " ".join(missing))
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run([*prefix, "apt-get", "update", "-qq"], env=env, check=False)
+    run([*prefix, *command], env=env)
+
+
+def venv_tool(name: str) -> str:
+    return str(VENV / "bin" / name)
+
+
+def setup() -> None:
+    ensure_installed(ensure_venv())
+    ensure_qt_libraries()
+
+
+def open_app() -> int:
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        say("no display found (DISPLAY/WAYLAND_DISPLAY unset): run this in a desktop session")
+        return 1
+    return subprocess.run([venv_tool("workbench"), "gui"]).returncode
+
+
+def run_tests(pytest_args: list[str]) -> int:
+    failed = []
+    for label, argv in CHECKS:
+        say(f"running {label}")
+        if subprocess.run([venv_tool(argv[0]), *argv[1:]], cwd=ROOT).returncode != 0:
+            failed.append(label)
+    say("running pytest")
+    env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
+    if subprocess.run([venv_tool("pytest"), *pytest_args], cwd=ROOT, env=env).returncode != 0:
+        failed.append("pytest")
+    if failed:
+        say("FAILED: " + ", ".join(failed))
+        return 1
+    say("all checks passed")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("app", "test"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    setup()
+    return open_app() if argv[0] == "app" else run_tests(argv[1:])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

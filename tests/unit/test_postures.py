@@ -1,0 +1,80 @@
+"""Posture models: safe defaults, honest warnings, availability and the default choice."""
+
+import pytest
+
+from workbench.errors import PostureError
+from workbench.postures import (
+    Availability,
+    Network,
+    Posture,
+    PostureId,
+    Severity,
+    assess,
+    default_posture_id,
+    parse_posture_id,
+    probe_availability,
+)
+
+
+def test_defaults_are_the_safe_ones() -> None:
+    posture = Posture(PostureId.DOCKER)
+    assert posture.network is Network.NONE
+    assert posture.extra_mounts == ()
+    assert posture.run_as_root is False
+    assert not any(w.loosened for w in assess(posture))
+
+
+def test_local_warns_loudly_every_time() -> None:
+    warnings = assess(Posture(PostureId.LOCAL))
+    assert warnings[0].severity is Severity.DANGER
+    assert "NO SANDBOX" in warnings[0].text
+
+
+def test_hardened_says_what_it_cannot_stop() -> None:
+    text = " ".join(w.text for w in assess(Posture(PostureId.HARDENED)))
+    assert "not a sandbox" in text
+    assert "network" in text
+    assert "other processes" in text
+
+
+@pytest.mark.parametrize("posture_id", [PostureId.DOCKER, PostureId.GVISOR])
+def test_loosened_container_settings_are_flagged(posture_id: PostureId) -> None:
+    posture = Posture(
+        posture_id, network=Network.BRIDGE, extra_mounts=("/home/me",), run_as_root=True
+    ).with_limits(memory_bytes=4 * 1024**3)
+    loosened = [w.text for w in assess(posture) if w.loosened]
+    assert len(loosened) == 4
+    assert any("Network is ON" in text for text in loosened)
+    assert any("/home/me" in text for text in loosened)
+    assert any("root" in text for text in loosened)
+    assert any("Memory limit raised to 4096 MiB (default 512 MiB)" in text for text in loosened)
+
+
+def test_quickjs_fetch_is_a_loosening() -> None:
+    posture = Posture(PostureId.QUICKJS, fetch_hosts=("example.org",))
+    assert [w.text for w in assess(posture) if w.loosened] == [
+        "fetch is ON for these hosts: example.org."
+    ]
+
+
+def test_unknown_posture_lists_the_known_ones() -> None:
+    with pytest.raises(PostureError, match="Known postures: local, hardened, docker"):
+        parse_posture_id("chroot")
+
+
+def test_gvisor_needs_the_runsc_runtime() -> None:
+    assert probe_availability(PostureId.GVISOR, {"runc"}).available is False
+    assert probe_availability(PostureId.GVISOR, {"runc", "runsc"}).available is True
+    assert probe_availability(PostureId.DOCKER, None).available is False
+
+
+def test_default_is_strongest_available_and_never_local() -> None:
+    def availability(*available: PostureId) -> dict[PostureId, Availability]:
+        return {p: Availability(p in available, "") for p in PostureId}
+
+    assert default_posture_id(availability(*PostureId)) is PostureId.GVISOR
+    assert default_posture_id(availability(PostureId.LOCAL, PostureId.HARDENED)) is (
+        PostureId.HARDENED
+    )
+    with pytest.raises(PostureError, match="--posture local"):
+        default_posture_id(availability(PostureId.LOCAL, PostureId.QUICKJS))
