@@ -275,9 +275,7 @@ def _assess_container(posture: Posture) -> list[PostureWarning]:
             PostureWarning(Severity.DANGER, f"Extra host folder mounted: {mount}.", True)
         )
     if posture.run_as_root:
-        warnings.append(
-            PostureWarning(Severity.DANGER, "Runs as root inside the container.", True)
-        )
+        warnings.append(PostureWarning(Severity.DANGER, "Runs as root inside the container.", True))
     warnings.extend(_loosened_limits(posture.limits))
     return warnings
 

@@ -56,7 +56,9 @@ def _postures(args: argparse.Namespace) -> int:
     return 0
 
 
-def _posture_json(posture_id: PostureId, availability: Availability, default: bool) -> dict[str, Any]:
+def _posture_json(
+    posture_id: PostureId, availability: Availability, default: bool
+) -> dict[str, Any]:
     info = POSTURE_INFO[posture_id]
     return {
         "id": posture_id,
