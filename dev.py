@@ -35,7 +35,7 @@ CHECKS = (
     ("ruff check", ["ruff", "check", "."]),
     ("ruff format", ["ruff", "format", "--check", "."]),
     ("mypy", ["mypy"]),
-    ("import-linter", ["lint-imports"]),
+    ("import-linter", ["lint-imports", "--no-logo"]),
 )
 
 
