@@ -32,6 +32,8 @@ class FileChange:
     """A changed path, relative to the workspace root, with POSIX separators.
 
     `before_*` fields are None for an added path, `after_*` fields None for a deleted one.
+    `*_digest` is a file's content hash (the key of its kept copy in the blob store), and
+    `*_target` a symlink's target text.
     """
 
     path: str
@@ -42,3 +44,7 @@ class FileChange:
     after_size: int | None = None
     before_mode: int | None = None
     after_mode: int | None = None
+    before_digest: str | None = None
+    after_digest: str | None = None
+    before_target: str | None = None
+    after_target: str | None = None

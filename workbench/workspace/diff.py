@@ -1,0 +1,125 @@
+"""Comparing two snapshots into `FileChange`s, and unified text diffs of one change on demand.
+
+A file counts as modified when its content hash differs (or, when a hash is missing, its size
+or mtime), a symlink when its target text differs; a same-type entry with only different
+permission bits is `mode_changed`. Folders are never "modified" (their times change whenever
+their contents do). Paths below a folder either snapshot could not list are left out.
+
+Text diffs are produced only on request, from the blob store, with caps: binary content
+(a NUL byte in the first 8 KiB), more than `max_bytes` or `max_lines`, or content that was not
+kept get a placeholder sentence instead of a diff.
+"""
+
+import difflib
+from dataclasses import dataclass
+
+from workbench.workspace.blobs import BlobStore
+from workbench.workspace.changes import ChangeKind, EntryType, FileChange
+from workbench.workspace.snapshot import Entry, Snapshot, iter_ancestors
+
+MIB = 1024 * 1024
+HARD_MAX_BYTES = 20 * MIB  # never diff more than this, whatever the caller asks
+BINARY_PROBE_BYTES = 8192
+
+
+def diff_snapshots(before: Snapshot, after: Snapshot) -> tuple[FileChange, ...]:
+    """Every difference between `before` and `after`, sorted by path."""
+    blind = set(before.unlisted) | set(after.unlisted)
+    changes = []
+    for path in sorted(before.entries.keys() | after.entries.keys()):
+        if blind and any(folder in blind for folder in iter_ancestors(path)):
+            continue
+        old, new = before.entries.get(path), after.entries.get(path)
+        kind = _change_kind(old, new)
+        if kind is not None:
+            changes.append(_file_change(path, kind, old, new))
+    return tuple(changes)
+
+
+def _change_kind(old: Entry | None, new: Entry | None) -> ChangeKind | None:
+    if old is None:
+        return ChangeKind.ADDED
+    if new is None:
+        return ChangeKind.DELETED
+    if old.type is not new.type:
+        return ChangeKind.TYPE_CHANGED
+    if old.type is EntryType.FILE:
+        if old.digest is not None and new.digest is not None:
+            content_differs = old.digest != new.digest
+        else:
+            content_differs = (old.size, old.mtime_ns) != (new.size, new.mtime_ns)
+        if content_differs:
+            return ChangeKind.MODIFIED
+    if old.type is EntryType.SYMLINK and old.target != new.target:
+        return ChangeKind.MODIFIED
+    if old.mode != new.mode:
+        return ChangeKind.MODE_CHANGED
+    return None
+
+
+def _file_change(path: str, kind: ChangeKind, old: Entry | None, new: Entry | None) -> FileChange:
+    return FileChange(
+        path=path,
+        kind=kind,
+        before_type=old.type if old else None,
+        after_type=new.type if new else None,
+        before_size=old.size if old else None,
+        after_size=new.size if new else None,
+        before_mode=old.mode if old else None,
+        after_mode=new.mode if new else None,
+        before_digest=old.digest if old else None,
+        after_digest=new.digest if new else None,
+        before_target=old.target if old else None,
+        after_target=new.target if new else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class TextDiff:
+    """A unified diff (`text`), or a `placeholder` sentence saying why there is none."""
+
+    text: str = ""
+    placeholder: str | None = None
+
+
+def text_diff(
+    change: FileChange,
+    store: BlobStore,
+    *,
+    max_bytes: int = MIB,
+    max_lines: int = 20_000,
+) -> TextDiff:
+    """The unified diff of one change, from the kept contents (see the module doc)."""
+    max_bytes = min(max_bytes, HARD_MAX_BYTES)
+    sides: list[list[str]] = []
+    for kind, size, digest, target in (
+        (change.before_type, change.before_size, change.before_digest, change.before_target),
+        (change.after_type, change.after_size, change.after_digest, change.after_target),
+    ):
+        if kind is None or kind is EntryType.DIR:
+            sides.append([])
+        elif kind is EntryType.SYMLINK:
+            sides.append([f"symlink -> {target}\n"])
+        elif kind is EntryType.OTHER:
+            return TextDiff(placeholder="Special file (FIFO, socket or device): no content.")
+        elif size is not None and size > max_bytes:
+            return TextDiff(placeholder=f"Too large to diff ({size:,} bytes).")
+        elif digest is None or (data := store.read(digest, max_bytes)) is None:
+            return TextDiff(placeholder="The content was not kept, so no diff can be shown.")
+        elif b"\0" in data[:BINARY_PROBE_BYTES]:
+            return TextDiff(placeholder=_binary_sentence(change))
+        else:
+            sides.append(data.decode("utf-8", errors="replace").splitlines(keepends=True))
+    before, after = sides
+    if len(before) > max_lines or len(after) > max_lines:
+        return TextDiff(placeholder=f"Too many lines to diff (over {max_lines:,}).")
+    lines = difflib.unified_diff(before, after, f"a/{change.path}", f"b/{change.path}")
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    if not text:
+        return TextDiff(placeholder="Same content; only the permissions changed.")
+    return TextDiff(text=text)
+
+
+def _binary_sentence(change: FileChange) -> str:
+    sizes = [f"{s:,} bytes" for s in (change.before_size, change.after_size) if s is not None]
+    return "Binary file: " + " -> ".join(sizes) + "."

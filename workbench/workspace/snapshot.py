@@ -1,0 +1,299 @@
+"""Workspace snapshots: every entry's type, size, mode, times, inode and content hash.
+
+`take_snapshot` walks the workspace with directory file descriptors and `O_NOFOLLOW`, so it
+never follows a symlink (links are recorded with their target text) and a folder swapped for a
+link mid-walk is not entered. Only regular files are ever opened (non-blocking, re-checked with
+`fstat`), so FIFOs, sockets and devices are recorded as `other` and cannot hang it. Unreadable
+folders and files, too many entries and too deep a tree become notes, never exceptions.
+
+Stat first, hash only what may have changed: given the `previous` snapshot, a file whose size,
+mtime, ctime, inode and device are unchanged reuses the previous hash (ctime catches a
+content change disguised by resetting the mtime), unless its times were within `RACY_NS` of
+the previous snapshot, where a coarse file-system clock could hide a later write. With a
+`BlobStore`, every file that gets hashed is also kept in the store (within the size caps);
+the ones that were not are listed in `unstored`, so a restore knows it will be partial.
+"""
+
+import os
+import stat
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from workbench.errors import WorkspaceError
+from workbench.workspace.blobs import BlobStore, hash_fd
+from workbench.workspace.changes import EntryType
+
+MIB = 1024 * 1024
+RACY_NS = 100_000_000  # 100 ms: above any file-system timestamp granularity on Linux
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One workspace entry. `path` is relative to the root, with POSIX separators.
+
+    `mode` holds the permission bits only (`stat.S_IMODE`). `digest` is the content hash of a
+    file (None when it could not be read or was over the hash cap); `target` is a symlink's
+    target text, never resolved.
+    """
+
+    path: str
+    type: EntryType
+    size: int
+    mode: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
+    device: int
+    digest: str | None = None
+    target: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotLimits:
+    """Caps that keep a snapshot bounded in time, memory and disk use."""
+
+    max_entries: int = 100_000
+    max_depth: int = 200
+    max_hash_bytes: int = 1024 * MIB  # larger files are compared by size and times only
+    max_blob_bytes: int = 256 * MIB  # larger files are not kept: restore is partial for them
+    max_store_bytes: int = 2048 * MIB  # new bytes one snapshot may add to the blob store
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A workspace at one moment.
+
+    `unlisted` are folders whose contents are unknown (unreadable, too deep, or past the
+    entry cap): a diff ignores everything below them and a restore leaves it alone.
+    """
+
+    root: Path
+    taken_ns: int
+    entries: dict[str, Entry]
+    notes: tuple[str, ...] = ()
+    truncated: bool = False
+    unlisted: tuple[str, ...] = ()
+    unstored: tuple[str, ...] = ()
+
+
+def take_snapshot(
+    root: Path,
+    *,
+    previous: Snapshot | None = None,
+    store: BlobStore | None = None,
+    limits: SnapshotLimits = SnapshotLimits(),
+) -> Snapshot:
+    """Snapshot the workspace at `root` (see the module doc); raises only if it is unreadable."""
+    return _Walker(root, previous, store, limits).run()
+
+
+@dataclass(slots=True)
+class _Frame:
+    fd: int
+    prefix: str
+    depth: int
+    subdirs: list[tuple[str, int]] = field(default_factory=list)  # (name, inode)
+
+
+class _Walker:
+    """One snapshot walk: an explicit stack of open folder descriptors, deepest last."""
+
+    def __init__(
+        self,
+        root: Path,
+        previous: Snapshot | None,
+        store: BlobStore | None,
+        limits: SnapshotLimits,
+    ) -> None:
+        self.root = root
+        self.previous = previous
+        self.store = store
+        self.limits = limits
+        self.entries: dict[str, Entry] = {}
+        self.notes: list[str] = []
+        self.unlisted: list[str] = []
+        self.unstored: list[str] = []
+        self.truncated = False
+        self.stored_bytes = 0
+
+    def run(self) -> Snapshot:
+        taken_ns = time.time_ns()
+        try:
+            root_fd = os.open(self.root, _DIR_FLAGS & ~os.O_NOFOLLOW)
+        except OSError as error:
+            raise WorkspaceError(
+                f"Cannot read the workspace {self.root}: {error.strerror}."
+            ) from None
+        stack = [self._list(root_fd, "", 0)]
+        while stack:
+            frame = stack[-1]
+            if not frame.subdirs:
+                os.close(frame.fd)
+                stack.pop()
+                continue
+            name, inode = frame.subdirs.pop()
+            child = self._open_dir(frame, name, inode)
+            if child is not None:
+                stack.append(self._list(child, f"{frame.prefix}{name}/", frame.depth + 1))
+        if self.truncated:
+            self.notes.insert(
+                0,
+                f"The workspace has more than {self.limits.max_entries} entries; only the "
+                "first ones were recorded. Changes beyond them are not reported and "
+                "restore is not possible.",
+            )
+        return Snapshot(
+            root=self.root,
+            taken_ns=taken_ns,
+            entries=self.entries,
+            notes=tuple(self.notes),
+            truncated=self.truncated,
+            unlisted=tuple(self.unlisted),
+            unstored=tuple(self.unstored),
+        )
+
+    def _open_dir(self, parent: _Frame, name: str, inode: int) -> int | None:
+        rel = parent.prefix + name
+        if parent.depth + 1 > self.limits.max_depth:
+            self._unlist(rel, f"Folder {rel!r} is nested too deeply; its contents were skipped.")
+            return None
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=parent.fd)
+        except OSError as error:
+            self._unlist(rel, f"Cannot read folder {rel!r}: {error.strerror}.")
+            return None
+        if os.fstat(fd).st_ino != inode:
+            os.close(fd)
+            self._unlist(rel, f"Folder {rel!r} changed while it was being read; skipped.")
+            return None
+        return fd
+
+    def _unlist(self, rel: str, note: str) -> None:
+        self.unlisted.append(rel)
+        self.notes.append(note)
+
+    def _list(self, fd: int, prefix: str, depth: int) -> _Frame:
+        frame = _Frame(fd, prefix, depth)
+        if self.truncated:
+            self.unlisted.append(prefix.rstrip("/"))
+            return frame
+        try:
+            with os.scandir(fd) as listing:
+                items = sorted(listing, key=lambda item: item.name)
+        except OSError as error:
+            self._unlist(prefix.rstrip("/"), f"Cannot list folder {prefix!r}: {error.strerror}.")
+            return frame
+        for item in items:
+            if len(self.entries) >= self.limits.max_entries:
+                self.truncated = True
+                self.unlisted.append(prefix.rstrip("/"))
+                break
+            entry = self._entry(fd, prefix + item.name, item)
+            if entry is None:
+                continue
+            self.entries[entry.path] = entry
+            if entry.type is EntryType.DIR:
+                frame.subdirs.append((item.name, entry.inode))
+        frame.subdirs.reverse()  # pop() then visits them in name order
+        return frame
+
+    def _entry(self, fd: int, rel: str, item: os.DirEntry[str]) -> Entry | None:
+        try:
+            st = item.stat(follow_symlinks=False)
+            kind = _entry_type(st.st_mode)
+            target = os.readlink(item.name, dir_fd=fd) if kind is EntryType.SYMLINK else None
+        except OSError as error:  # vanished meanwhile
+            self.notes.append(f"Cannot read {rel!r}: {error.strerror}.")
+            return None
+        entry = Entry(
+            path=rel,
+            type=kind,
+            size=st.st_size,
+            mode=stat.S_IMODE(st.st_mode),
+            mtime_ns=st.st_mtime_ns,
+            ctime_ns=st.st_ctime_ns,
+            inode=st.st_ino,
+            device=st.st_dev,
+            target=target,
+        )
+        if kind is not EntryType.FILE:
+            return entry
+        digest = self._reusable_digest(entry)
+        if digest is None:
+            digest = self._hash(fd, item.name, entry)
+        return replace(entry, digest=digest)
+
+    def _reusable_digest(self, entry: Entry) -> str | None:
+        if self.previous is None:
+            return None
+        old = self.previous.entries.get(entry.path)
+        if old is None or old.type is not EntryType.FILE or old.digest is None:
+            return None
+        same = (old.size, old.mtime_ns, old.ctime_ns, old.inode, old.device) == (
+            entry.size,
+            entry.mtime_ns,
+            entry.ctime_ns,
+            entry.inode,
+            entry.device,
+        )
+        racy = max(old.mtime_ns, old.ctime_ns) >= self.previous.taken_ns - RACY_NS
+        return old.digest if same and not racy else None
+
+    def _hash(self, dir_fd: int, name: str, entry: Entry) -> str | None:
+        if entry.size > self.limits.max_hash_bytes:
+            self.notes.append(
+                f"{entry.path!r} is {entry.size // MIB} MiB: compared by size and time only."
+            )
+            self.unstored.append(entry.path)
+            return None
+        try:
+            fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+        except OSError as error:
+            self.notes.append(f"Cannot read {entry.path!r}: {error.strerror}.")
+            self.unstored.append(entry.path)
+            return None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_ino != entry.inode:
+                self.notes.append(f"{entry.path!r} changed while it was being read.")
+                self.unstored.append(entry.path)
+                return None
+            return self._hash_and_keep(fd, entry)
+        finally:
+            os.close(fd)
+
+    def _hash_and_keep(self, fd: int, entry: Entry) -> str:
+        digest = hash_fd(fd)
+        if self.store is None or self.store.has(digest):
+            return digest
+        budget_left = self.limits.max_store_bytes - self.stored_bytes
+        if entry.size > min(self.limits.max_blob_bytes, budget_left):
+            self.notes.append(
+                f"{entry.path!r} ({entry.size // MIB} MiB) is over the copy limit: "
+                "restore cannot bring it back."
+            )
+            self.unstored.append(entry.path)
+            return digest
+        self.stored_bytes += entry.size
+        return self.store.put_fd(fd)
+
+
+def _entry_type(mode: int) -> EntryType:
+    if stat.S_ISREG(mode):
+        return EntryType.FILE
+    if stat.S_ISDIR(mode):
+        return EntryType.DIR
+    if stat.S_ISLNK(mode):
+        return EntryType.SYMLINK
+    return EntryType.OTHER
+
+
+def iter_ancestors(path: str) -> Iterator[str]:
+    """The folders above a relative path, nearest first: 'a/b/c' -> 'a/b', 'a'."""
+    while "/" in path:
+        path = path.rsplit("/", 1)[0]
+        yield path
