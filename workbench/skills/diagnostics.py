@@ -1,0 +1,126 @@
+"""Diagnostics: every problem the catalog reports about a skill, with a stable code.
+
+Each `Code` has one fixed policy (`_ERRORS`, `_SPEC_WARNINGS`, and advice for the rest): its
+severity and whether it breaks the Agent Skills spec. The two answer different questions. An
+*error* means the skill cannot be used at all (a client would fail to load it); a *warning*
+means it loads anyway. A *spec violation* makes `validate` call the skill invalid, as the
+reference validator `skills-ref` does, even where a lenient client would load it (a name that
+does not match its folder is a warning and a spec violation). Every error is also a spec
+violation, so a valid skill is always usable.
+"""
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+
+class DiagnosticSeverity(StrEnum):
+    """`error`: the skill cannot be used. `warning`: it can, but something is wrong or unwise."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class Code(StrEnum):
+    """Stable identifiers of the problems the catalog finds (scripts and tests match on them)."""
+
+    # The skill cannot be read or parsed: errors.
+    NOT_A_FOLDER = "not-a-folder"
+    MISSING_SKILL_MD = "missing-skill-md"
+    NOT_A_REGULAR_FILE = "not-a-regular-file"
+    LINK_OUTSIDE_SKILL = "link-outside-skill"
+    UNREADABLE = "unreadable"
+    NO_FRONT_MATTER = "no-front-matter"
+    UNCLOSED_FRONT_MATTER = "unclosed-front-matter"
+    FRONT_MATTER_TOO_LARGE = "front-matter-too-large"
+    YAML_SYNTAX = "yaml-syntax"
+    YAML_TAG = "yaml-tag"
+    YAML_TOO_COMPLEX = "yaml-too-complex"
+    DUPLICATE_KEY = "duplicate-key"
+    NOT_A_MAPPING = "front-matter-not-a-mapping"
+    DESCRIPTION_MISSING = "description-missing"
+    # Usable, but against the spec: warnings that make `validate` fail.
+    INVALID_UTF8 = "invalid-utf8"
+    NAME_MISSING = "name-missing"
+    NAME_TOO_LONG = "name-too-long"
+    NAME_CASE = "name-case"
+    NAME_CHARACTERS = "name-characters"
+    NAME_HYPHENS = "name-hyphens"
+    NAME_MISMATCH = "name-mismatch"
+    UNKNOWN_KEY = "unknown-key"
+    DESCRIPTION_TOO_LONG = "description-too-long"
+    COMPATIBILITY_INVALID = "compatibility-invalid"
+    METADATA_INVALID = "metadata-invalid"
+    ALLOWED_TOOLS_INVALID = "allowed-tools-invalid"
+    # Advice and portability: warnings within the spec.
+    LOWERCASE_FILENAME = "skill-md-lowercase"
+    SKILL_MD_TOO_LARGE = "skill-md-too-large"
+    YAML_FLOW_STYLE = "yaml-flow-style"
+    YAML_ALIAS = "yaml-alias"
+    NAME_NOT_ASCII = "name-not-ascii"
+    DESCRIPTION_ANGLE_BRACKETS = "description-angle-brackets"
+    BODY_TOO_LONG = "body-too-long"
+    BODY_TOO_MANY_TOKENS = "body-too-many-tokens"
+    FILE_TREE_TRUNCATED = "file-tree-truncated"
+    SYMLINK_OUTSIDE = "symlink-outside"
+    SYMLINK_LOOP = "symlink-loop"
+
+
+_ERRORS = frozenset(
+    {
+        Code.NOT_A_FOLDER,
+        Code.MISSING_SKILL_MD,
+        Code.NOT_A_REGULAR_FILE,
+        Code.LINK_OUTSIDE_SKILL,
+        Code.UNREADABLE,
+        Code.NO_FRONT_MATTER,
+        Code.UNCLOSED_FRONT_MATTER,
+        Code.FRONT_MATTER_TOO_LARGE,
+        Code.YAML_SYNTAX,
+        Code.YAML_TAG,
+        Code.YAML_TOO_COMPLEX,
+        Code.DUPLICATE_KEY,
+        Code.NOT_A_MAPPING,
+        Code.DESCRIPTION_MISSING,
+    }
+)
+_SPEC_WARNINGS = frozenset(
+    {
+        Code.INVALID_UTF8,
+        Code.NAME_MISSING,
+        Code.NAME_TOO_LONG,
+        Code.NAME_CASE,
+        Code.NAME_CHARACTERS,
+        Code.NAME_HYPHENS,
+        Code.NAME_MISMATCH,
+        Code.UNKNOWN_KEY,
+        Code.DESCRIPTION_TOO_LONG,
+        Code.COMPATIBILITY_INVALID,
+        Code.METADATA_INVALID,
+        Code.ALLOWED_TOOLS_INVALID,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One problem in a skill: where it is (1-based line, when known) and what to do about it."""
+
+    severity: DiagnosticSeverity
+    code: Code
+    message: str
+    file: Path
+    line: int | None = None
+    spec_violation: bool = False
+
+    def __str__(self) -> str:
+        """`path:line: severity: message`, the form compilers and editors understand."""
+        where = f"{self.file}:{self.line}" if self.line is not None else str(self.file)
+        return f"{where}: {self.severity}: {self.message}"
+
+
+def diagnostic(code: Code, message: str, file: Path, line: int | None = None) -> Diagnostic:
+    """A diagnostic with the severity and spec verdict that `code` always has."""
+    severity = DiagnosticSeverity.ERROR if code in _ERRORS else DiagnosticSeverity.WARNING
+    spec_violation = code in _ERRORS or code in _SPEC_WARNINGS
+    return Diagnostic(severity, code, message, file, line, spec_violation)
