@@ -11,6 +11,8 @@ through sudo). A second call reuses everything and only reinstalls when pyprojec
 Extra arguments after `test` go to pytest (e.g. `python3 dev.py test -k catalog`).
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
 import shutil
@@ -29,6 +31,7 @@ QT_SYSTEM_PACKAGES = [
     *("libxkbcommon0", "libxkbcommon-x11-0", "libx11-xcb1", "libxrender1", "libxcb-cursor0"),
     *("libxcb-icccm4", "libxcb-keysyms1", "libxcb-image0", "libxcb-render-util0"),
     *("libxcb-xinerama0", "libxcb-randr0", "libxcb-shape0", "libxcb-xkb1", "libxcb-xfixes0"),
+    *("libwayland-cursor0", "libwayland-egl1"),
 ]
 
 CHECKS = (
@@ -43,8 +46,13 @@ def say(text: str) -> None:
     print(f"[dev] {text}", flush=True)
 
 
-def run(argv: list[str], env: dict[str, str] | None = None) -> None:
-    subprocess.run(argv, check=True, env=env)
+def run(argv: list[str], env: dict[str, str] | None = None, quiet: bool = False) -> None:
+    """Run a setup step; with `quiet`, its output is shown only if it fails."""
+    done = subprocess.run(argv, env=env, capture_output=quiet, text=True)
+    if done.returncode != 0:
+        if quiet:
+            print(done.stdout + done.stderr, file=sys.stderr)
+        raise subprocess.CalledProcessError(done.returncode, argv)
 
 
 def ensure_venv() -> list[str]:
@@ -57,7 +65,8 @@ def ensure_venv() -> list[str]:
             shutil.rmtree(VENV, ignore_errors=True)
             run([sys.executable, "-m", "venv", "--without-pip", str(VENV)])
     if subprocess.run([str(VENV_PYTHON), "-m", "pip", "--version"], capture_output=True).returncode:
-        return [sys.executable, "-m", "pip", "--python", str(VENV_PYTHON)]
+        # Give the venv a pip of its own, so `.venv/bin/pip` works for the developer too.
+        run([sys.executable, "-m", "pip", "--python", str(VENV_PYTHON), "install", "-q", "pip"])
     return [str(VENV_PYTHON), "-m", "pip"]
 
 
@@ -101,8 +110,8 @@ def ensure_qt_libraries() -> None:
         return
     say("installing the system libraries Qt needs: " + " ".join(missing))
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run([*prefix, "apt-get", "update", "-qq"], env=env, check=False)
-    run([*prefix, *command], env=env)
+    subprocess.run([*prefix, "apt-get", "update", "-qq"], env=env, capture_output=True)
+    run([*prefix, *command], env=env, quiet=True)
 
 
 def venv_tool(name: str) -> str:
@@ -116,7 +125,9 @@ def setup() -> None:
 
 def open_app() -> int:
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-        say("no display found (DISPLAY/WAYLAND_DISPLAY unset): run this in a desktop session")
+        say("no display found (DISPLAY/WAYLAND_DISPLAY unset): run this in a desktop session,")
+        say("or take a picture of the window instead:")
+        say("  QT_QPA_PLATFORM=offscreen .venv/bin/workbench gui --screenshot workbench.png")
         return 1
     return subprocess.run([venv_tool("workbench"), "gui"]).returncode
 
@@ -142,7 +153,15 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("app", "test"):
         print(__doc__, file=sys.stderr)
         return 2
-    setup()
+    # dev.py itself runs on older Pythons, to say this instead of failing in pip.
+    if not (3, 11) <= sys.version_info < (3, 14):
+        say("the workbench needs Python 3.11 to 3.13 (e.g. Debian 12, Ubuntu 24.04)")
+        return 1
+    try:
+        setup()
+    except subprocess.CalledProcessError as error:
+        say(f"setup failed: {' '.join(map(str, error.cmd))} exited with {error.returncode}")
+        return 1
     return open_app() if argv[0] == "app" else run_tests(argv[1:])
 
 

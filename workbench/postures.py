@@ -6,10 +6,12 @@ the CLI prints and the GUI renders. `probe_availability()` asks this machine whi
 run here, and why not where one cannot.
 """
 
+import gc
 import importlib.util
 import os
 import shutil
 import sys
+import warnings
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -365,14 +367,20 @@ def docker_engine_runtimes(timeout_s: float = 3.0) -> set[str] | None:
         from docker.errors import DockerException
     except ImportError:
         return None
-    try:
-        client = docker.from_env(timeout=int(max(1, timeout_s)))
+    # docker-py leaks its socket when it cannot connect (docker/docker-py#3356): collect it
+    # here, where its ResourceWarning is expected, rather than at some later, random point.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
         try:
-            info = client.info()
+            client = docker.from_env(timeout=int(max(1, timeout_s)))
+            try:
+                info = client.info()
+            finally:
+                client.close()
+        except (DockerException, OSError):
+            return None
         finally:
-            client.close()
-    except (DockerException, OSError):
-        return None
+            gc.collect()
     return set(info.get("Runtimes", {}))
 
 

@@ -1,5 +1,7 @@
 """Posture models: safe defaults, honest warnings, availability and the default choice."""
 
+from pathlib import Path
+
 import pytest
 
 from workbench.errors import PostureError
@@ -11,6 +13,7 @@ from workbench.postures import (
     Severity,
     assess,
     default_posture_id,
+    docker_engine_runtimes,
     parse_posture_id,
     probe_availability,
 )
@@ -78,3 +81,10 @@ def test_default_is_strongest_available_and_never_local() -> None:
     )
     with pytest.raises(PostureError, match="--posture local"):
         default_posture_id(availability(PostureId.LOCAL, PostureId.QUICKJS))
+
+
+def test_engine_probe_without_engine_is_none_and_leaks_nothing(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-engine.sock'}")
+    assert docker_engine_runtimes(timeout_s=1) is None
