@@ -1,0 +1,91 @@
+"""Turning what happened to a process into a `RunStatus` and a cause sentence.
+
+The control that ended the run is named: our wall-clock timeout, the user's Stop, or, for the
+hardened posture, the rlimit the kernel enforced. Rlimits do not announce themselves: CPU and
+file-size limits arrive as signals (SIGXCPU, SIGKILL at the hard CPU limit, SIGXFSZ), while a
+memory or process limit makes a call fail, so those are recognised by the error the command
+printed (`MemoryError`, "Cannot allocate memory", fork failures), and only when it failed.
+"""
+
+import signal
+
+from workbench.executors.runner import EndedBy, ProcessOutcome
+from workbench.executors.types import RunStatus
+from workbench.postures import MIB, Limits
+
+MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
+FORK_MARKERS = ("Resource temporarily unavailable", "fork: retry", "Cannot fork", "can't fork")
+CPU_MARKERS = ("CPU time limit exceeded",)
+FSIZE_MARKERS = ("File size limit exceeded", "File too large")
+
+
+def format_bytes(n: int) -> str:
+    """`n` bytes in MiB, e.g. "256 MiB"."""
+    return f"{n / MIB:g} MiB"
+
+
+def memory_cause(limits: Limits) -> str:
+    """The cause sentence of a run stopped by the memory limit."""
+    return f"memory limit {format_bytes(limits.memory_bytes)} (RLIMIT_AS)"
+
+
+def signal_name(sig: int) -> str:
+    """`SIGTERM` for 15; the number for signals without a name."""
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return str(sig)
+
+
+def _any(text: str, markers: tuple[str, ...]) -> bool:
+    return any(marker in text for marker in markers)
+
+
+def _limit_hit(
+    outcome: ProcessOutcome, limits: Limits, sig: int | None
+) -> tuple[RunStatus, str] | None:
+    """The rlimit that ended a failed run, if one clearly did."""
+    text = outcome.stderr_text
+    cpu_spent = outcome.cpu_seconds >= limits.cpu_seconds - 0.5
+    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_spent) or _any(text, CPU_MARKERS):
+        return RunStatus.LIMIT_EXCEEDED, f"RLIMIT_CPU {limits.cpu_seconds} s"
+    if sig == signal.SIGXFSZ or _any(text, FSIZE_MARKERS):
+        return RunStatus.LIMIT_EXCEEDED, (
+            f"file size limit {format_bytes(limits.file_size_bytes)} (RLIMIT_FSIZE)"
+        )
+    if _any(text, MEMORY_MARKERS):
+        return RunStatus.OOM_KILLED, memory_cause(limits)
+    if _any(text, FORK_MARKERS):
+        return RunStatus.LIMIT_EXCEEDED, f"process limit {limits.pids} (RLIMIT_NPROC)"
+    return None
+
+
+def classify(
+    outcome: ProcessOutcome, timeout_s: float, limits: Limits | None
+) -> tuple[RunStatus, str]:
+    """Status and cause of a run; `limits` are the rlimits applied to it (None: none were)."""
+    if outcome.ended_by is EndedBy.SPAWN_ERROR:
+        return RunStatus.ERROR, outcome.spawn_error
+    if outcome.ended_by is EndedBy.CANCEL:
+        return RunStatus.CANCELLED, "stopped by the user"
+    if outcome.ended_by is EndedBy.SHUTDOWN:
+        return RunStatus.CANCELLED, "stopped because the session was closed"
+    if outcome.ended_by is EndedBy.TIMEOUT:
+        cause = f"wall-clock timeout of {timeout_s:g} s"
+        if limits is not None and _any(outcome.stderr_text, FORK_MARKERS):
+            cause += f" (forks were failing at the process limit of {limits.pids}, RLIMIT_NPROC)"
+        return RunStatus.TIMED_OUT, cause
+    rc = outcome.returncode
+    sig = -rc if rc is not None and rc < 0 else None
+    if rc != 0 and limits is not None and (hit := _limit_hit(outcome, limits, sig)):
+        return hit
+    if rc == 0:
+        status, cause = RunStatus.OK, "exited with code 0"
+    elif sig is not None:
+        status, cause = RunStatus.FAILED, f"killed by signal {signal_name(sig)}"
+    else:
+        status, cause = RunStatus.FAILED, f"exited with code {rc}"
+    if outcome.kill.signalled:
+        n = outcome.kill.signalled
+        cause += f"; killed {n} background process{'es' if n != 1 else ''} it left behind"
+    return status, cause

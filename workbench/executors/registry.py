@@ -1,0 +1,30 @@
+"""The closed map from posture id to executor class, and `build_executor()`.
+
+Adding a posture means adding its class here; nothing else looks executors up by name.
+"""
+
+from workbench.errors import PostureError
+from workbench.executors.base import Executor
+from workbench.executors.local import LocalExecutor
+from workbench.postures import Posture, PostureId
+
+_EXECUTORS: dict[PostureId, type[LocalExecutor]] = {
+    PostureId.LOCAL: LocalExecutor,
+}
+
+
+def implemented_postures() -> tuple[PostureId, ...]:
+    """The posture ids that have an executor in this build."""
+    return tuple(_EXECUTORS)
+
+
+def build_executor(posture: Posture) -> Executor:
+    """A new, not yet started executor for `posture`; `PostureError` when there is none."""
+    try:
+        cls = _EXECUTORS[posture.id]
+    except KeyError:
+        raise PostureError(
+            f"The {posture.id.value} posture is not implemented yet; "
+            f"choose one of: {', '.join(p.value for p in _EXECUTORS)}."
+        ) from None
+    return cls(posture)

@@ -1,0 +1,216 @@
+"""Session and run bookkeeping shared by the executors that spawn local processes.
+
+`SubprocessExecutor` implements the `Executor` contract once: it creates the run's folder and
+id, checks the session's folders, lets the posture prepare the launch (`_prepare`), runs it
+through `run_process()`, classifies the outcome and builds the `RunResult`. `stop()` ends every
+run in flight (they finish as cancelled) and waits for their kill to complete.
+"""
+
+import asyncio
+import secrets
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench.errors import ExecutorError
+from workbench.executors.outcome import classify
+from workbench.executors.process_tree import become_subreaper
+from workbench.executors.runner import Launch, ProcessOutcome, run_process
+from workbench.executors.types import (
+    CancelToken,
+    CapturedOutput,
+    OutputSink,
+    PostureCard,
+    RunRequest,
+    RunResult,
+    RunStatus,
+    SessionSpec,
+)
+from workbench.postures import Limits, Posture, PostureWarning, Severity, assess
+
+_NO_OUTPUT = CapturedOutput(text="", total_bytes=0, truncated=False, log_path=None)
+
+
+@dataclass(frozen=True, slots=True)
+class RunContext:
+    """One run being prepared: its id, its folder, the session and the request."""
+
+    run_id: str
+    run_dir: Path
+    session: SessionSpec
+    request: RunRequest
+
+    def command_env(self) -> dict[str, str]:
+        """The variables every executor sets for the command."""
+        return {
+            "SKILL_DIR": str(self.session.skill_dir),
+            "WORKSPACE": str(self.session.workspace),
+        }
+
+
+class PreparedRun:
+    """A run ready to spawn. Postures that read back what they applied subclass it."""
+
+    def __init__(self, launch: Launch, card: PostureCard, limits: Limits | None) -> None:
+        self.launch = launch
+        self.card = card
+        self.limits = limits  # the rlimits the command runs under, None when there are none
+
+    async def on_spawned(self, pid: int) -> None:
+        """Called as soon as the root process exists."""
+        del pid
+
+    def launch_error(self) -> str:
+        """Why the command itself could not be started, after the run ("" when it was)."""
+        return ""
+
+    def close(self) -> None:
+        """Release what `_prepare` set up; called after the run, whatever happened."""
+
+
+class SubprocessExecutor(ABC):
+    """The `Executor` contract for postures that spawn a local process tree."""
+
+    def __init__(self, posture: Posture) -> None:
+        self.posture = posture
+        self._session: SessionSpec | None = None
+        self._shutdown = asyncio.Event()
+        self._running = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def start(self, session: SessionSpec) -> None:
+        """Create the runs folder and make the app adopt orphans of its runs."""
+        try:
+            session.runs_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ExecutorError(
+                f"Cannot create the runs folder {session.runs_dir}: {error.strerror}."
+            ) from error
+        become_subreaper()
+        self._shutdown = asyncio.Event()
+        self._session = session
+
+    async def stop(self) -> None:
+        """End every run in flight (killing their trees) and the session."""
+        self._shutdown.set()
+        await self._idle.wait()
+        self._session = None
+
+    async def run(self, request: RunRequest, sink: OutputSink, cancel: CancelToken) -> RunResult:
+        """Run one command; see `Executor.run`."""
+        if self._session is None:
+            raise ExecutorError("The executor was not started (or was stopped) before a run.")
+        context = self._new_context(self._session, request)
+        warnings = tuple(assess(self.posture))
+        problem = _session_problem(self._session, request)
+        prepared = None if problem else self._prepare(context)
+        if isinstance(prepared, str):
+            problem = prepared
+        if problem or not isinstance(prepared, PreparedRun):
+            card = PostureCard(self.posture)
+            return _error_result(context, card, problem, warnings)
+        self._running += 1
+        self._idle.clear()
+        try:
+            outcome = await run_process(
+                prepared.launch,
+                context.run_id,
+                context.run_dir,
+                self.posture.limits.timeout_s,
+                request.output_cap_bytes,
+                sink,
+                cancel,
+                self._shutdown,
+                request.on_sample,
+                prepared.on_spawned,
+            )
+        finally:
+            prepared.close()
+            self._running -= 1
+            if not self._running:
+                self._idle.set()
+        return self._result(context, prepared, outcome, warnings)
+
+    @abstractmethod
+    def _prepare(self, context: RunContext) -> PreparedRun | str:
+        """The launch of this run, or a sentence saying why it cannot run."""
+
+    def _new_context(self, session: SessionSpec, request: RunRequest) -> RunContext:
+        run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"
+        run_dir = session.runs_dir / run_id
+        try:
+            run_dir.mkdir(parents=True)
+        except OSError as error:
+            raise ExecutorError(f"Cannot create the run folder {run_dir}: {error}.") from error
+        return RunContext(run_id, run_dir, session, request)
+
+    def _result(
+        self,
+        context: RunContext,
+        prepared: PreparedRun,
+        outcome: ProcessOutcome,
+        warnings: tuple[PostureWarning, ...],
+    ) -> RunResult:
+        status, cause = classify(outcome, self.posture.limits.timeout_s, prepared.limits)
+        if launch_error := prepared.launch_error():
+            status, cause = RunStatus.ERROR, launch_error
+        if outcome.kill.signalled and status is RunStatus.OK:
+            warnings += (
+                PostureWarning(
+                    Severity.CAUTION,
+                    f"The command left {outcome.kill.signalled} background process(es) "
+                    "running; the workbench killed them.",
+                ),
+            )
+        rc = outcome.returncode
+        return RunResult(
+            run_id=context.run_id,
+            status=status,
+            cause=cause,
+            exit_code=rc if rc is not None and rc >= 0 else None,
+            signal=-rc if rc is not None and rc < 0 else None,
+            wall_seconds=outcome.wall_seconds,
+            cpu_seconds=outcome.cpu_seconds,
+            peak_rss_bytes=outcome.peak_rss_bytes,
+            peak_processes=outcome.peak_processes,
+            stdout=outcome.stdout,
+            stderr=outcome.stderr,
+            card=prepared.card,
+            warnings=warnings,
+            leftover_processes=outcome.kill.leftover,
+            samples=outcome.samples,
+            run_dir=context.run_dir,
+        )
+
+
+def _session_problem(session: SessionSpec, request: RunRequest) -> str:
+    if not request.argv:
+        return "empty command: nothing to run"
+    if not session.workspace.is_dir():
+        return f"workspace missing: {session.workspace} is not a folder"
+    if not session.skill_dir.is_dir():
+        return f"skill folder missing: {session.skill_dir} is not a folder"
+    return ""
+
+
+def _error_result(
+    context: RunContext, card: PostureCard, cause: str, warnings: tuple[PostureWarning, ...]
+) -> RunResult:
+    return RunResult(
+        run_id=context.run_id,
+        status=RunStatus.ERROR,
+        cause=cause,
+        exit_code=None,
+        signal=None,
+        wall_seconds=0.0,
+        cpu_seconds=0.0,
+        peak_rss_bytes=0,
+        peak_processes=0,
+        stdout=_NO_OUTPUT,
+        stderr=_NO_OUTPUT,
+        card=card,
+        warnings=warnings,
+        run_dir=context.run_dir,
+    )

@@ -1,0 +1,164 @@
+"""The psutil sampler of a local run's process tree, and the /proc helpers that find the tree.
+
+A run's processes are the descendants of its root process plus orphans that re-parented to the
+app (a child subreaper) and carry the run's tag (`WORKBENCH_RUN_ID=<id>` in their environment).
+`ProcessTreeSampler` keeps one `psutil.Process` per pid (so `cpu_percent` works), re-lists the
+tree through `/proc/PID/task/TID/children` on every tick (cheap: it reads only the tree, not the
+whole process table) and produces `ResourceSample`s, peaks and CPU seconds.
+"""
+
+import asyncio
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import psutil
+
+from workbench.monitor.sample import ResourceSample
+
+RUN_TAG_ENV = "WORKBENCH_RUN_ID"
+SAMPLE_INTERVAL_S = 0.1
+
+
+def run_tag(run_id: str) -> bytes:
+    """The environment entry that marks every process of run `run_id`."""
+    return f"{RUN_TAG_ENV}={run_id}".encode()
+
+
+def proc_children(pid: int) -> list[int]:
+    """The direct children of `pid` (every thread's), or [] when it is gone."""
+    children: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")  # noqa: PTH208 - hot path, plain names
+    except OSError:
+        return children
+    for tid in tasks:
+        try:
+            data = Path(f"/proc/{pid}/task/{tid}/children").read_bytes()
+        except OSError:
+            continue
+        children.extend(int(field) for field in data.split())
+    return children
+
+
+def descendants(roots: Iterable[int]) -> set[int]:
+    """`roots` and every process below them."""
+    seen = set(roots)
+    stack = list(seen)
+    while stack:
+        for child in proc_children(stack.pop()):
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return seen
+
+
+def carries_tag(pid: int, tag: bytes) -> bool:
+    """True when `pid`'s initial environment holds `tag` (False if unreadable or a zombie)."""
+    try:
+        return tag in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def tagged_processes(tag: bytes) -> set[int]:
+    """Every readable process on the machine that carries `tag` (a full /proc scan)."""
+    names = os.listdir("/proc")  # noqa: PTH208 - hot path, plain names
+    return {int(name) for name in names if name.isdigit() and carries_tag(int(name), tag)}
+
+
+def alive(process: psutil.Process) -> bool:
+    """True while `process` (the same one, not a reused pid) runs and is not a zombie."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+class ProcessTreeSampler:
+    """Samples CPU, memory and process count of one run's process tree.
+
+    `exclude` holds pids that are never the run's orphans (the app's other direct children
+    that executors spawned), so their tags need not be read.
+    """
+
+    def __init__(
+        self,
+        root: psutil.Process | None,
+        tag: bytes,
+        t0: float,
+        on_sample: Callable[[ResourceSample], None] | None = None,
+        exclude: Callable[[], Iterable[int]] = tuple,
+    ) -> None:
+        self._root = root
+        self._tag = tag
+        self._t0 = t0
+        self._on_sample = on_sample
+        self._exclude = exclude
+        self._procs: dict[int, psutil.Process] = {root.pid: root} if root else {}
+        self._orphan_verdicts: dict[int, bool] = {}
+        self._cpu_by_pid: dict[int, float] = {}
+        self.seen: dict[int, psutil.Process] = dict(self._procs)
+        self.samples: list[ResourceSample] = []
+        self.peak_rss_bytes = 0
+        self.peak_processes = 0
+
+    @property
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds of every process seen, as of its last sample."""
+        return sum(self._cpu_by_pid.values())
+
+    def members(self) -> set[int]:
+        """The pids of the run right now: the root's tree plus tagged orphans and their trees."""
+        roots = [self._root.pid] if self._root and alive(self._root) else []
+        excluded = set(self._exclude())
+        children = [pid for pid in proc_children(os.getpid()) if pid not in excluded]
+        verdicts = {
+            pid: self._orphan_verdicts.get(pid)
+            if pid in self._orphan_verdicts
+            else carries_tag(pid, self._tag)
+            for pid in children
+        }
+        self._orphan_verdicts = {pid: bool(v) for pid, v in verdicts.items()}
+        roots.extend(pid for pid, tagged in self._orphan_verdicts.items() if tagged)
+        return descendants(roots)
+
+    def sample(self) -> ResourceSample:
+        """Read the tree once and record the sample (also handed to `on_sample`)."""
+        pids = self.members()
+        cpu_percent = 0.0
+        rss = 0
+        count = 0
+        for pid in pids:
+            process = self._procs.get(pid)
+            try:
+                if process is None:
+                    process = self._procs[pid] = self.seen[pid] = psutil.Process(pid)
+                with process.oneshot():
+                    cpu_percent += process.cpu_percent(None)
+                    rss += process.memory_info().rss
+                    times = process.cpu_times()
+            except psutil.Error:
+                continue
+            self._cpu_by_pid[pid] = times.user + times.system
+            count += 1
+        for gone in self._procs.keys() - pids:
+            del self._procs[gone]
+        sample = ResourceSample(
+            t=asyncio.get_running_loop().time() - self._t0,
+            cpu_percent=cpu_percent,
+            rss_bytes=rss,
+            processes=count,
+        )
+        self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
+        self.peak_processes = max(self.peak_processes, count)
+        self.samples.append(sample)
+        if self._on_sample is not None:
+            self._on_sample(sample)
+        return sample
+
+    async def run(self, interval_s: float = SAMPLE_INTERVAL_S) -> None:
+        """Sample every `interval_s` until cancelled."""
+        while True:
+            self.sample()
+            await asyncio.sleep(interval_s)
