@@ -63,6 +63,9 @@ class SnapshotLimits:
     max_store_bytes: int = 2048 * MIB  # new bytes one snapshot may add to the blob store
 
 
+DEFAULT_SNAPSHOT_LIMITS = SnapshotLimits()
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """A workspace at one moment.
@@ -85,7 +88,7 @@ def take_snapshot(
     *,
     previous: Snapshot | None = None,
     store: BlobStore | None = None,
-    limits: SnapshotLimits = SnapshotLimits(),
+    limits: SnapshotLimits = DEFAULT_SNAPSHOT_LIMITS,
 ) -> Snapshot:
     """Snapshot the workspace at `root` (see the module doc); raises only if it is unreadable."""
     return _Walker(root, previous, store, limits).run()

@@ -1,0 +1,49 @@
+"""Reports escape hostile skill output in every format."""
+
+import json
+from pathlib import Path
+
+from workbench.executors.types import RunResult
+from workbench.runs.export import ExportFormat, export_record
+from workbench.runs.history import RunHistory
+from workbench.runs.record import RunRecord
+
+
+def _finished(history: RunHistory, record: RunRecord, result: RunResult) -> RunRecord:
+    history.start(record)
+    return history.finish(record.run_id, result, notes=("<b>note</b>",))
+
+
+def test_html_escapes_everything(history: RunHistory, record_factory, result) -> None:
+    record = _finished(history, record_factory("r1"), result)
+    page = export_record(record, ExportFormat.HTML)
+    assert "<script>" not in page
+    assert "<b>" not in page
+    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    assert "Content-Security-Policy" in page
+    for expected in ("failed", "exited with code 3", "NO SANDBOX", "mode_changed: tool.sh"):
+        assert expected in page
+    assert "wall-clock timeout 60 s" in page
+
+
+def test_markdown_escapes_markup_and_fences_code_safely(
+    history: RunHistory, record_factory, result
+) -> None:
+    record = _finished(history, record_factory("r1"), result)
+    text = export_record(record, ExportFormat.MD)
+    fenced = "\n````\n<script>alert('x')</script> & [click](javascript:evil) ```\n````\n"
+    assert fenced in text  # code is verbatim, in a fence longer than its own backticks
+    outside = text.replace(fenced, "")
+    assert "<script>" not in outside
+    assert "](javascript" not in outside
+    assert "- added: &lt;script&gt;alert" in outside
+    assert "\\[click\\]\\(javascript:evil\\)" in outside
+
+
+def test_json_report_is_the_record(history: RunHistory, record_factory, result) -> None:
+    record = _finished(history, record_factory("r1"), result)
+    document = json.loads(export_record(record, ExportFormat.JSON))
+    assert document["schema"] == "skill-workbench/run-report/1"
+    assert document["outcome"] == "failed"
+    assert document["result"]["changes"][1]["kind"] == "mode_changed"
+    assert document["result"]["stdout"]["log_path"] == str(Path("/tmp/stdout.log"))

@@ -1,0 +1,103 @@
+"""The sqlite3 run history: written at start, completed at the end, readable after a crash."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from workbench.errors import HistoryError
+from workbench.executors.types import RunResult, RunStatus
+from workbench.runs.history import RunHistory
+from workbench.runs.record import RunRecord, RunState, record_to_dict
+
+MakeRecord = Callable[..., RunRecord]
+
+
+def test_run_is_recorded_at_start_and_completed_at_the_end(
+    history: RunHistory, record_factory: MakeRecord, result: RunResult
+) -> None:
+    history.start(record_factory("20260101-000000-aaaaaa"))
+    started = history.get("20260101-000000-aaaaaa")
+    assert (started.state, started.outcome, started.result) == (RunState.RUNNING, "running", None)
+
+    done = history.finish("20260101-000000-aaaaaa", result, notes=("a note",))
+
+    assert done.state is RunState.FINISHED
+    assert (done.outcome, done.exit_code, done.notes) == ("failed", 3, ("a note",))
+    assert done.result is not None and done.result["stdout"]["text"].startswith("<script>")
+    assert [c.path for c in done.changes] == [c.path for c in result.changes]
+    assert done.argv == ("sh", "-c", "echo hi")
+
+
+def test_resolve_accepts_id_unique_prefix_and_last(
+    history: RunHistory, record_factory: MakeRecord
+) -> None:
+    history.start(record_factory("20260101-000000-aaaaaa", 1.0))
+    history.start(record_factory("20260101-000000-abbbbb", 2.0))
+    history.start(record_factory("20260102-000000-cccccc", 3.0))
+    assert history.resolve("last").run_id == "20260102-000000-cccccc"
+    assert history.resolve("20260102").run_id == "20260102-000000-cccccc"
+    assert history.resolve("20260101-000000-ab").run_id == "20260101-000000-abbbbb"
+    with pytest.raises(HistoryError, match="matches several runs"):
+        history.resolve("20260101-000000-a")
+    with pytest.raises(HistoryError, match="No run matches"):
+        history.resolve("1999")
+    with pytest.raises(HistoryError, match="No run matches"):
+        history.resolve("%")
+    assert [r.run_id for r in history.recent()] == [
+        "20260102-000000-cccccc",
+        "20260101-000000-abbbbb",
+        "20260101-000000-aaaaaa",
+    ]
+
+
+def test_abandoned_run_keeps_its_cause(history: RunHistory, record_factory: MakeRecord) -> None:
+    history.start(record_factory("r-err"))
+    record = history.abandon("r-err", RunStatus.ERROR, "executor could not start")
+    assert (record.outcome, record.cause, record.result) == (
+        "error",
+        "executor could not start",
+        None,
+    )
+
+
+_CRASH = """
+import os, signal, sys
+from pathlib import Path
+from workbench.runs.history import RunHistory
+from workbench.runs.record import RunRecord
+p = Path("/tmp/ws")
+RunHistory(Path(sys.argv[1])).start(RunRecord("crashed", "demo", p, "local", ("true",), p, p, 1.0))
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_record_of_a_killed_process_reads_back_as_interrupted(tmp_path: Path) -> None:
+    path = tmp_path / "history.sqlite3"
+    done = subprocess.run([sys.executable, "-c", _CRASH, str(path)], check=False)
+    assert done.returncode == -signal.SIGKILL
+
+    record = RunHistory(path).get("crashed")
+
+    assert record.state is RunState.INTERRUPTED
+    assert record_to_dict(record)["outcome"] == "interrupted"
+
+
+def test_odd_paths_survive_and_serialise_as_valid_json(
+    history: RunHistory, record_factory: MakeRecord
+) -> None:
+    odd = Path(os.fsdecode(b"/tmp/bad-\xff-\n-name"))
+    argv = ("printf", os.fsdecode(b"\xfe"))
+    history.start(replace(record_factory("odd"), workspace=odd, argv=argv))
+    loaded = history.get("odd")
+    assert loaded.workspace == odd
+    assert loaded.argv == argv
+    text = json.dumps(record_to_dict(loaded), ensure_ascii=False)
+    text.encode("utf-8")  # strict: no lone surrogates
+    assert json.loads(text)["workspace"] == "/tmp/bad-\\xff-\n-name"

@@ -1,0 +1,140 @@
+"""The run service: snapshot, run, diff, record and restore, over the real local executor."""
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from workbench.errors import ExecutorError, WorkspaceError
+from workbench.executors import Executor, build_executor
+from workbench.executors.types import (
+    CancelToken,
+    OutputChunk,
+    OutputSink,
+    RunRequest,
+    RunResult,
+    SessionSpec,
+    Stream,
+)
+from workbench.postures import Posture, PostureId
+from workbench.runs.history import RunHistory
+from workbench.runs.layout import DataLayout
+from workbench.runs.record import RunState
+from workbench.runs.service import RunPlan, RunService
+from workbench.workspace.changes import ChangeKind
+
+SCRIPT = (
+    "echo out; echo err >&2; echo new > added.txt; printf more >> edit.txt; rm gone.txt; "
+    "chmod 755 tool.sh; rm swap.txt; ln -s edit.txt swap.txt; exit 3"
+)
+
+
+def _workspace(root: Path) -> Path:
+    root.mkdir()
+    (root / "edit.txt").write_text("text\n")
+    (root / "gone.txt").write_text("bye\n")
+    (root / "tool.sh").write_text("#!/bin/sh\n")
+    (root / "tool.sh").chmod(0o644)
+    (root / "swap.txt").write_text("a file\n")
+    return root
+
+
+def _service(tmp_path: Path, build=build_executor) -> RunService:
+    layout = DataLayout(tmp_path / "data")
+    return RunService(layout, RunHistory(layout.history_path), build)
+
+
+def _ignore(chunk: OutputChunk) -> None:
+    del chunk
+
+
+def _plan(workspace: Path, *argv: str) -> RunPlan:
+    return RunPlan("demo", workspace, Posture(PostureId.LOCAL), tuple(argv), workspace)
+
+
+def test_run_reports_changes_records_them_and_restores(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path / "ws")
+    service = _service(tmp_path)
+    chunks: list[OutputChunk] = []
+
+    def sink(chunk: OutputChunk) -> None:
+        chunks.append(chunk)
+
+    plan = _plan(workspace, "sh", "-c", SCRIPT)
+    done = asyncio.run(service.run_once(plan, sink, CancelToken()))
+
+    assert {c.path: c.kind for c in done.result.changes} == {
+        "added.txt": ChangeKind.ADDED,
+        "edit.txt": ChangeKind.MODIFIED,
+        "gone.txt": ChangeKind.DELETED,
+        "swap.txt": ChangeKind.TYPE_CHANGED,
+        "tool.sh": ChangeKind.MODE_CHANGED,
+    }
+    assert done.result.run_id == plan.run_id == done.record.run_id
+    assert done.result.exit_code == 3 and done.record.outcome == "failed"
+    assert b"out\n" in b"".join(c.data for c in chunks if c.stream is Stream.STDOUT)
+    assert done.result.warnings  # the local posture always warns
+    stored = service.history.get(plan.run_id)
+    assert [c.path for c in stored.changes] == [c.path for c in done.result.changes]
+
+    report = service.restore(stored)
+
+    assert report.complete
+    assert sorted(p.name for p in workspace.iterdir()) == [
+        "edit.txt",
+        "gone.txt",
+        "swap.txt",
+        "tool.sh",
+    ]
+    assert (workspace / "edit.txt").read_text() == "text\n"
+    assert not (workspace / "swap.txt").is_symlink()
+    assert (workspace / "tool.sh").stat().st_mode & 0o777 == 0o644
+
+
+def test_restore_refuses_when_the_workspace_changed_since(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path / "ws")
+    service = _service(tmp_path)
+    done = asyncio.run(service.run_once(_plan(workspace, "touch", "x"), _ignore, CancelToken()))
+    (workspace / "edit.txt").write_text("my later work\n")
+    with pytest.raises(WorkspaceError, match=r"changed after run .* edit.txt \(modified\)"):
+        service.restore(done.record)
+    assert (workspace / "edit.txt").read_text() == "my later work\n"
+    assert service.restore(done.record, force=True).complete
+    assert not (workspace / "x").exists()
+
+
+class _BrokenExecutor:
+    """An executor whose start fails, to check the service's error path."""
+
+    def __init__(self, posture: Posture) -> None:
+        self.posture = posture
+        self.stopped = 0
+
+    async def start(self, session: SessionSpec) -> None:
+        raise ExecutorError("cannot start: no engine")
+
+    async def run(self, request: RunRequest, sink: OutputSink, cancel: CancelToken) -> RunResult:
+        raise AssertionError("never reached")
+
+    async def stop(self) -> None:
+        self.stopped += 1
+
+
+def test_executor_failure_is_recorded_and_the_executor_stopped(tmp_path: Path) -> None:
+    made: list[_BrokenExecutor] = []
+
+    def build(posture: Posture) -> Executor:
+        made.append(_BrokenExecutor(posture))
+        return made[-1]
+
+    service = _service(tmp_path, build)
+    plan = _plan(_workspace(tmp_path / "ws"), "true")
+    with pytest.raises(ExecutorError):
+        asyncio.run(service.run_once(plan, _ignore, CancelToken()))
+    assert made[0].stopped == 1
+    record = service.history.get(plan.run_id)
+    assert (record.state, record.outcome, record.cause) == (
+        RunState.FINISHED,
+        "error",
+        "cannot start: no engine",
+    )

@@ -1,0 +1,1 @@
+"""Runs: the headless run service, run records, the sqlite3 history and report export."""

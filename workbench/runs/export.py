@@ -1,0 +1,200 @@
+"""Run reports: one recorded run exported as JSON, Markdown or a self-contained HTML page.
+
+Skill output, file names and causes are hostile text. The report is first built as neutral
+sections (rows, lines, code blocks) and then rendered; the HTML renderer escapes every piece
+of text, the Markdown renderer escapes markup characters outside code blocks and fences code
+with more backticks than the code contains. JSON is `record_to_dict`, as `--json` prints it.
+"""
+
+import html
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from workbench.runs.record import RunRecord, json_text, record_to_dict
+from workbench.workspace.blobs import BlobStore
+from workbench.workspace.changes import ChangeKind
+from workbench.workspace.diff import text_diff
+
+EXCERPT_CHARS = 20_000
+MAX_DIFFS = 20
+REPORT_SCHEMA = "skill-workbench/run-report/1"
+
+
+class ExportFormat(StrEnum):
+    """The report formats."""
+
+    HTML = "html"
+    JSON = "json"
+    MD = "md"
+
+
+@dataclass(slots=True)
+class _Section:
+    title: str
+    rows: list[tuple[str, str]] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    blocks: list[tuple[str, str]] = field(default_factory=list)  # (caption, code)
+
+
+def export_record(record: RunRecord, fmt: ExportFormat, store: BlobStore | None = None) -> str:
+    """The report of `record` in `fmt`; with `store`, text diffs of the changed files."""
+    if fmt is ExportFormat.JSON:
+        document = {"schema": REPORT_SCHEMA, **record_to_dict(record)}
+        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    title = f"Run {record.run_id}: {record.skill_name} under {record.posture}"
+    sections = _sections(record, store)
+    render = _render_html if fmt is ExportFormat.HTML else _render_md
+    return render(json_text(title), sections)
+
+
+def _sections(record: RunRecord, store: BlobStore | None) -> list[_Section]:
+    result: dict[str, Any] = record.result or {}
+    summary = _Section("Summary")
+    summary.rows += [
+        ("Outcome", record.outcome),
+        ("Cause", record.cause or "-"),
+        ("Exit code", _text(record.exit_code)),
+        ("Command", shlex.join(record.argv)),
+        ("Skill", f"{record.skill_name} ({record.skill_dir})"),
+        ("Workspace", str(record.workspace)),
+        ("Started", _time(record.started_at)),
+        ("Ended", _time(record.ended_at)),
+    ]
+    for key, label in (
+        ("signal", "Signal"),
+        ("wall_seconds", "Wall seconds"),
+        ("cpu_seconds", "CPU seconds"),
+        ("peak_rss_bytes", "Peak memory (bytes)"),
+        ("peak_processes", "Peak processes"),
+        ("leftover_processes", "Leftover processes"),
+    ):
+        if key in result:
+            summary.rows.append((label, _text(result[key])))
+    sections = [summary, _card_section(result)]
+    warnings = _Section("Posture warnings")
+    warnings.lines = [f"{w['severity'].upper()}: {w['text']}" for w in result.get("warnings", [])]
+    notes = _Section("Workspace notes", lines=list(record.notes))
+    sections += [warnings, notes, _changes_section(record, store)]
+    for stream in ("stdout", "stderr"):
+        captured = result.get(stream)
+        if captured:
+            sections.append(_output_section(stream, captured))
+    return [s for s in sections if s.rows or s.lines or s.blocks]
+
+
+def _card_section(result: dict[str, Any]) -> _Section:
+    section = _Section("Effective posture")
+    card = result.get("card")
+    if not card:
+        return section
+    posture = card["posture"]
+    section.rows.append(("Posture", posture["id"]))
+    section.rows += [(name, _text(value)) for name, value in posture["limits"].items()]
+    section.rows += [("network", posture["network"]), ("run as", card.get("run_as") or "-")]
+    section.rows.append(("Environment kept", ", ".join(card.get("env_kept", [])) or "-"))
+    section.rows.append(("Environment dropped", ", ".join(card.get("env_dropped", [])) or "-"))
+    section.lines = [f"{'held' if ok else 'NOT HELD'}: {name}" for name, ok in card["checks"]]
+    return section
+
+
+def _changes_section(record: RunRecord, store: BlobStore | None) -> _Section:
+    changes = record.changes
+    section = _Section(f"Workspace changes ({len(changes)})")
+    for change in changes:
+        types = " -> ".join(str(t) for t in (change.before_type, change.after_type) if t)
+        modes = " -> ".join(
+            f"{m:o}" for m in (change.before_mode, change.after_mode) if m is not None
+        )
+        section.lines.append(f"{change.kind.value}: {change.path} [{types}; mode {modes}]")
+    if store is None:
+        return section
+    with_content = [c for c in changes if c.kind is not ChangeKind.MODE_CHANGED]
+    for change in with_content[:MAX_DIFFS]:
+        diff = text_diff(change, store, max_bytes=256 * 1024, max_lines=2000)
+        section.blocks.append((f"diff of {change.path}", diff.placeholder or diff.text))
+    return section
+
+
+def _output_section(stream: str, captured: dict[str, Any]) -> _Section:
+    section = _Section(f"{stream} ({captured['total_bytes']:,} bytes)")
+    if captured.get("truncated"):
+        section.lines.append("Truncated in memory; the full output is in the log file.")
+    if captured.get("log_path"):
+        section.rows.append(("Log file", captured["log_path"]))
+    text = captured.get("text", "")
+    if len(text) > EXCERPT_CHARS:
+        half = EXCERPT_CHARS // 2
+        omitted = len(text) - 2 * half
+        text = f"{text[:half]}\n[... {omitted:,} characters omitted ...]\n{text[-half:]}"
+    section.blocks.append(("excerpt", text))
+    return section
+
+
+def _text(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def _time(stamp: float | None) -> str:
+    return "-" if stamp is None else datetime.fromtimestamp(stamp, UTC).isoformat(" ", "seconds")
+
+
+def _render_html(title: str, sections: list[_Section]) -> str:
+    e = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        # No script may run, whatever slips through: the page needs none.
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'\">",
+        f"<title>{e(title)}</title>",
+        "<style>body{font-family:sans-serif;margin:2em}td,th{text-align:left;padding:2px 8px}"
+        "pre{background:#f4f4f4;padding:8px;overflow:auto;white-space:pre-wrap}</style>",
+        f"</head><body><h1>{e(title)}</h1>",
+    ]
+    for section in sections:
+        parts.append(f"<h2>{e(section.title)}</h2>")
+        if section.rows:
+            rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in section.rows)
+            parts.append(f"<table>{rows}</table>")
+        if section.lines:
+            parts.append("<ul>" + "".join(f"<li>{e(line)}</li>" for line in section.lines))
+            parts.append("</ul>")
+        for caption, code in section.blocks:
+            parts.append(f"<h3>{e(caption)}</h3><pre>{e(code)}</pre>")
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]()#!|~{}+.-])")
+
+
+def _md(text: str) -> str:
+    """Inline Markdown text: markup characters escaped, HTML neutralised, one line."""
+    escaped = _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+    return " ".join(escaped.splitlines())
+
+
+def _fence(code: str) -> str:
+    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    return "`" * max(3, longest + 1)
+
+
+def _render_md(title: str, sections: list[_Section]) -> str:
+    parts = [f"# {_md(title)}", ""]
+    for section in sections:
+        parts += [f"## {_md(section.title)}", ""]
+        if section.rows:
+            parts += ["| | |", "|---|---|"]
+            parts += [f"| {_md(k)} | {_md(v)} |" for k, v in section.rows]
+            parts.append("")
+        if section.lines:
+            parts += [f"- {_md(line)}" for line in section.lines] + [""]
+        for caption, code in section.blocks:
+            fence = _fence(code)
+            parts += [f"**{_md(caption)}**", "", fence, code.rstrip("\n"), fence, ""]
+    return "\n".join(parts)

@@ -1,0 +1,225 @@
+"""`RunHistory`: every run, recorded in sqlite3 (`history.sqlite3` in the data folder).
+
+The row is written when a run starts (state `running`, with the pid and start time of the
+process running it) and completed when it ends, each in its own short transaction (WAL mode,
+a fresh connection per call, so any thread may use it). A run whose process died half-way
+(crash, kill -9, power cut) keeps its row and reads back as `interrupted`. Paths are stored as
+bytes, so no file name is ever refused.
+"""
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from workbench.errors import HistoryError
+from workbench.executors.types import RunResult, RunStatus
+from workbench.runs.record import RunRecord, RunState, result_to_dict
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    state TEXT NOT NULL,
+    status TEXT,
+    cause TEXT NOT NULL DEFAULT '',
+    exit_code INTEGER,
+    skill_name TEXT NOT NULL,
+    skill_dir BLOB NOT NULL,
+    posture TEXT NOT NULL,
+    argv TEXT NOT NULL,
+    workspace BLOB NOT NULL,
+    run_dir BLOB NOT NULL,
+    owner_pid INTEGER NOT NULL,
+    owner_started REAL NOT NULL,
+    notes TEXT NOT NULL DEFAULT '[]',
+    result TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
+"""
+_COLUMNS = (
+    "run_id, started_at, ended_at, state, status, cause, exit_code, skill_name, skill_dir, "
+    "posture, argv, workspace, run_dir, owner_pid, owner_started, notes, result"
+)
+
+
+class RunHistory:
+    """The history store at `path` (created on first use)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with self._transaction() as db:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.executescript(_SCHEMA)
+        except OSError as error:
+            raise HistoryError(f"Cannot create the run history at {path}: {error}") from None
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        try:
+            with closing(sqlite3.connect(self.path, timeout=10)) as db, db:
+                yield db
+        except sqlite3.Error as error:
+            raise HistoryError(f"The run history at {self.path} failed: {error}") from None
+
+    def start(self, record: RunRecord) -> None:
+        """Record a run that is starting now, owned by this process."""
+        me = psutil.Process()
+        with self._transaction() as db:
+            db.execute(
+                f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * 17)})",
+                (
+                    record.run_id,
+                    record.started_at,
+                    None,
+                    RunState.RUNNING.value,
+                    None,
+                    "",
+                    None,
+                    record.skill_name,
+                    os.fsencode(record.skill_dir),
+                    record.posture,
+                    json.dumps(record.argv),
+                    os.fsencode(record.workspace),
+                    os.fsencode(record.run_dir),
+                    me.pid,
+                    me.create_time(),
+                    "[]",
+                    None,
+                ),
+            )
+
+    def finish(self, run_id: str, result: RunResult, notes: tuple[str, ...] = ()) -> RunRecord:
+        """Complete a run's record with its result; returns the completed record."""
+        self._end(run_id, result.status, result.cause, result.exit_code, notes, result)
+        return self.get(run_id)
+
+    def abandon(self, run_id: str, status: RunStatus, cause: str) -> RunRecord:
+        """Complete a run that ended without a result (the workbench failed or was cancelled)."""
+        self._end(run_id, status, cause, None, (), None)
+        return self.get(run_id)
+
+    def _end(
+        self,
+        run_id: str,
+        status: RunStatus,
+        cause: str,
+        exit_code: int | None,
+        notes: tuple[str, ...],
+        result: RunResult | None,
+    ) -> None:
+        document = None if result is None else json.dumps(result_to_dict(result))
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE runs SET ended_at = ?, state = ?, status = ?, cause = ?, exit_code = ?, "
+                "notes = ?, result = ? WHERE run_id = ?",
+                (
+                    time.time(),
+                    RunState.FINISHED.value,
+                    status.value,
+                    cause,
+                    exit_code,
+                    json.dumps(notes),
+                    document,
+                    run_id,
+                ),
+            )
+
+    def recent(self, limit: int = 200) -> list[RunRecord]:
+        """The most recent runs, newest first."""
+        with self._transaction() as db:
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [_record(row) for row in rows]
+
+    def get(self, run_id: str) -> RunRecord:
+        """The run with exactly this id; `HistoryError` if there is none."""
+        with self._transaction() as db:
+            row = db.execute(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise HistoryError(f"No run {run_id!r} in the history.")
+        return _record(row)
+
+    def resolve(self, ref: str) -> RunRecord:
+        """The run named by its id, a unique prefix of it, or `last` (the newest run)."""
+        if ref == "last":
+            newest = self.recent(limit=1)
+            if not newest:
+                raise HistoryError("The history is empty: no run yet.")
+            return newest[0]
+        pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        with self._transaction() as db:
+            ids = [
+                row[0]
+                for row in db.execute(
+                    "SELECT run_id FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 6", (pattern,)
+                )
+            ]
+        if ref in ids:
+            return self.get(ref)
+        if not ids:
+            raise HistoryError(f"No run matches {ref!r}; see `workbench history list`.")
+        if len(ids) > 1:
+            raise HistoryError(f"{ref!r} matches several runs ({', '.join(ids[:5])}, ...).")
+        return self.get(ids[0])
+
+
+def _record(row: tuple[Any, ...]) -> RunRecord:
+    (
+        run_id,
+        started_at,
+        ended_at,
+        state,
+        status,
+        cause,
+        exit_code,
+        skill_name,
+        skill_dir,
+        posture,
+        argv,
+        workspace,
+        run_dir,
+        owner_pid,
+        owner_started,
+        notes,
+        result,
+    ) = row
+    run_state = RunState(state)
+    if run_state is RunState.RUNNING and not _alive(owner_pid, owner_started):
+        run_state = RunState.INTERRUPTED
+    return RunRecord(
+        run_id=run_id,
+        skill_name=skill_name,
+        skill_dir=Path(os.fsdecode(skill_dir)),
+        posture=posture,
+        argv=tuple(json.loads(argv)),
+        workspace=Path(os.fsdecode(workspace)),
+        run_dir=Path(os.fsdecode(run_dir)),
+        started_at=started_at,
+        state=run_state,
+        ended_at=ended_at,
+        status=status,
+        cause=cause,
+        exit_code=exit_code,
+        notes=tuple(json.loads(notes)),
+        result=None if result is None else json.loads(result),
+    )
+
+
+def _alive(pid: int, started: float) -> bool:
+    """True when process `pid` exists and is the same process (same start time)."""
+    try:
+        return abs(psutil.Process(pid).create_time() - started) < 0.01
+    except psutil.Error:
+        return False

@@ -1,0 +1,189 @@
+"""`RunService`: one run from start to record, headless, shared by the CLI and the GUI.
+
+`run_once` records the run as started, snapshots the workspace (keeping a copy of every file
+for restore), starts an executor, runs the command, always stops the executor, snapshots the
+workspace again, diffs the two into the result's `changes` and records the finished run.
+Blocking work (hashing, copying, sqlite) runs in threads, so the GUI's loop stays responsive.
+If the workbench itself fails (a `WorkbenchError`, e.g. the executor cannot start) the record
+is completed with status `error` and the error is raised; if the task is cancelled the record
+says `cancelled`. `restore` puts a run's workspace back as it was before the run.
+"""
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from workbench.errors import WorkbenchError, WorkspaceError
+from workbench.executors import Executor
+from workbench.executors.types import (
+    CancelToken,
+    OutputSink,
+    RunRequest,
+    RunResult,
+    RunStatus,
+    SessionSpec,
+)
+from workbench.monitor.sample import ResourceSample
+from workbench.postures import Posture, assess
+from workbench.runs.history import RunHistory
+from workbench.runs.layout import AFTER_SNAPSHOT, BEFORE_SNAPSHOT, DataLayout
+from workbench.runs.record import RunRecord, RunState, new_run_id
+from workbench.workspace.diff import diff_snapshots
+from workbench.workspace.manifest import load_snapshot, save_snapshot
+from workbench.workspace.restore import RestoreReport, restore_workspace
+from workbench.workspace.snapshot import (
+    DEFAULT_SNAPSHOT_LIMITS,
+    Snapshot,
+    SnapshotLimits,
+    take_snapshot,
+)
+
+ExecutorFactory = Callable[[Posture], Executor]
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """What to run: a skill's command under a posture, in a workspace folder."""
+
+    skill_name: str
+    skill_dir: Path
+    posture: Posture
+    argv: tuple[str, ...]
+    workspace: Path
+    env: dict[str, str] = field(default_factory=dict)
+    run_id: str = field(default_factory=new_run_id)
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedRun:
+    """A finished run: the result (with its changes) and the history record (with notes)."""
+
+    result: RunResult
+    record: RunRecord
+
+
+class RunService:
+    """Runs plans and restores workspaces; see the module doc."""
+
+    def __init__(
+        self,
+        layout: DataLayout,
+        history: RunHistory,
+        build_executor: ExecutorFactory,
+        limits: SnapshotLimits = DEFAULT_SNAPSHOT_LIMITS,
+    ) -> None:
+        self.layout = layout
+        self.history = history
+        self.build_executor = build_executor
+        self.limits = limits
+
+    async def run_once(
+        self,
+        plan: RunPlan,
+        sink: OutputSink,
+        cancel: CancelToken,
+        on_sample: Callable[[ResourceSample], None] | None = None,
+    ) -> CompletedRun:
+        """Run `plan` once (see the module doc); output chunks go to `sink` as they come."""
+        run_dir = self.layout.run_dir(plan.run_id)
+        await asyncio.to_thread(self._begin, plan, run_dir)
+        try:
+            before = await asyncio.to_thread(self._snapshot, plan.workspace, None, run_dir)
+            result = await self._execute(plan, run_dir, sink, cancel, on_sample)
+            after = await asyncio.to_thread(self._snapshot, plan.workspace, before, run_dir)
+        except WorkbenchError as error:
+            await asyncio.to_thread(self.history.abandon, plan.run_id, RunStatus.ERROR, str(error))
+            raise
+        except asyncio.CancelledError:
+            self.history.abandon(plan.run_id, RunStatus.CANCELLED, "The run's task was cancelled.")
+            raise
+        result = replace(
+            result,
+            run_id=plan.run_id,
+            changes=diff_snapshots(before, after),
+            warnings=result.warnings or tuple(assess(plan.posture)),
+        )
+        notes = tuple(dict.fromkeys(before.notes + after.notes))
+        record = await asyncio.to_thread(self.history.finish, plan.run_id, result, notes)
+        return CompletedRun(result, record)
+
+    def _begin(self, plan: RunPlan, run_dir: Path) -> None:
+        try:
+            run_dir.mkdir(parents=True)
+            plan.workspace.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise WorkspaceError(f"Cannot prepare the run's folders: {error}") from None
+        self.history.start(
+            RunRecord(
+                run_id=plan.run_id,
+                skill_name=plan.skill_name,
+                skill_dir=plan.skill_dir,
+                posture=plan.posture.id.value,
+                argv=plan.argv,
+                workspace=plan.workspace,
+                run_dir=run_dir,
+                started_at=time.time(),
+            )
+        )
+
+    def _snapshot(self, workspace: Path, before: Snapshot | None, run_dir: Path) -> Snapshot:
+        snapshot = take_snapshot(
+            workspace, previous=before, store=self.layout.blobs, limits=self.limits
+        )
+        save_snapshot(snapshot, run_dir / (BEFORE_SNAPSHOT if before is None else AFTER_SNAPSHOT))
+        return snapshot
+
+    async def _execute(
+        self,
+        plan: RunPlan,
+        run_dir: Path,
+        sink: OutputSink,
+        cancel: CancelToken,
+        on_sample: Callable[[ResourceSample], None] | None,
+    ) -> RunResult:
+        executor = self.build_executor(plan.posture)
+        try:
+            await executor.start(
+                SessionSpec(
+                    skill_dir=plan.skill_dir,
+                    skill_name=plan.skill_name,
+                    workspace=plan.workspace,
+                    runs_dir=run_dir,
+                )
+            )
+            request = RunRequest(argv=plan.argv, env=dict(plan.env), on_sample=on_sample)
+            return await executor.run(request, sink, cancel)
+        finally:
+            await executor.stop()
+
+    def restore(self, record: RunRecord, *, force: bool = False) -> RestoreReport:
+        """Put `record`'s workspace back as it was before that run. Blocking: use a thread.
+
+        Unless `force`, refuses (`WorkspaceError`) when the workspace changed after the run
+        ended, or when that cannot be known (the run was interrupted), since restoring would
+        throw those later changes away.
+        """
+        if record.state is RunState.RUNNING:
+            raise WorkspaceError(f"Run {record.run_id} is still running; stop it first.")
+        before = load_snapshot(record.run_dir / BEFORE_SNAPSHOT)
+        if not force:
+            self._refuse_if_changed_since(record)
+        return restore_workspace(record.workspace, before, self.layout.blobs)
+
+    def _refuse_if_changed_since(self, record: RunRecord) -> None:
+        after_path = record.run_dir / AFTER_SNAPSHOT
+        if not after_path.is_file():
+            raise WorkspaceError(
+                f"Run {record.run_id} did not finish recording its workspace, so it is unknown "
+                "whether restoring would lose later changes. Use --force to restore anyway."
+            )
+        after = load_snapshot(after_path)
+        later = diff_snapshots(after, take_snapshot(record.workspace, previous=after))
+        if later:
+            examples = ", ".join(f"{c.path} ({c.kind.value})" for c in later[:5])
+            raise WorkspaceError(
+                f"The workspace changed after run {record.run_id} ended ({len(later)} paths: "
+                f"{examples}). Restoring would lose those changes; use --force to restore anyway."
+            )
