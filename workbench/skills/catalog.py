@@ -32,7 +32,7 @@ def load_skill(path: Path) -> Skill:
             diagnostics += check_front_matter(
                 document.front_matter, document.key_lines, folder, text.path
             )
-        diagnostics += check_body(document.body, text.path, document.body_start_line)
+            diagnostics += check_body(document.body, text.path, document.body_start_line)
     files, tree_problems = walk_tree(folder)
     front_matter = document.front_matter or {}
     name = front_matter.get("name")

@@ -28,7 +28,7 @@ class Code(StrEnum):
     NOT_A_FOLDER = "not-a-folder"
     MISSING_SKILL_MD = "missing-skill-md"
     NOT_A_REGULAR_FILE = "not-a-regular-file"
-    LINK_OUTSIDE_SKILL = "link-outside-skill"
+    SKILL_MD_LINK = "skill-md-link"
     UNREADABLE = "unreadable"
     NO_FRONT_MATTER = "no-front-matter"
     UNCLOSED_FRONT_MATTER = "unclosed-front-matter"
@@ -71,7 +71,7 @@ _ERRORS = frozenset(
         Code.NOT_A_FOLDER,
         Code.MISSING_SKILL_MD,
         Code.NOT_A_REGULAR_FILE,
-        Code.LINK_OUTSIDE_SKILL,
+        Code.SKILL_MD_LINK,
         Code.UNREADABLE,
         Code.NO_FRONT_MATTER,
         Code.UNCLOSED_FRONT_MATTER,

@@ -21,6 +21,7 @@ MAX_FRONT_MATTER_CHARS = 64 * 1024
 MAX_DEPTH = 20
 MAX_NODES = 10_000
 
+_CORE_TAG_PREFIX = "tag:yaml.org,2002:"
 _DELIMITER = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # only its parser is used
 
@@ -169,6 +170,7 @@ class _Builder:
     def _check_node(self, event: yaml.NodeEvent, line: int) -> None:
         tag = getattr(event, "tag", None)
         if tag is not None:
+            tag = tag.replace(_CORE_TAG_PREFIX, "!!", 1)
             message = (
                 f"The front matter uses the YAML tag '{tag}'. Tags are not allowed in SKILL.md "
                 "(a tag such as !!python/object can run code); the workbench never applies them."

@@ -88,13 +88,13 @@ def _target_inside(folder: Path, path: Path) -> Path:
             target = path.resolve(strict=True)
         except (OSError, RuntimeError) as error:  # RuntimeError: a link loop on Python 3.11
             message = f"{path.name} is a broken or looping symbolic link ({error})."
-            raise _Refused(diagnostic(Code.LINK_OUTSIDE_SKILL, message, path)) from None
+            raise _Refused(diagnostic(Code.SKILL_MD_LINK, message, path)) from None
         if not target.is_relative_to(folder.resolve()):
             message = (
                 f"{path.name} is a symbolic link to {target}, outside the skill folder; "
                 "the workbench never follows links out of a skill."
             )
-            raise _Refused(diagnostic(Code.LINK_OUTSIDE_SKILL, message, path))
+            raise _Refused(diagnostic(Code.SKILL_MD_LINK, message, path))
     _require_regular(target.stat().st_mode, path)
     return target
 
