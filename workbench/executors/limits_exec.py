@@ -15,17 +15,20 @@ import os
 import resource
 import sys
 
+PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 
 
-def prctl(option: int, value: int) -> None:
-    """Call prctl(2) with one argument; raises OSError on failure."""
+def prctl(option: int, value: int = 0) -> int:
+    """Call prctl(2) with one argument and return its result; raises OSError on failure."""
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(option, value, 0, 0, 0) != 0:
+    result: int = libc.prctl(option, value, 0, 0, 0)
+    if result < 0:
         errno = ctypes.get_errno()
         raise OSError(errno, os.strerror(errno))
+    return result
 
 
 def _report(fd: int, message: dict[str, str]) -> None:
@@ -35,6 +38,17 @@ def _report(fd: int, message: dict[str, str]) -> None:
 def _proc_text(name: str) -> str:
     with open(f"/proc/self/{name}", encoding="utf-8") as f:  # noqa: PTH123 - no pathlib here
         return f.read()
+
+
+def _resolve(name: str, path: str) -> str | None:
+    """The executable `name` on `path` as this (already switched) uid sees it."""
+    if "/" in name:
+        return name
+    for folder in path.split(os.pathsep):
+        candidate = os.path.join(folder or ".", name)  # noqa: PTH118 - no pathlib here
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):  # noqa: PTH113
+            return candidate
+    return None
 
 
 def main(args: list[str]) -> int:
@@ -58,13 +72,17 @@ def main(args: list[str]) -> int:
         return 126
     names = set(spec["env_names"])
     env = {name: value for name, value in os.environ.items() if name in names}
+    program = _resolve(argv[0], env.get("PATH", os.defpath))
+    if program is None:
+        _report(status_fd, {"error": f"command not found: {argv[0]}"})
+        return 127
     try:
-        os.execvpe(argv[0], argv, env)
+        os.execve(program, argv, env)
     except FileNotFoundError:
         _report(status_fd, {"error": f"command not found: {argv[0]}"})
         return 127
     except OSError as error:
-        _report(status_fd, {"error": f"cannot run {argv[0]}: {error.strerror}"})
+        _report(status_fd, {"error": f"cannot run {argv[0]}: {error.strerror or error}"})
         return 126
 
 

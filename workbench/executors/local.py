@@ -24,7 +24,7 @@ def describe_user(uid: int) -> str:
 class LocalExecutor(SubprocessExecutor):
     """Runs commands as plain local processes."""
 
-    def _prepare(self, context: RunContext) -> PreparedRun:
+    async def _prepare(self, context: RunContext) -> PreparedRun:
         env = {**os.environ, **context.request.env, **context.command_env()}
         card = PostureCard(
             posture=self.posture,

@@ -5,11 +5,13 @@ Adding a posture means adding its class here; nothing else looks executors up by
 
 from workbench.errors import PostureError
 from workbench.executors.base import Executor
+from workbench.executors.hardened import HardenedExecutor
 from workbench.executors.local import LocalExecutor
 from workbench.postures import Posture, PostureId
 
-_EXECUTORS: dict[PostureId, type[LocalExecutor]] = {
+_EXECUTORS: dict[PostureId, type[LocalExecutor] | type[HardenedExecutor]] = {
     PostureId.LOCAL: LocalExecutor,
+    PostureId.HARDENED: HardenedExecutor,
 }
 
 

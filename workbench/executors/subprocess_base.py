@@ -65,7 +65,7 @@ class PreparedRun:
         """Why the command itself could not be started, after the run ("" when it was)."""
         return ""
 
-    def close(self) -> None:
+    async def close(self) -> None:
         """Release what `_prepare` set up; called after the run, whatever happened."""
 
 
@@ -105,7 +105,7 @@ class SubprocessExecutor(ABC):
         context = self._new_context(self._session, request)
         warnings = tuple(assess(self.posture))
         problem = _session_problem(self._session, request)
-        prepared = None if problem else self._prepare(context)
+        prepared = None if problem else await self._prepare(context)
         if isinstance(prepared, str):
             problem = prepared
         if problem or not isinstance(prepared, PreparedRun):
@@ -127,14 +127,14 @@ class SubprocessExecutor(ABC):
                 prepared.on_spawned,
             )
         finally:
-            prepared.close()
+            await prepared.close()
             self._running -= 1
             if not self._running:
                 self._idle.set()
         return self._result(context, prepared, outcome, warnings)
 
     @abstractmethod
-    def _prepare(self, context: RunContext) -> PreparedRun | str:
+    async def _prepare(self, context: RunContext) -> PreparedRun | str:
         """The launch of this run, or a sentence saying why it cannot run."""
 
     def _new_context(self, session: SessionSpec, request: RunRequest) -> RunContext:

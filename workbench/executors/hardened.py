@@ -1,0 +1,254 @@
+"""The `hardened` posture: a local process with rlimits, a scrubbed environment, a private
+HOME and TMPDIR, another uid when the app is root, and the whole-tree kill.
+
+The limits are applied by `limits_exec.py`, exec'd in front of the command (never
+`preexec_fn`). Identity: when the workbench runs as root, the command runs as a throwaway uid
+(a random one above 0x60000000, no passwd entry) so it can neither read the app's
+`/proc/PID/environ` nor share RLIMIT_NPROC with other runs; the workspace and the private
+folders are lent to that uid for the run (`FolderLoan`) and given back after. When the
+workbench is not root it cannot switch users: the command runs as the user, and `start()` makes
+the app non-dumpable (`PR_SET_DUMPABLE 0`) so the command cannot read the app's environment
+through /proc (side effect: no core dumps of the app and no debugger attach without root).
+What was applied is read back from /proc of the command into the posture card.
+"""
+
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import psutil
+
+from workbench.errors import ExecutorError
+from workbench.executors import limits_exec
+from workbench.executors.env import scrub_env
+from workbench.executors.local import describe_user
+from workbench.executors.ownership import FolderLoan, can_reach
+from workbench.executors.readback import limit_checks, parse_status, requested_rlimits
+from workbench.executors.runner import Launch
+from workbench.executors.subprocess_base import PreparedRun, RunContext, SubprocessExecutor
+from workbench.executors.types import PostureCard, SessionSpec
+from workbench.monitor.process import RUN_TAG_ENV
+from workbench.postures import Limits
+
+RUN_UID_BASE = 0x60000000
+RUN_UID_SPAN = 1 << 28
+WRAPPER = Path(limits_exec.__file__)
+
+
+async def _read_to_eof(fd: int) -> bytes:
+    """Everything written to the pipe `fd` until its last writer closes it (closes `fd`)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    data = bytearray()
+
+    class _Collect(asyncio.Protocol):
+        def data_received(self, chunk: bytes) -> None:
+            data.extend(chunk)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if not done.done():
+                done.set_result(None)
+
+    transport, _ = await loop.connect_read_pipe(_Collect, os.fdopen(fd, "rb", buffering=0))
+    try:
+        await done
+    finally:
+        transport.close()
+    return bytes(data)
+
+
+def _proc_texts(pid: int) -> tuple[str, str] | None:
+    try:
+        return (
+            Path(f"/proc/{pid}/limits").read_text(encoding="utf-8"),
+            Path(f"/proc/{pid}/status").read_text(encoding="utf-8"),
+        )
+    except OSError:
+        return None
+
+
+def _own_tasks() -> int:
+    """Processes and threads of this uid (RLIMIT_NPROC counts all of them)."""
+    uid = os.getuid()
+    count = 0
+    for process in psutil.process_iter(["uids", "num_threads"]):
+        uids, threads = process.info["uids"], process.info["num_threads"]
+        if uids is not None and uids.real == uid:
+            count += threads or 1
+    return count
+
+
+class HardenedRun(PreparedRun):
+    """One hardened run: reads the wrapper's report, reads back /proc, gives folders back."""
+
+    def __init__(
+        self,
+        launch: Launch,
+        card: PostureCard,
+        limits: Limits,
+        requested: dict[str, tuple[int, int]],
+        status_pipe: tuple[int, int],
+        run_uid: int | None,
+        loans: list[FolderLoan],
+        moves: list[tuple[Path, Path]],
+    ) -> None:
+        super().__init__(launch, card, limits)
+        self._requested = requested
+        self._read_fd, self._write_fd = status_pipe
+        self._run_uid = run_uid
+        self._loans = loans
+        self._moves = moves
+        self._error = ""
+
+    async def on_spawned(self, pid: int) -> None:
+        """Wait for the wrapper to exec (its status pipe closes) and read back the limits."""
+        self._close_write_end()
+        read_fd, self._read_fd = self._read_fd, -1
+        report: dict[str, str] = {}
+        for line in (await _read_to_eof(read_fd)).splitlines():
+            report.update(json.loads(line))
+        self._error = report.get("error", "")
+        if self._error:
+            return
+        limits_text, status_text = _proc_texts(pid) or (report["limits"], report["status"])
+        self.card = replace(self.card, checks=tuple(self._checks(limits_text, status_text)))
+
+    def _checks(self, limits_text: str, status_text: str) -> list[tuple[str, bool]]:
+        assert self.limits is not None
+        checks = limit_checks(self.limits, self._requested, limits_text)
+        status = parse_status(status_text)
+        if self._run_uid is not None:
+            uid = str(self._run_uid)
+            checks.append((f"runs as uid {uid}", status.get("Uid", "").split()[:1] == [uid]))
+        else:
+            dumpable = limits_exec.prctl(limits_exec.PR_GET_DUMPABLE)
+            checks.append(("app not dumpable (its environment is unreadable)", dumpable == 0))
+        checks.append(
+            ("no_new_privs (set-uid programs gain nothing)", status.get("NoNewPrivs") == "1")
+        )
+        checks.append((f"CPU share {self.limits.cpus:g} core(s) (needs a cgroup)", False))
+        return checks
+
+    def launch_error(self) -> str:
+        return self._error
+
+    def _close_write_end(self) -> None:
+        if self._write_fd >= 0:
+            os.close(self._write_fd)
+            self._write_fd = -1
+
+    async def close(self) -> None:
+        """Close the pipe if it was never read, give the folders back, move private dirs."""
+        self._close_write_end()
+        if self._read_fd >= 0:
+            os.close(self._read_fd)
+            self._read_fd = -1
+        await asyncio.to_thread(self._give_back)
+
+    def _give_back(self) -> None:
+        _give_back_all(self._loans)
+        for source, target in self._moves:
+            shutil.move(source, target)
+        if self._moves:
+            self._moves[0][0].parent.rmdir()
+
+
+class HardenedExecutor(SubprocessExecutor):
+    """Runs commands as limited local processes (see the module docstring)."""
+
+    async def start(self, session: SessionSpec) -> None:
+        """Start the session; when not root, make the app non-dumpable (see above)."""
+        if not sys.platform.startswith("linux"):
+            raise ExecutorError("The hardened posture needs Linux (rlimits, prctl, /proc).")
+        await super().start(session)
+        if os.geteuid() != 0:
+            limits_exec.prctl(limits_exec.PR_SET_DUMPABLE, 0)
+
+    async def _prepare(self, context: RunContext) -> PreparedRun | str:
+        session = context.session
+        run_uid = RUN_UID_BASE + secrets.randbelow(RUN_UID_SPAN) if os.geteuid() == 0 else None
+        if run_uid is not None and (problem := _unreachable(session, run_uid)):
+            return problem
+        private, moves = context.run_dir, []
+        if run_uid is not None and not can_reach(private, run_uid, run_uid):
+            private = Path(tempfile.mkdtemp(prefix=f"workbench-{context.run_id}-"))
+            moves = [(private / name, context.run_dir / name) for name in ("home", "tmp")]
+        home, tmp = private / "home", private / "tmp"
+        home.mkdir(mode=0o700)
+        tmp.mkdir(mode=0o700)
+        loans: list[FolderLoan] = []
+        if run_uid is not None:
+            lent = [session.workspace, *([private] if moves else [home, tmp])]
+            try:
+                for folder in lent:
+                    loans.append(FolderLoan(folder, run_uid, run_uid))
+                    await asyncio.to_thread(loans[-1].lend)
+            except OSError as error:
+                await asyncio.to_thread(_give_back_all, loans)
+                return f"cannot lend {loans[-1].root} to uid {run_uid}: {error}"
+        fixed = {**context.command_env(), "HOME": str(home), "TMPDIR": str(tmp)}
+        env = scrub_env(self.posture, os.environ, context.request.env, fixed)
+        limits = self.posture.limits
+        requested = requested_rlimits(limits, _own_tasks() if run_uid is None else 0)
+        read_fd, write_fd = os.pipe()
+        spec = {
+            "rlimits": requested,
+            "uid": run_uid,
+            "gid": run_uid,
+            "env_names": [*env.kept, RUN_TAG_ENV],
+            "status_fd": write_fd,
+        }
+        argv = (sys.executable, "-I", "-S", str(WRAPPER), json.dumps(spec), "--")
+        launch = Launch(
+            argv + context.request.argv, env.env, session.workspace, pass_fds=(write_fd,)
+        )
+        card = PostureCard(
+            posture=self.posture,
+            env_kept=env.kept,
+            env_dropped=env.dropped,
+            run_as=_run_as(run_uid, home, tmp, bool(moves)),
+        )
+        return HardenedRun(
+            launch, card, limits, requested, (read_fd, write_fd), run_uid, loans, moves
+        )
+
+
+def _give_back_all(loans: list[FolderLoan]) -> None:
+    for loan in loans:
+        loan.give_back()
+
+
+def _unreachable(session: SessionSpec, run_uid: int) -> str:
+    for path, what, read in (
+        (session.workspace, "workspace", False),
+        (session.skill_dir, "skill folder", True),
+    ):
+        if not can_reach(path, run_uid, run_uid, read):
+            return (
+                f"the {what} {path} is out of reach of uid {run_uid}, the throwaway user the "
+                f"hardened posture runs commands as: a folder above it is closed to other "
+                f"users; open it to them (chmod o+x) or use a {what} elsewhere"
+            )
+    return ""
+
+
+def _run_as(run_uid: int | None, home: Path, tmp: Path, moved: bool) -> str:
+    where = f"HOME {home}, TMPDIR {tmp}" + (
+        " (moved into the run folder afterwards)" if moved else ""
+    )
+    if run_uid is None:
+        return (
+            f"{describe_user(os.getuid())}: you (the workbench is not root, so it cannot "
+            f"switch users; the app is non-dumpable so the command cannot read its "
+            f"environment). {where}"
+        )
+    return (
+        f"uid {run_uid}, gid {run_uid}: a throwaway user for this run (the workbench runs as "
+        f"root). The workspace is chowned to it for the run and given back afterwards. {where}"
+    )
