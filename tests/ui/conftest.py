@@ -1,0 +1,124 @@
+"""Fixtures for the GUI tests: offscreen Qt, one qasync loop, fake posture probe, a window.
+
+The window gets the real catalog (bundled examples plus a temporary root the test fills) and
+a posture probe that answers at once: local, hardened and quickjs available, no Docker engine.
+"""
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import asyncio
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import qasync
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication
+
+from workbench.paths import example_skills_dir
+from workbench.postures import Availability, PostureId
+from workbench.skills import discover, load_skill
+from workbench.ui.mainwindow import MainWindow
+from workbench.ui.services import PostureProbe, Services
+
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Qt's offscreen platform warns that it cannot propagate size hints; that is not a bug."""
+    for item in items:
+        if Path(item.path).parent == Path(__file__).parent:
+            item.add_marker(pytest.mark.qt_log_ignore("does not support propagateSizeHints"))
+
+
+@pytest.fixture
+def loop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
+    """A qasync loop on the test's QApplication, set as the current asyncio loop."""
+    event_loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(event_loop)
+    yield event_loop
+    asyncio.set_event_loop(None)
+    event_loop.close()
+
+
+@pytest.fixture
+def run(loop: qasync.QEventLoop) -> Run:
+    """Run a coroutine on the Qt loop until it finishes (10 s at most)."""
+
+    def run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
+        return loop.run_until_complete(asyncio.wait_for(coroutine, 10))
+
+    return run_coroutine
+
+
+@pytest.fixture
+def extra_root(tmp_path: Path) -> Path:
+    """An extra catalog root for skills a test writes."""
+    root = tmp_path / "extra-skills"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def write_skill() -> Callable[..., Path]:
+    """`write_skill(root, folder, front_matter, body)` writes a SKILL.md; returns the folder."""
+
+    def write(root: Path, folder: str, front_matter: str, body: str = "# Title\n") -> Path:
+        path = root / folder
+        path.mkdir(parents=True)
+        (path / "SKILL.md").write_text(f"---\n{front_matter}\n---\n{body}", encoding="utf-8")
+        return path
+
+    return write
+
+
+PROBE = PostureProbe(
+    availability={
+        PostureId.LOCAL: Availability(True, "Always available."),
+        PostureId.HARDENED: Availability(True, "Available on this Linux machine."),
+        PostureId.DOCKER: Availability(False, "No engine."),
+        PostureId.GVISOR: Availability(False, "No engine."),
+        PostureId.QUICKJS: Availability(True, "The quickjs package is installed."),
+    },
+    docker_runtimes=None,
+)
+
+
+@pytest.fixture
+def services(extra_root: Path) -> Services:
+    return Services(
+        roots=(example_skills_dir(), extra_root),
+        discover=discover,
+        load_skill=load_skill,
+        probe_postures=lambda: PROBE,
+    )
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> QSettings:
+    return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def make_window(qtbot: Any, services: Services, settings: QSettings) -> Callable[[], MainWindow]:
+    """Build (but do not load) a shown main window."""
+
+    def make() -> MainWindow:
+        window = MainWindow(services, settings)
+        qtbot.addWidget(window)
+        window.resize(1400, 860)
+        window.show()
+        return window
+
+    return make
+
+
+@pytest.fixture
+def window(make_window: Callable[[], MainWindow], run: Run) -> MainWindow:
+    """A shown main window with the catalog loaded and the postures probed."""
+    main_window = make_window()
+    run(main_window.load())
+    return main_window

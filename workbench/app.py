@@ -1,0 +1,123 @@
+"""The GUI composition root: QApplication, the one qasync loop, the services and the window.
+
+`run_gui()` builds the catalog and posture services, the main window and an excepthook that
+logs and shows errors in the window, then runs the window on a single qasync event loop until
+the window closes (or, with `screenshot`, until the window has been rendered to a PNG).
+"""
+
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+import qasync
+from PySide6.QtCore import QCoreApplication, QSettings
+from PySide6.QtWidgets import QApplication
+
+from workbench import __version__, paths
+from workbench.errors import WorkbenchError
+from workbench.postures import PostureId, docker_engine_runtimes, probe_availability
+from workbench.skills import default_roots, discover, load_skill
+from workbench.ui.mainwindow import MainWindow
+from workbench.ui.services import PostureProbe, Services
+from workbench.ui.theme import apply_theme
+
+log = logging.getLogger("workbench")
+
+_Hook = Callable[[type[BaseException], BaseException, TracebackType | None], object]
+
+
+def run_gui(extra_roots: list[Path], screenshot: Path | None) -> int:
+    """Open the desktop app on the default and `extra_roots` skill roots; returns the exit code.
+
+    With `screenshot`, render the window to that PNG file once the catalog has loaded, and exit.
+    """
+    if screenshot is not None:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    _require_display()
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    QCoreApplication.setOrganizationName(paths.APP_AUTHOR)
+    QCoreApplication.setApplicationName(paths.APP_NAME)
+    QCoreApplication.setApplicationVersion(__version__)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)
+    app.setApplicationDisplayName("Skill Workbench")
+    app.setQuitOnLastWindowClosed(False)  # the main coroutine ends the loop, not Qt
+    apply_theme(app)
+    services = Services(
+        roots=tuple(default_roots(extra_roots)),
+        discover=discover,
+        load_skill=load_skill,
+        probe_postures=_probe_postures,
+    )
+    code: int = qasync.run(_main(app, services, screenshot))
+    return code
+
+
+def main() -> int:
+    """The `workbench-gui` entry point: the GUI on the default roots."""
+    return run_gui(extra_roots=[], screenshot=None)
+
+
+async def _main(app: QApplication, services: Services, screenshot: Path | None) -> int:
+    window = MainWindow(services, QSettings())
+    done = asyncio.Event()
+    app.aboutToQuit.connect(done.set)
+    window.closed.connect(done.set)
+    previous_hook = sys.excepthook
+    sys.excepthook = _excepthook(window, previous_hook)
+    try:
+        if screenshot is None:
+            window.restore_state()
+        else:
+            window.resize(1400, 860)
+        window.show()
+        await window.load()
+        if screenshot is not None:
+            await asyncio.sleep(0.2)  # let layouts settle before painting
+            if not window.grab().save(str(screenshot), "PNG"):
+                raise WorkbenchError(f"Could not write the screenshot to {screenshot}.")
+            return 0
+        await done.wait()
+    finally:
+        sys.excepthook = previous_hook
+    return 0
+
+
+def _probe_postures() -> PostureProbe:
+    runtimes = docker_engine_runtimes()
+    return PostureProbe(
+        availability={pid: probe_availability(pid, runtimes) for pid in PostureId},
+        docker_runtimes=frozenset(runtimes) if runtimes is not None else None,
+    )
+
+
+def _excepthook(window: MainWindow, previous: _Hook) -> _Hook:
+    """A hook that logs an uncaught error and shows it in the window's message bar."""
+
+    def hook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
+        if not issubclass(kind, Exception):
+            previous(kind, error, tb)
+            return
+        log.error("Unexpected error", exc_info=(kind, error, tb))
+        if isinstance(error, WorkbenchError):
+            window.show_error(str(error))
+        else:
+            window.show_error(f"Unexpected error ({kind.__name__}): {error}. Details are logged.")
+
+    return hook
+
+
+def _require_display() -> None:
+    """Fail with a clear message instead of Qt's abort when Linux has no display."""
+    if not sys.platform.startswith("linux"):
+        return
+    if any(os.environ.get(name) for name in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")):
+        return
+    raise WorkbenchError(
+        "No display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset). Run it in a "
+        "desktop session or under xvfb-run, or use `workbench gui --screenshot FILE`."
+    )

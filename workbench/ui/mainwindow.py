@@ -1,0 +1,313 @@
+"""The main window: composes the skill browser, skill view and posture picker.
+
+It owns the menus, the status bar, drag and drop of skill folders, the recent-folders list and
+the saved window layout (all in the injected `QSettings`), and the background tasks that call
+the blocking services through `asyncio.to_thread`. Every task is started by `_spawn`, which
+keeps a reference, cancels it when the window closes, and shows its errors in the message bar.
+"""
+
+import asyncio
+import logging
+import sys
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QByteArray, QSettings, Qt, QUrl, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QMainWindow,
+    QMenu,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.errors import WorkbenchError
+from workbench.postures import POSTURE_INFO, PostureId
+from workbench.skills import Skill
+from workbench.ui.messagebar import MessageBar
+from workbench.ui.posturepicker import PosturePicker
+from workbench.ui.services import PostureProbe, Services
+from workbench.ui.skillbrowser import SkillBrowser
+from workbench.ui.skillview import SkillView
+from workbench.ui.text import plural, tooltip
+from workbench.ui.theme import icon
+from workbench.ui.widgets import plain_label, set_status
+
+log = logging.getLogger(__name__)
+
+STATE_VERSION = 1
+MAX_RECENT = 10
+TITLE = "Skill Workbench"
+
+
+class MainWindow(QMainWindow):
+    """Skill list on the left, the selected skill in the middle, postures on the right.
+
+    Signals:
+        closed(): the user closed the window (the app's main coroutine ends on it).
+        catalog_loaded(int): the catalog finished loading with this many skills.
+        postures_probed(): the posture probe answered and the cards show its result.
+    """
+
+    closed = Signal()
+    catalog_loaded = Signal(int)
+    postures_probed = Signal()
+
+    def __init__(self, services: Services, settings: QSettings) -> None:
+        super().__init__()
+        self._services = services
+        self._settings = settings
+        self._roots: list[Path] = list(services.roots)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.setWindowTitle(TITLE)
+        self.setWindowIcon(icon("workbench"))
+        self.setAcceptDrops(True)
+
+        self.message_bar = MessageBar(self)
+        self.browser = SkillBrowser(self)
+        self.view = SkillView(self)
+        self.postures = PosturePicker(self)
+        self._splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        self._splitter.setObjectName("mainSplitter")
+        self._splitter.setChildrenCollapsible(False)
+        for widget, stretch in ((self.browser, 0), (self.view, 1), (self.postures, 0)):
+            self._splitter.addWidget(widget)
+            self._splitter.setStretchFactor(self._splitter.indexOf(widget), stretch)
+        self._splitter.setSizes([300, 720, 380])
+        central = QWidget(self)
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(8, 8, 8, 4)
+        layout.setSpacing(6)
+        layout.addWidget(self.message_bar)
+        layout.addWidget(self._splitter, 1)
+        self.setCentralWidget(central)
+
+        self._docker_label = plain_label("Docker: checking…", self)
+        self._count_label = plain_label("Loading skills…", self)
+        self._posture_label = plain_label("Posture: checking…", self)
+        self.statusBar().setSizeGripEnabled(False)  # window managers give a resize border
+        self.statusBar().addPermanentWidget(self._posture_label)
+        self.statusBar().addPermanentWidget(self._count_label)
+        self.statusBar().addPermanentWidget(self._docker_label)
+        self._build_actions()
+        self._connect_signals()
+
+    def _build_actions(self) -> None:
+        self.open_action = QAction("&Open Skill Folder…", self)
+        self.open_action.setShortcut(QKeySequence.StandardKey.Open)
+        self.reload_action = QAction("&Reload Skills", self)
+        self.reload_action.setShortcut(QKeySequence.StandardKey.Refresh)
+        self.find_action = QAction("&Find Skill", self)
+        self.find_action.setShortcut(QKeySequence.StandardKey.Find)
+        self.quit_action = QAction("&Quit", self)
+        self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        self.recent_menu = QMenu("Open &Recent", self)
+
+        file_menu = self.menuBar().addMenu("&File")
+        file_menu.addAction(self.open_action)
+        file_menu.addMenu(self.recent_menu)
+        file_menu.addAction(self.reload_action)
+        file_menu.addSeparator()
+        file_menu.addAction(self.quit_action)
+        edit_menu = self.menuBar().addMenu("&Edit")
+        edit_menu.addAction(self.find_action)
+        self._rebuild_recent_menu()
+
+    def _connect_signals(self) -> None:
+        # Menus
+        self.open_action.triggered.connect(self.on_open_action_triggered)
+        self.reload_action.triggered.connect(self.on_reload_action_triggered)
+        self.find_action.triggered.connect(self.on_find_action_triggered)
+        self.quit_action.triggered.connect(self.close)
+        self.recent_menu.triggered.connect(self.on_recent_menu_triggered)
+        # Panes
+        self.browser.skill_selected.connect(self.on_browser_skill_selected)
+        self.view.status_message.connect(self.on_view_status_message)
+        self.postures.posture_changed.connect(self.on_postures_posture_changed)
+
+    # Start-up and state -----------------------------------------------------------------
+
+    async def load(self) -> None:
+        """Load the catalog and probe the postures, both off the GUI thread."""
+        await asyncio.gather(self.reload_catalog(), self._probe_postures())
+
+    async def reload_catalog(self) -> None:
+        """Discover every skill under the current roots again."""
+        self.reload_action.setEnabled(False)
+        try:
+            skills = await asyncio.to_thread(self._services.discover, list(self._roots))
+        finally:
+            self.reload_action.setEnabled(True)
+        self.browser.set_skills(skills)
+        if self.browser.current_skill() is None:
+            self.browser.select_first()
+        self._update_count()
+        self.catalog_loaded.emit(len(skills))
+
+    async def open_folders(self, folders: list[Path]) -> None:
+        """Add skill folders (or folders holding skills) to the list and to Open Recent."""
+        found: list[Skill] = []
+        for folder in folders:
+            skills = await asyncio.to_thread(self._load_folder, folder)
+            if not skills:
+                self.message_bar.show_error(
+                    f"No skill found in {folder}: a skill is a folder with a SKILL.md file."
+                )
+                continue
+            found.extend(skills)
+            self._remember(folder)
+            if folder not in self._roots:
+                self._roots.append(folder)
+        self.browser.add_skills(found)
+        self._update_count()
+
+    def restore_state(self) -> None:
+        """Restore the window geometry and splitter sizes saved by the last session."""
+        if self._settings.value("window/version") != str(STATE_VERSION):
+            self.resize(1400, 860)
+            return
+        for key, restore in (
+            ("window/geometry", self.restoreGeometry),
+            ("window/state", self.restoreState),
+            ("window/splitter", self._splitter.restoreState),
+        ):
+            value = self._settings.value(key)
+            if isinstance(value, QByteArray):
+                restore(value)
+
+    def show_error(self, message: str) -> None:
+        """Show an error in the message bar (never a modal dialog)."""
+        self.message_bar.show_error(message)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        self._settings.setValue("window/version", str(STATE_VERSION))
+        self._settings.setValue("window/geometry", self.saveGeometry())
+        self._settings.setValue("window/state", self.saveState())
+        self._settings.setValue("window/splitter", self._splitter.saveState())
+        for task in list(self._tasks):
+            task.cancel()
+        super().closeEvent(event)
+        self.closed.emit()
+
+    # Drag and drop ----------------------------------------------------------------------
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:
+        if _dropped_folders(event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event: QDropEvent) -> None:
+        folders = _dropped_folders(event.mimeData().urls())
+        if folders:
+            event.acceptProposedAction()
+            self._spawn(self.open_folders(folders))
+
+    # Slots ------------------------------------------------------------------------------
+
+    def on_open_action_triggered(self) -> None:
+        dialog = QFileDialog(self, "Open Skill Folder")
+        dialog.setFileMode(QFileDialog.FileMode.Directory)
+        dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
+        dialog.fileSelected.connect(self.on_open_dialog_file_selected)
+        dialog.finished.connect(dialog.deleteLater)
+        dialog.open()
+
+    def on_open_dialog_file_selected(self, path: str) -> None:
+        self._spawn(self.open_folders([Path(path)]))
+
+    def on_recent_menu_triggered(self, action: QAction) -> None:
+        folder = action.data()
+        if isinstance(folder, str):
+            self._spawn(self.open_folders([Path(folder)]))
+        else:
+            self._settings.setValue("recent/folders", [])
+            self._rebuild_recent_menu()
+
+    def on_reload_action_triggered(self) -> None:
+        self._spawn(self.reload_catalog())
+
+    def on_find_action_triggered(self) -> None:
+        self.browser.focus_search()
+
+    def on_browser_skill_selected(self, skill: Skill | None) -> None:
+        self.view.show_skill(skill)
+        self.setWindowTitle(f"{skill.name} — {TITLE}" if skill is not None else TITLE)
+
+    def on_view_status_message(self, message: str) -> None:
+        self.statusBar().showMessage(message, 6000)
+
+    def on_postures_posture_changed(self, posture_id: PostureId) -> None:
+        self._posture_label.setText(f"Posture: {POSTURE_INFO[posture_id].title}")
+        set_status(self._posture_label, "danger" if posture_id is PostureId.LOCAL else "")
+
+    # Internals --------------------------------------------------------------------------
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._on_task_done)
+
+    def _on_task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if isinstance(error, WorkbenchError):
+            self.show_error(str(error))
+        elif error is not None:
+            sys.excepthook(type(error), error, error.__traceback__)
+
+    async def _probe_postures(self) -> None:
+        probe: PostureProbe = await asyncio.to_thread(self._services.probe_postures)
+        self.postures.set_availability(probe.availability)
+        if probe.docker_runtimes is None:
+            self._docker_label.setText("Docker engine: not reachable")
+            self._docker_label.setToolTip("The docker and gvisor postures need a Docker engine.")
+            set_status(self._docker_label, "muted")
+        else:
+            gvisor = " · gVisor" if "runsc" in probe.docker_runtimes else ""
+            self._docker_label.setText(f"Docker engine: reachable{gvisor}")
+            runtimes = ", ".join(sorted(probe.docker_runtimes)) or "none"
+            self._docker_label.setToolTip(tooltip(f"Engine runtimes: {runtimes}"))
+            set_status(self._docker_label, "ok")
+        self.postures_probed.emit()
+
+    def _load_folder(self, folder: Path) -> list[Skill]:
+        if (folder / "SKILL.md").is_file() or (folder / "skill.md").is_file():
+            return [self._services.load_skill(folder)]
+        return self._services.discover([folder])
+
+    def _update_count(self) -> None:
+        skills = self.browser.skills()
+        broken = sum(1 for skill in skills if not skill.usable)
+        text = plural(len(skills), "skill")
+        self._count_label.setText(f"{text} ({broken} with errors)" if broken else text)
+
+    def _recent(self) -> list[str]:
+        value = self._settings.value("recent/folders", [])
+        if isinstance(value, str):
+            return [value]
+        return [str(item) for item in value] if isinstance(value, list) else []
+
+    def _remember(self, folder: Path) -> None:
+        recent = [str(folder)] + [item for item in self._recent() if item != str(folder)]
+        self._settings.setValue("recent/folders", recent[:MAX_RECENT])
+        self._rebuild_recent_menu()
+
+    def _rebuild_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        recent = self._recent()
+        for folder in recent:
+            action = self.recent_menu.addAction(folder)
+            action.setData(folder)
+        if recent:
+            self.recent_menu.addSeparator()
+            self.recent_menu.addAction("Clear Recent")
+        self.recent_menu.setEnabled(bool(recent))
+
+
+def _dropped_folders(urls: list[QUrl]) -> list[Path]:
+    paths = [Path(url.toLocalFile()) for url in urls if url.isLocalFile()]
+    return [path for path in paths if path.is_dir()]

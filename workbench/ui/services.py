@@ -1,0 +1,36 @@
+"""The headless services the desktop window is built from (Qt-free plain data).
+
+`workbench.app` fills a `Services` with the real catalog and posture functions; tests fill it
+with fakes. Every callable here may block, so the window calls them through
+`asyncio.to_thread`.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench.postures import Availability, PostureId
+from workbench.skills import Skill
+
+
+@dataclass(frozen=True, slots=True)
+class PostureProbe:
+    """What this machine can run: each posture's availability and the Docker engine's state."""
+
+    availability: dict[PostureId, Availability]
+    docker_runtimes: frozenset[str] | None
+    """The engine's runtimes, or None when no Docker engine answered."""
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """Everything the main window needs from the rest of the workbench."""
+
+    roots: tuple[Path, ...]
+    """The catalog roots shown at start-up (defaults plus the ones given on the command line)."""
+    discover: Callable[[Sequence[Path]], list[Skill]]
+    """Every skill under the given roots (blocking)."""
+    load_skill: Callable[[Path], Skill]
+    """One skill folder (blocking)."""
+    probe_postures: Callable[[], PostureProbe]
+    """Ask the machine which postures can run (blocking, up to a few seconds)."""

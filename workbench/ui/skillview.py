@@ -1,0 +1,297 @@
+"""The skill view: one skill's header, SKILL.md body, front matter, diagnostics and files.
+
+Everything shown here comes from the skill's own files and is untrusted. Labels are plain
+text, the body is rendered as Markdown with HTML turned off, links are never opened and
+images are never loaded (a link to a file inside the skill selects it in the Files tab).
+"""
+
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QFont, QTextDocument
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QTabWidget,
+    QTextBrowser,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.skills import Skill
+from workbench.ui.filetree import FileBrowser
+from workbench.ui.text import badge_text, diagnostic_counts, plural, tooltip
+from workbench.ui.theme import icon
+from workbench.ui.widgets import plain_label, set_status
+
+ADVISED_LINES = 500
+ADVISED_TOKENS = 5000
+_MARKDOWN = QTextDocument.MarkdownFeature(
+    QTextDocument.MarkdownFeature.MarkdownDialectGitHub.value
+    | QTextDocument.MarkdownFeature.MarkdownNoHTML.value
+)
+
+
+class MarkdownView(QTextBrowser):
+    """A Markdown viewer that loads no resources and opens no links itself.
+
+    Signals:
+        link_activated(QUrl): the user clicked a link (the owner decides what happens).
+    """
+
+    link_activated = Signal(QUrl)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.setOpenExternalLinks(False)
+        self.document().setDocumentMargin(12)
+        self.anchorClicked.connect(self.link_activated)
+
+    def set_markdown(self, text: str) -> None:
+        """Render `text` as GitHub-flavoured Markdown, any HTML in it shown literally."""
+        self.document().setMarkdown(text, _MARKDOWN)
+
+    def loadResource(self, type: int, name: QUrl | str) -> Any:
+        """Never fetch images or style sheets named by untrusted text."""
+        del type, name
+        return None
+
+
+class SkillView(QWidget):
+    """Everything about one skill, in a header and four tabs.
+
+    Signals:
+        status_message(str): a short message for the status bar.
+    """
+
+    status_message = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._skill: Skill | None = None
+        self._name = plain_label("", self)
+        font = QFont(self._name.font())
+        font.setPointSizeF(font.pointSizeF() * 1.35)
+        font.setBold(True)
+        self._name.setFont(font)
+        self._badge = plain_label("", self)
+        self._path = plain_label("", self)
+        self._path.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._description = plain_label("", self)
+        self._description.setWordWrap(True)
+        self._description.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._budget = plain_label("", self)
+
+        self._body = MarkdownView(self)
+        self._body.setAccessibleName("SKILL.md body")
+        self._front = QTreeWidget(self)
+        self._front.setHeaderLabels(["Field", "Value"])
+        self._front.setAccessibleName("Front matter")
+        self._front.setColumnWidth(0, 180)
+        self._diagnostics = QTreeWidget(self)
+        self._diagnostics.setHeaderLabels(["Where", "Message", "Code"])
+        self._diagnostics.setRootIsDecorated(False)
+        self._diagnostics.setAccessibleName("Diagnostics")
+        header = self._diagnostics.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
+        self._diagnostic_details = plain_label("", self, wrap=True)
+        self._diagnostic_details.setTextInteractionFlags(
+            Qt.TextInteractionFlag.TextSelectableByMouse
+        )
+        self._diagnostics_page = QWidget(self)
+        page = QVBoxLayout(self._diagnostics_page)
+        page.setContentsMargins(0, 0, 0, 0)
+        page.addWidget(self._diagnostics, 1)
+        page.addWidget(self._diagnostic_details)
+        self._files = FileBrowser(self)
+
+        self._tabs = QTabWidget(self)
+        self._tabs.setDocumentMode(True)
+        self._tabs.addTab(self._body, "SKILL.md")
+        self._tabs.addTab(self._front, "Front matter")
+        self._tabs.addTab(self._diagnostics_page, "Diagnostics")
+        self._tabs.addTab(self._files, "Files")
+
+        self._placeholder = plain_label("Select a skill to see its instructions and files.", self)
+        self._placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._placeholder.setEnabled(False)
+
+        self._build_layout()
+        self._connect_signals()
+        self.show_skill(None)
+
+    def _build_layout(self) -> None:
+        title_row = QHBoxLayout()
+        title_row.setSpacing(10)
+        title_row.addWidget(self._name)
+        title_row.addWidget(self._badge)
+        title_row.addStretch(1)
+        self._header = QFrame(self)
+        header = QVBoxLayout(self._header)
+        header.setContentsMargins(4, 2, 4, 6)
+        header.setSpacing(4)
+        header.addLayout(title_row)
+        header.addWidget(self._path)
+        header.addWidget(self._description)
+        header.addWidget(self._budget)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(6)
+        layout.addWidget(self._header)
+        layout.addWidget(self._tabs, 1)
+        layout.addWidget(self._placeholder, 1)
+
+    def _connect_signals(self) -> None:
+        self._body.link_activated.connect(self.on_body_link_activated)
+        self._diagnostics.itemActivated.connect(self.on_diagnostics_item_activated)
+        self._diagnostics.currentItemChanged.connect(self.on_diagnostics_current_changed)
+
+    # Public API -------------------------------------------------------------------------
+
+    def show_skill(self, skill: Skill | None) -> None:
+        """Show `skill`, or the empty-state hint for None."""
+        self._skill = skill
+        has_skill = skill is not None
+        self._header.setVisible(has_skill)
+        self._tabs.setVisible(has_skill)
+        self._placeholder.setVisible(not has_skill)
+        self._files.show_skill(skill)
+        if skill is None:
+            return
+        self._name.setText(skill.name)
+        self._path.setText(str(skill.path))
+        self._description.setText(skill.description or "(no description)")
+        self._show_badge(skill)
+        self._show_budget(skill)
+        self._body.set_markdown(skill.body)
+        self._show_front_matter(skill.front_matter)
+        self._show_diagnostics(skill)
+        if not skill.usable:
+            self._tabs.setCurrentWidget(self._diagnostics_page)
+
+    def skill(self) -> Skill | None:
+        """The skill on show."""
+        return self._skill
+
+    def tabs(self) -> QTabWidget:
+        """The tab widget (SKILL.md, Front matter, Diagnostics, Files)."""
+        return self._tabs
+
+    def body_view(self) -> MarkdownView:
+        """The rendered SKILL.md body."""
+        return self._body
+
+    def diagnostics_view(self) -> QTreeWidget:
+        """The diagnostics list."""
+        return self._diagnostics
+
+    def files_view(self) -> FileBrowser:
+        """The file tree and preview."""
+        return self._files
+
+    # Slots ------------------------------------------------------------------------------
+
+    def on_body_link_activated(self, url: QUrl) -> None:
+        if self._skill is not None and url.isRelative() and url.path():
+            relative = Path(PurePosixPath(url.path()))
+            if self._files.select_relative(relative):
+                self._tabs.setCurrentWidget(self._files)
+                return
+        self.status_message.emit(f"Links are not opened from skill text: {url.toString()}")
+
+    def on_diagnostics_item_activated(self, item: QTreeWidgetItem, _column: int) -> None:
+        relative = item.data(0, Qt.ItemDataRole.UserRole)
+        line = item.data(1, Qt.ItemDataRole.UserRole)
+        if isinstance(relative, Path) and self._files.select_relative(relative, line):
+            self._tabs.setCurrentWidget(self._files)
+
+    def on_diagnostics_current_changed(
+        self, item: QTreeWidgetItem | None, _previous: object
+    ) -> None:
+        details = item.data(0, Qt.ItemDataRole.AccessibleTextRole) if item is not None else None
+        self._diagnostic_details.setText(details if isinstance(details, str) else "")
+
+    # Internals --------------------------------------------------------------------------
+
+    def _show_badge(self, skill: Skill) -> None:
+        errors, _warnings = diagnostic_counts(skill)
+        self._badge.setText(("✔ " if skill.valid else "") + badge_text(skill))
+        set_status(self._badge, "danger" if errors else "ok" if skill.valid else "warning")
+        title = f"Diagnostics ({len(skill.diagnostics)})" if skill.diagnostics else "Diagnostics"
+        self._tabs.setTabText(self._tabs.indexOf(self._diagnostics_page), title)
+
+    def _show_budget(self, skill: Skill) -> None:
+        lines, tokens = skill.body_lines, skill.body_tokens
+        over = lines > ADVISED_LINES or tokens > ADVISED_TOKENS
+        self._budget.setText(
+            f"Body: {plural(lines, 'line')} of {ADVISED_LINES} advised  ·  "
+            f"about {plural(tokens, 'token')} of {ADVISED_TOKENS:,} advised"
+            + ("  —  over the advice: move detail into references/" if over else "")
+        )
+        set_status(self._budget, "warning" if over else "muted")
+
+    def _show_front_matter(self, front_matter: dict[str, Any]) -> None:
+        self._front.clear()
+        for key, value in front_matter.items():
+            self._front.addTopLevelItem(_value_item(str(key), value))
+        self._front.expandAll()
+
+    def _show_diagnostics(self, skill: Skill) -> None:
+        self._diagnostics.clear()
+        self._diagnostic_details.setText("Double-click a problem to open its file.")
+        for diagnostic in skill.diagnostics:
+            where = _relative(diagnostic.file, skill.path)
+            location = f"{where}:{diagnostic.line}" if diagnostic.line else str(where)
+            message = " ".join(diagnostic.message.split())
+            item = QTreeWidgetItem([location, message, diagnostic.code])
+            severity = str(diagnostic.severity)
+            item.setIcon(0, icon("error" if severity == "error" else "warning"))
+            item.setToolTip(1, tooltip(diagnostic.message))
+            item.setData(0, Qt.ItemDataRole.UserRole, where)
+            item.setData(1, Qt.ItemDataRole.UserRole, diagnostic.line)
+            item.setData(
+                0,
+                Qt.ItemDataRole.AccessibleTextRole,
+                f"{location}: {severity}: {diagnostic.message} [{diagnostic.code}]",
+            )
+            self._diagnostics.addTopLevelItem(item)
+        if not skill.diagnostics:
+            none = QTreeWidgetItem(["", "No problems found.", ""])
+            none.setIcon(0, icon("valid"))
+            none.setDisabled(True)
+            self._diagnostics.addTopLevelItem(none)
+
+
+def _relative(file: Path, root: Path) -> Path:
+    """`file` relative to the skill folder (the folder itself as `NAME/`)."""
+    if file == root:
+        return Path(root.name)
+    try:
+        return file.relative_to(root)
+    except ValueError:
+        return file
+
+
+def _value_item(key: str, value: object) -> QTreeWidgetItem:
+    """A front matter field as a tree item; mappings and lists become children."""
+    if isinstance(value, dict):
+        item = QTreeWidgetItem([key, ""])
+        for child_key, child in value.items():
+            item.addChild(_value_item(str(child_key), child))
+    elif isinstance(value, list):
+        item = QTreeWidgetItem([key, ""])
+        for position, child in enumerate(value):
+            item.addChild(_value_item(f"[{position}]", child))
+    else:
+        text = "" if value is None else str(value)
+        item = QTreeWidgetItem([key, " ".join(text.split())])
+        item.setToolTip(1, tooltip(text))
+    return item
