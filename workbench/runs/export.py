@@ -3,23 +3,27 @@
 Skill output, file names and causes are hostile text. The report is first built as neutral
 sections (rows, lines, code blocks) and then rendered; the HTML renderer escapes every piece
 of text, the Markdown renderer escapes markup characters outside code blocks and fences code
-with more backticks than the code contains. JSON is `record_to_dict`, as `--json` prints it.
+with more backticks than the code contains, the text renderer (for terminals) turns control
+characters other than newline and tab into visible escapes. JSON is `record_to_dict`, as
+`--json` prints it.
 """
 
 import html
 import json
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from workbench.runs.record import RunRecord, json_text, record_to_dict
 from workbench.workspace.blobs import BlobStore
 from workbench.workspace.changes import ChangeKind
 from workbench.workspace.diff import text_diff
 
+T = TypeVar("T")
 EXCERPT_CHARS = 20_000
 MAX_DIFFS = 20
 REPORT_SCHEMA = "skill-workbench/run-report/1"
@@ -31,6 +35,10 @@ class ExportFormat(StrEnum):
     HTML = "html"
     JSON = "json"
     MD = "md"
+    TEXT = "text"  # for a terminal: control characters shown as escapes
+
+
+EXPORT_FORMATS = (ExportFormat.HTML, ExportFormat.JSON, ExportFormat.MD)  # `history export`
 
 
 @dataclass(slots=True)
@@ -48,7 +56,7 @@ def export_record(record: RunRecord, fmt: ExportFormat, store: BlobStore | None 
         return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     title = f"Run {record.run_id}: {record.skill_name} under {record.posture}"
     sections = _sections(record, store)
-    render = _render_html if fmt is ExportFormat.HTML else _render_md
+    render = {ExportFormat.HTML: _render_html, ExportFormat.MD: _render_md}.get(fmt, _render_text)
     return render(json_text(title), sections)
 
 
@@ -106,10 +114,8 @@ def _changes_section(record: RunRecord, store: BlobStore | None) -> _Section:
     changes = record.changes
     section = _Section(f"Workspace changes ({len(changes)})")
     for change in changes:
-        types = " -> ".join(str(t) for t in (change.before_type, change.after_type) if t)
-        modes = " -> ".join(
-            f"{m:o}" for m in (change.before_mode, change.after_mode) if m is not None
-        )
+        types = _before_after(change.before_type, change.after_type, str)
+        modes = _before_after(change.before_mode, change.after_mode, lambda mode: f"{mode:o}")
         section.lines.append(f"{change.kind.value}: {change.path} [{types}; mode {modes}]")
     if store is None:
         return section
@@ -118,6 +124,12 @@ def _changes_section(record: RunRecord, store: BlobStore | None) -> _Section:
         diff = text_diff(change, store, max_bytes=256 * 1024, max_lines=2000)
         section.blocks.append((f"diff of {change.path}", diff.placeholder or diff.text))
     return section
+
+
+def _before_after(before: T | None, after: T | None, show: Callable[[T], str]) -> str:
+    """`a -> b`, or just `a` when only one side exists or both are the same."""
+    sides = [show(side) for side in (before, after) if side is not None]
+    return sides[0] if len(set(sides)) == 1 else " -> ".join(sides)
 
 
 def _output_section(stream: str, captured: dict[str, Any]) -> _Section:
@@ -136,6 +148,8 @@ def _output_section(stream: str, captured: dict[str, Any]) -> _Section:
 
 
 def _text(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
     return "-" if value is None else str(value)
 
 
@@ -198,3 +212,23 @@ def _render_md(title: str, sections: list[_Section]) -> str:
             fence = _fence(code)
             parts += [f"**{_md(caption)}**", "", fence, code.rstrip("\n"), fence, ""]
     return "\n".join(parts)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _plain(text: str) -> str:
+    """Text safe to print on a terminal: no escape sequences, carriage returns or bells."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _render_text(title: str, sections: list[_Section]) -> str:
+    parts = [_plain(title)]
+    for section in sections:
+        parts += ["", _plain(section.title)]
+        width = max((len(k) for k, _ in section.rows), default=0)
+        parts += [f"  {k:<{width}}  {_plain(v)}" for k, v in section.rows]
+        parts += [f"  - {_plain(line)}" for line in section.lines]
+        for caption, code in section.blocks:
+            parts += [f"  [{_plain(caption)}]", _plain(code).rstrip("\n")]
+    return "\n".join(parts) + "\n"

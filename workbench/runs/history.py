@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil
 
-from workbench.errors import HistoryError
+from workbench.errors import HistoryError, UsageError
 from workbench.executors.types import RunResult, RunStatus
 from workbench.runs.record import RunRecord, RunState, result_to_dict
 
@@ -152,11 +152,14 @@ class RunHistory:
         return _record(row)
 
     def resolve(self, ref: str) -> RunRecord:
-        """The run named by its id, a unique prefix of it, or `last` (the newest run)."""
+        """The run named by its id, a unique prefix of it, or `last` (the newest run).
+
+        A name that matches no run, or several, is the user's mistake: `UsageError`.
+        """
         if ref == "last":
             newest = self.recent(limit=1)
             if not newest:
-                raise HistoryError("The history is empty: no run yet.")
+                raise UsageError("The history is empty: no run yet.")
             return newest[0]
         pattern = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         with self._transaction() as db:
@@ -169,9 +172,9 @@ class RunHistory:
         if ref in ids:
             return self.get(ref)
         if not ids:
-            raise HistoryError(f"No run matches {ref!r}; see `workbench history list`.")
+            raise UsageError(f"No run matches {ref!r}; see `workbench history list`.")
         if len(ids) > 1:
-            raise HistoryError(f"{ref!r} matches several runs ({', '.join(ids[:5])}, ...).")
+            raise UsageError(f"{ref!r} matches several runs ({', '.join(ids[:5])}, ...).")
         return self.get(ids[0])
 
 

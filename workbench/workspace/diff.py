@@ -116,7 +116,8 @@ def text_diff(
     lines = difflib.unified_diff(before, after, f"a/{change.path}", f"b/{change.path}")
     text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
     if not text:
-        return TextDiff(placeholder="Same content; only the permissions changed.")
+        same = change.kind is ChangeKind.MODE_CHANGED
+        return TextDiff(placeholder="Same content." if same else "Empty file.")
     return TextDiff(text=text)
 
 

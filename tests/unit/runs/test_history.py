@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.errors import HistoryError
+from workbench.errors import UsageError
 from workbench.executors.types import RunResult, RunStatus
 from workbench.runs.history import RunHistory
 from workbench.runs.record import RunRecord, RunState, record_to_dict
@@ -44,11 +44,11 @@ def test_resolve_accepts_id_unique_prefix_and_last(
     assert history.resolve("last").run_id == "20260102-000000-cccccc"
     assert history.resolve("20260102").run_id == "20260102-000000-cccccc"
     assert history.resolve("20260101-000000-ab").run_id == "20260101-000000-abbbbb"
-    with pytest.raises(HistoryError, match="matches several runs"):
+    with pytest.raises(UsageError, match="matches several runs"):
         history.resolve("20260101-000000-a")
-    with pytest.raises(HistoryError, match="No run matches"):
+    with pytest.raises(UsageError, match="No run matches"):
         history.resolve("1999")
-    with pytest.raises(HistoryError, match="No run matches"):
+    with pytest.raises(UsageError, match="No run matches"):
         history.resolve("%")
     assert [r.run_id for r in history.recent()] == [
         "20260102-000000-cccccc",

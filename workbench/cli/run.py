@@ -1,0 +1,176 @@
+"""`workbench run`: run a skill's command under a posture, streaming its output live.
+
+The handler only parses options and builds objects; `RunService.run_once` does the run. The
+posture's warnings go to stderr before every run (DANGER ones loudly). Without `--json` the
+command's stdout and stderr stream to ours as they arrive and a summary (outcome, cause,
+workspace changes) follows on stderr; with `--json` nothing is streamed and stdout holds
+exactly one JSON document, the run's record. Exit code: the command's own, 124 on timeout,
+130 when cancelled (Ctrl-C), 137 when killed for memory, 128+N for another fatal signal N,
+and 125 when the workbench itself could not run it.
+"""
+
+import argparse
+import asyncio
+import re
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from workbench.cli.output import emit_json, warn
+from workbench.errors import PostureError, UsageError
+from workbench.executors import build_executor
+from workbench.executors.types import CancelToken, OutputChunk, RunResult, RunStatus, Stream
+from workbench.postures import Network, Posture, Severity, assess, parse_posture_id
+from workbench.runs.history import RunHistory
+from workbench.runs.layout import DataLayout
+from workbench.runs.record import new_run_id, record_to_dict
+from workbench.runs.service import CompletedRun, RunPlan, RunService
+from workbench.skills import default_roots, find_skill
+
+EXIT_TIMEOUT = 124
+EXIT_NOT_RUN = 125
+EXIT_CANCELLED = 130
+EXIT_OOM = 137
+_MAX_CHANGES_SHOWN = 20
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """Bytes from `256m`, `1g`, `512MiB`, `1.5G` or a plain number (units are powers of 1024)."""
+    match = _SIZE.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 256m, 1g or 512MiB)")
+    number, unit = float(match.group(1)), match.group(2).lower()
+    size = int(number * 1024 ** " kmgt".index(unit or " "))
+    if size <= 0:
+        raise argparse.ArgumentTypeError(f"a size must be positive: {text!r}")
+    return size
+
+
+def register(commands: "argparse._SubParsersAction[Any]") -> None:
+    """Add the `run` subcommand."""
+    parser = commands.add_parser(
+        "run",
+        help="run a skill's command under a posture",
+        description="Run COMMAND in a workspace under a posture and report what it changed.",
+    )
+    parser.add_argument("--skill", required=True, help="a skill folder, or a skill's name")
+    parser.add_argument("--posture", required=True, help="local, hardened, docker, ...")
+    parser.add_argument("--workspace", type=Path, help="folder to run in (default: a fresh one)")
+    parser.add_argument("--timeout", type=float, metavar="S", help="wall-clock limit, seconds")
+    parser.add_argument("--memory", type=parse_size, metavar="SIZE", help="e.g. 256m, 1g")
+    parser.add_argument("--cpus", type=float, metavar="N")
+    parser.add_argument("--pids", type=int, metavar="N", help="most processes at once")
+    parser.add_argument("--network", choices=[n.value for n in Network])
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    argv = tuple(args.command[1:] if args.command[:1] == ["--"] else args.command)
+    if not argv:
+        raise UsageError("workbench run: give the command to run after `--`")
+    posture = _posture(args)
+    skill = find_skill(args.skill, default_roots())
+    if not skill.usable:
+        warn(f"warning: skill {skill.name} has errors (`workbench skills show`); running anyway")
+    layout = DataLayout.default()
+    service = RunService(layout, RunHistory(layout.history_path), build_executor)
+    run_id = new_run_id()
+    workspace = args.workspace or layout.fresh_workspace(run_id)
+    if args.workspace is None:
+        warn(f"workspace: {workspace} (a fresh folder; use --workspace DIR for your own)")
+    plan = RunPlan(skill.name, skill.path, posture, argv, workspace.absolute(), run_id=run_id)
+    for warning in assess(posture):
+        loud = warning.severity is Severity.DANGER
+        label = f"*** DANGER ({posture.id} posture)" if loud else warning.severity.value
+        warn(f"{label}: {warning.text}")
+    done = asyncio.run(_run_with_signals(service, plan, live=not args.json))
+    if args.json:
+        emit_json("run", record_to_dict(done.record))
+    else:
+        _summary(done)
+    return exit_code(done.result)
+
+
+def _posture(args: argparse.Namespace) -> Posture:
+    try:
+        posture_id = parse_posture_id(args.posture)
+    except PostureError as error:
+        raise UsageError(str(error)) from None
+    posture = Posture(posture_id, network=Network(args.network or Network.NONE))
+    limits = {
+        name: value
+        for name, value in (
+            ("timeout_s", args.timeout),
+            ("memory_bytes", args.memory),
+            ("cpus", args.cpus),
+            ("pids", args.pids),
+        )
+        if value is not None
+    }
+    if any(value <= 0 for value in limits.values()):
+        raise UsageError("workbench run: --timeout, --memory, --cpus and --pids must be positive")
+    return posture.with_limits(**limits)
+
+
+async def _run_with_signals(service: RunService, plan: RunPlan, live: bool) -> CompletedRun:
+    cancel = CancelToken()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, cancel.cancel)
+    try:
+        return await service.run_once(plan, _live_output if live else _no_output, cancel)
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+
+
+def _live_output(chunk: OutputChunk) -> None:
+    stream = sys.stdout if chunk.stream is Stream.STDOUT else sys.stderr
+    stream.buffer.write(chunk.data)
+    stream.buffer.flush()
+
+
+def _no_output(chunk: OutputChunk) -> None:
+    del chunk  # with --json the output is in the document, not streamed
+
+
+def exit_code(result: RunResult) -> int:
+    """The process exit code for a finished run (see the module doc)."""
+    fixed = {
+        RunStatus.OK: 0,
+        RunStatus.TIMED_OUT: EXIT_TIMEOUT,
+        RunStatus.CANCELLED: EXIT_CANCELLED,
+        RunStatus.OOM_KILLED: EXIT_OOM,
+        RunStatus.ERROR: EXIT_NOT_RUN,
+    }
+    if result.status in fixed:
+        return fixed[result.status]
+    if result.exit_code is not None:
+        return result.exit_code
+    return 128 + result.signal if result.signal else 1
+
+
+def _summary(done: CompletedRun) -> None:
+    result = done.result
+    if result.status is RunStatus.ERROR:
+        warn(f"error: the workbench could not run the command: {result.cause}")
+    warn(
+        f"run {result.run_id}: {result.status.value} ({result.cause}), {result.wall_seconds:.2f} s"
+    )
+    for note in done.record.notes:
+        warn(f"note: {note}")
+    changes = result.changes
+    if not changes:
+        warn("workspace: no changes")
+        return
+    warn(f"workspace: {len(changes)} changed path(s) in {done.record.workspace}")
+    for change in changes[:_MAX_CHANGES_SHOWN]:
+        warn(f"  {change.kind.value:<12} {change.path}")
+    if len(changes) > _MAX_CHANGES_SHOWN:
+        warn(f"  ... and {len(changes) - _MAX_CHANGES_SHOWN} more")
+    warn(f"undo with: workbench history restore {result.run_id}")
