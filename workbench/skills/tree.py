@@ -1,9 +1,10 @@
 """A skill's file tree with sizes, bounded in entries and never following a symbolic link.
 
-`walk_tree` lists at most `MAX_TREE_ENTRIES` entries and reads at most `MAX_TREE_SCAN` folder
-entries in all, so a folder of 20,000 files or a deep tree stays fast; each folder node counts
-the entries it left out. Symbolic links are listed with their target, never followed, so link
-loops cannot trap the walk; a link that leads outside the skill gets a warning.
+`walk_tree` lists at most `MAX_TREE_ENTRIES` entries, `MAX_TREE_DEPTH` folders deep, and reads
+at most `MAX_TREE_SCAN` folder entries in all, so a folder of 20,000 files or a deep tree stays
+fast; each folder node counts the entries it left out. Symbolic links are listed with their
+target, never followed, so link loops cannot trap the walk; a link that leads outside the skill
+gets a warning.
 """
 
 import itertools
@@ -17,6 +18,7 @@ from workbench.skills.diagnostics import Code, Diagnostic, diagnostic
 
 MAX_TREE_ENTRIES = 500
 MAX_TREE_SCAN = 50_000
+MAX_TREE_DEPTH = 16
 
 
 class FileKind(StrEnum):
@@ -53,9 +55,9 @@ class FileNode:
 def walk_tree(folder: Path) -> tuple[FileNode, list[Diagnostic]]:
     """The bounded file tree of the skill `folder`, and warnings about its links and its size."""
     walk = _Walk(folder)
-    root = walk.directory(folder, folder.name)
+    root = walk.directory(folder, folder.name, 0)
     if omitted := root.total_omitted:
-        message = f"The file tree shows {walk.listed:,} entries; {omitted:,} more were left out"
+        message = f"The file tree shows {walk.listed:,} entries and leaves out {omitted:,} more"
         if walk.scanned >= MAX_TREE_SCAN:
             message += f" (counting stopped after {MAX_TREE_SCAN:,} entries)"
         walk.problems.append(diagnostic(Code.FILE_TREE_TRUNCATED, message + ".", folder))
@@ -70,13 +72,14 @@ class _Walk:
         self.scanned = 0
         self.problems: list[Diagnostic] = []
 
-    def directory(self, path: Path, name: str) -> FileNode:
+    def directory(self, path: Path, name: str, depth: int) -> FileNode:
         """A folder node: its entries in name order, each folder's direct entries before any
         grandchildren, so the top of the tree is listed first when the cap bites."""
         entries = self._scan(path)
-        shown = entries[: max(0, MAX_TREE_ENTRIES - self.listed)]
+        room = MAX_TREE_ENTRIES - self.listed if depth < MAX_TREE_DEPTH else 0
+        shown = entries[: max(0, room)]
         self.listed += len(shown)
-        children = tuple(self._node(entry) for entry in shown)
+        children = tuple(self._node(entry, depth + 1) for entry in shown)
         size = sum(child.size for child in children)
         return FileNode(name, FileKind.DIRECTORY, size, children, len(entries) - len(shown))
 
@@ -89,12 +92,12 @@ class _Walk:
         self.scanned += len(entries)
         return sorted(entries, key=lambda entry: entry.name)
 
-    def _node(self, entry: os.DirEntry[str]) -> FileNode:
+    def _node(self, entry: os.DirEntry[str], depth: int) -> FileNode:
         try:
             if entry.is_symlink():
                 return self._link(entry)
             if entry.is_dir(follow_symlinks=False):
-                return self.directory(Path(entry.path), entry.name)
+                return self.directory(Path(entry.path), entry.name, depth)
             status = entry.stat(follow_symlinks=False)
         except OSError:
             return FileNode(entry.name, FileKind.OTHER)

@@ -202,7 +202,7 @@ def test_twenty_thousand_files_are_capped_and_counted(crowded: Path) -> None:
     skill = timed_load(crowded)
     assert len(skill.files.children) == MAX_TREE_ENTRIES
     assert skill.files.omitted == 20_001 - MAX_TREE_ENTRIES
-    assert "19,501 more were left out" in only(skill, Code.FILE_TREE_TRUNCATED)
+    assert "leaves out 19,501 more" in only(skill, Code.FILE_TREE_TRUNCATED)
     assert skill.valid
 
 
