@@ -1,0 +1,116 @@
+"""The contract harness: started executors of every available posture, one event loop per test.
+
+Adding a posture to the contract suite is one line in `CONTRACT_POSTURES`.
+"""
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from workbench.executors import Executor, build_executor
+from workbench.executors.types import (
+    CancelToken,
+    OutputChunk,
+    RunRequest,
+    RunResult,
+    SessionSpec,
+)
+from workbench.monitor.sample import ResourceSample
+from workbench.postures import Posture, PostureId
+
+CONTRACT_POSTURES = [PostureId.LOCAL, PostureId.HARDENED]
+
+
+@dataclass
+class Ran:
+    """A finished run and everything the sink received."""
+
+    result: RunResult
+    chunks: list[OutputChunk] = field(default_factory=list)
+    samples: list[ResourceSample] = field(default_factory=list)
+
+
+class Harness:
+    """A started executor of one posture on a fresh skill folder and workspace."""
+
+    def __init__(self, posture_id: PostureId, base: Path) -> None:
+        self.posture_id = posture_id
+        self.loop = asyncio.new_event_loop()
+        self.skill_dir = base / "skill"
+        self.workspace = base / "workspace"
+        self.skill_dir.mkdir()
+        self.workspace.mkdir()
+        self.session = SessionSpec(self.skill_dir, "skill", self.workspace, base / "runs")
+        self._started: list[Executor] = []
+        self.executor = self.start(Posture(posture_id))
+
+    def start(self, posture: Posture) -> Executor:
+        """Build and start an executor for `posture` in this harness's session."""
+        executor = build_executor(posture)
+        self.loop.run_until_complete(executor.start(self.session))
+        self._started.append(executor)
+        return executor
+
+    def posture(self, **limits: float) -> Posture:
+        """This harness's posture with some limits changed."""
+        return Posture(self.posture_id).with_limits(**limits)
+
+    def run(
+        self,
+        *argv: str,
+        executor: Executor | None = None,
+        cancel_after: float | None = None,
+        **request: object,
+    ) -> Ran:
+        """Run `argv` to its end; `cancel_after` presses Stop after that many seconds."""
+        executor = executor or self.executor
+        ran_chunks: list[OutputChunk] = []
+        ran_samples: list[ResourceSample] = []
+        req = RunRequest(tuple(argv), on_sample=ran_samples.append, **request)  # type: ignore[arg-type]
+        cancel = CancelToken()
+
+        def sink(chunk: OutputChunk) -> None:
+            ran_chunks.append(chunk)
+
+        async def go() -> RunResult:
+            if cancel_after is not None:
+                self.loop.call_later(cancel_after, cancel.cancel)
+            return await executor.run(req, sink, cancel)
+
+        result = self.loop.run_until_complete(go())
+        return Ran(result, ran_chunks, ran_samples)
+
+    def close(self) -> None:
+        for executor in self._started:
+            self.loop.run_until_complete(executor.stop())
+        self.loop.close()
+
+
+@pytest.fixture
+def reachable_dir() -> Iterator[Path]:
+    """A temporary folder that a throwaway uid can reach (tmp_path's parents are 0700)."""
+    base = Path(tempfile.mkdtemp(prefix="wb-contract-"))
+    base.chmod(0o755)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(params=CONTRACT_POSTURES, ids=lambda p: p.value)
+def harness(request: pytest.FixtureRequest, reachable_dir: Path) -> Iterator[Harness]:
+    """A started executor of each contract posture."""
+    h = Harness(request.param, reachable_dir)
+    yield h
+    h.close()
+
+
+@pytest.fixture
+def hardened(reachable_dir: Path) -> Iterator[Harness]:
+    """A started hardened executor (for the posture's own tests)."""
+    h = Harness(PostureId.HARDENED, reachable_dir)
+    yield h
+    h.close()

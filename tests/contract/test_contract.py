@@ -1,0 +1,199 @@
+"""The executor contract, proved the same way for every available posture."""
+
+import asyncio
+import time
+
+import psutil
+import pytest
+
+from tests.contract.conftest import Harness
+from workbench.executors.types import CancelToken, RunRequest, RunStatus, Stream
+from workbench.monitor.process import run_tag, tagged_processes
+from workbench.postures import Severity
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _no_run_processes(run_id: str) -> bool:
+    return not tagged_processes(run_tag(run_id))
+
+
+def _zombie_children() -> list[int]:
+    return [p.pid for p in psutil.Process().children() if p.status() == psutil.STATUS_ZOMBIE]
+
+
+def test_streams_arrive_before_exit_and_apart(harness: Harness) -> None:
+    ran = harness.run("sh", "-c", "echo out; echo err >&2; sleep 0.6; echo late")
+    result = ran.result
+    assert result.status is RunStatus.OK
+    assert result.stdout.text == "out\nlate\n"
+    assert result.stderr.text == "err\n"
+    first_out = next(c for c in ran.chunks if c.stream is Stream.STDOUT)
+    first_err = next(c for c in ran.chunks if c.stream is Stream.STDERR)
+    assert first_out.data == b"out\n"
+    assert first_err.data == b"err\n"
+    assert first_out.t < 0.5 < result.wall_seconds  # arrived while the command still ran
+    late = [c for c in ran.chunks if c.data == b"late\n"]
+    assert late and late[0].t >= 0.6
+
+
+@pytest.mark.parametrize(
+    ("script", "status", "code"),
+    [
+        ("exit 0", RunStatus.OK, 0),
+        ("exit 3", RunStatus.FAILED, 3),
+    ],
+)
+def test_exit_codes(harness: Harness, script: str, status: RunStatus, code: int) -> None:
+    result = harness.run("sh", "-c", script).result
+    assert (result.status, result.exit_code, result.signal) == (status, code, None)
+    assert result.cause == f"exited with code {code}"
+
+
+def test_death_by_signal_is_a_failure_with_the_signal(harness: Harness) -> None:
+    result = harness.run("sh", "-c", "kill -9 $$").result
+    assert (result.status, result.exit_code, result.signal) == (RunStatus.FAILED, None, 9)
+    assert result.cause == "killed by signal SIGKILL"
+
+
+def test_env_and_working_folder(harness: Harness) -> None:
+    ran = harness.run(
+        "sh",
+        "-c",
+        'printf "%s|%s|%s|%s" "$SKILL_DIR" "$WORKSPACE" "$(pwd)" "$EXTRA"',
+        env={"EXTRA": "asked-for"},
+    )
+    skill, workspace, cwd, extra = ran.result.stdout.text.split("|")
+    assert skill == str(harness.skill_dir)
+    assert workspace == cwd == str(harness.workspace)
+    assert extra == "asked-for"
+
+
+def test_command_not_found_is_an_error_result(harness: Harness) -> None:
+    result = harness.run("definitely-not-a-command-xyz").result
+    assert result.status is RunStatus.ERROR
+    assert result.cause == "command not found: definitely-not-a-command-xyz"
+
+
+def test_missing_workspace_is_an_error_result(harness: Harness) -> None:
+    harness.workspace.rmdir()
+    result = harness.run("true").result
+    assert result.status is RunStatus.ERROR
+    assert "workspace missing" in result.cause
+
+
+def test_timeout_kills_the_whole_tree_including_setsid_escapes(harness: Harness) -> None:
+    executor = harness.start(harness.posture(timeout_s=2))
+    started = time.monotonic()
+    ran = harness.run("sh", "-c", "sleep 60 & setsid sleep 60 & sleep 60", executor=executor)
+    elapsed = time.monotonic() - started
+    result = ran.result
+    assert elapsed < 4
+    assert result.status is RunStatus.TIMED_OUT
+    assert result.cause == "wall-clock timeout of 2 s"
+    assert result.leftover_processes == 0
+    assert result.peak_processes >= 3  # the monitor saw the shell and its sleeps
+    assert _no_run_processes(result.run_id)
+    assert _zombie_children() == []
+
+
+def test_stop_cancels_and_kills(harness: Harness) -> None:
+    started = time.monotonic()
+    result = harness.run("sh", "-c", "setsid sleep 60 & sleep 60", cancel_after=0.3).result
+    assert time.monotonic() - started < 2.5
+    assert result.status is RunStatus.CANCELLED
+    assert result.cause == "stopped by the user"
+    assert result.leftover_processes == 0
+    assert _no_run_processes(result.run_id)
+
+
+def test_executor_stop_ends_runs_in_flight(harness: Harness) -> None:
+    async def go() -> tuple[RunStatus, str]:
+        run = asyncio.ensure_future(
+            harness.executor.run(RunRequest(("sleep", "60")), lambda c: None, CancelToken())
+        )
+        await asyncio.sleep(0.3)
+        await harness.executor.stop()
+        await harness.executor.stop()  # idempotent
+        result = await run
+        assert _no_run_processes(result.run_id)
+        return result.status, result.cause
+
+    status, cause = harness.loop.run_until_complete(go())
+    assert status is RunStatus.CANCELLED
+    assert cause == "stopped because the session was closed"
+
+
+def test_background_process_left_behind_is_killed_and_reported(harness: Harness) -> None:
+    result = harness.run("sh", "-c", "setsid sleep 60 & echo done").result
+    assert result.status is RunStatus.OK
+    assert result.stdout.text == "done\n"
+    assert "killed 1 background process it left behind" in result.cause
+    assert any("background" in w.text for w in result.warnings)
+    assert result.leftover_processes == 0
+    assert _no_run_processes(result.run_id)
+
+
+def test_output_cap_truncates_memory_and_keeps_the_full_log(harness: Harness) -> None:
+    ran = harness.run(
+        "sh",
+        "-c",
+        "head -c 300000 /dev/zero | tr '\\0' a; echo tail >&2",
+        output_cap_bytes=1000,
+    )
+    out = ran.result.stdout
+    assert out.text == "a" * 1000
+    assert out.truncated and out.total_bytes == 300000
+    assert out.log_path is not None and out.log_path.stat().st_size == 300000
+    assert sum(len(c.data) for c in ran.chunks if c.stream is Stream.STDOUT) == 1000
+    assert not ran.result.stderr.truncated
+    assert ran.result.stderr.text == "tail\n"
+
+
+def test_invalid_utf8_is_replaced(harness: Harness) -> None:
+    result = harness.run("sh", "-c", "printf 'ok \\377\\376 done'").result
+    assert result.stdout.text == "ok \ufffd\ufffd done"
+    assert result.stdout.log_path is not None
+    assert result.stdout.log_path.read_bytes() == b"ok \xff\xfe done"
+
+
+def test_monitor_samples_cpu_memory_and_processes(harness: Harness) -> None:
+    ran = harness.run(
+        "python3",
+        "-c",
+        "import time\nx = bytearray(30_000_000)\nt = time.time()\n"
+        "while time.time() - t < 0.6: pass",
+    )
+    result = ran.result
+    assert result.status is RunStatus.OK
+    assert len(ran.samples) >= 3 and tuple(ran.samples) == result.samples
+    assert result.peak_rss_bytes > 30_000_000
+    assert result.peak_processes >= 1
+    assert max(s.cpu_percent for s in result.samples) > 20  # a busy core, on a shared machine
+    assert 0.3 < result.cpu_seconds < 2
+
+
+def test_result_names_the_run_folder_and_posture_warnings(harness: Harness) -> None:
+    result = harness.run("true").result
+    assert result.run_dir == harness.session.runs_dir / result.run_id
+    assert (result.run_dir / "stdout.log").is_file()
+    assert result.card.posture.id is harness.posture_id
+    assert result.warnings  # every posture has something to say
+    assert result.changes == ()
+    if harness.posture_id.value == "local":
+        assert [w.severity for w in result.warnings].count(Severity.DANGER) >= 2
+
+
+@pytest.mark.slow
+def test_100_mb_of_stdout_keeps_app_memory_flat(harness: Harness) -> None:
+    rss_before = psutil.Process().memory_info().rss
+    ran = harness.run("sh", "-c", "head -c 100000000 /dev/zero")
+    growth = psutil.Process().memory_info().rss - rss_before
+    out = ran.result.stdout
+    assert ran.result.status is RunStatus.OK
+    assert growth < 100_000_000
+    assert out.truncated and out.total_bytes == 100_000_000
+    assert out.log_path is not None and out.log_path.stat().st_size == 100_000_000
+    assert len(out.text) == 4 * 1024 * 1024
+    print(f"app RSS growth for 100 MB of stdout: {growth / 1e6:.1f} MB")
+    out.log_path.unlink()
