@@ -1,0 +1,101 @@
+"""`workbench skills list|show|validate` run as a user would: text, JSON and exit codes."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from workbench.paths import example_skills_dir
+
+ORACLE = Path(__file__).parents[1] / "fixtures" / "skills" / "oracle"
+
+
+def workbench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "workbench", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=cwd,
+    )
+
+
+def document(result: subprocess.CompletedProcess[str], kind: str) -> dict[str, Any]:
+    payload: dict[str, Any] = json.loads(result.stdout)
+    assert payload["schema"] == f"skill-workbench/{kind}/1"
+    return payload
+
+
+def test_list_defaults_to_the_bundled_examples(tmp_path: Path) -> None:
+    result = workbench("skills", "list", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "workspace-report  [valid]  Writes report.md" in result.stdout
+    assert f"    {example_skills_dir() / 'runaway'}" in result.stdout
+
+
+def test_list_json_over_a_directory() -> None:
+    result = workbench("skills", "list", str(ORACLE), "--json")
+    assert result.returncode == 0, result.stderr
+    payload = document(result, "skills-list")
+    assert payload["roots"] == [str(ORACLE)]
+    by_name = {skill["name"]: skill for skill in payload["skills"]}
+    assert len(payload["skills"]) == len(list(ORACLE.iterdir()))
+    assert by_name["pdf-processing"]["valid"] is True
+    writer = by_name["Commit-Message-Writer"]
+    assert (writer["usable"], writer["valid"], writer["warnings"]) == (True, False, 2)
+    assert by_name["slack-gif-creator"]["usable"] is False
+
+
+def test_show_by_name_in_text() -> None:
+    result = workbench("skills", "show", "workspace-report")
+    assert result.returncode == 0, result.stderr
+    assert "name: workspace-report  [valid]" in result.stdout
+    assert 'command: python3 "$SKILL_DIR/scripts/report.py"' in result.stdout
+    assert "  scripts/\n    report.py  " in result.stdout
+
+
+def test_show_json_has_the_tree_and_diagnostics() -> None:
+    result = workbench("skills", "show", str(ORACLE / "commit-message-writer"), "--json")
+    assert result.returncode == 0, result.stderr
+    skill = document(result, "skill")["skill"]
+    first = skill["files"]["children"][0]
+    assert (first["name"], first["kind"], first["size"]) == ("SKILL.md", "file", 183)
+    assert skill["body_start_line"] == 5
+    [case] = [d for d in skill["diagnostics"] if d["code"] == "name-case"]
+    assert (case["severity"], case["line"], case["spec_violation"]) == ("warning", 2, True)
+
+
+def test_validate_exit_codes_and_text_diagnostics() -> None:
+    valid = workbench("skills", "validate", str(ORACLE / "pdf-processing"))
+    assert (valid.returncode, valid.stdout) == (0, f"{ORACLE / 'pdf-processing'}: valid\n")
+    mixed = workbench(
+        "skills", "validate", str(ORACLE / "pdf-processing"), str(ORACLE / "excel-helper")
+    )
+    assert mixed.returncode == 1
+    excel_md = ORACLE / "excel-helper" / "SKILL.md"
+    assert f"{excel_md}:2: warning: The name 'xlsx-helper' differs" in mixed.stdout
+    assert f"{ORACLE / 'excel-helper'}: INVALID (1 spec problem)" in mixed.stdout
+
+
+def test_validate_json() -> None:
+    result = workbench("skills", "validate", str(ORACLE / "yaml-exploit"), "--json")
+    assert result.returncode == 1
+    payload = document(result, "skills-validate")
+    assert payload["valid"] is False
+    [skill] = payload["skills"]
+    assert [d["code"] for d in skill["diagnostics"]] == ["yaml-tag"]
+    assert skill["diagnostics"][0]["severity"] == "error"
+
+
+def test_usage_errors_exit_2() -> None:
+    unknown = workbench("skills", "show", "no-such-skill")
+    assert unknown.returncode == 2
+    assert "no skill named 'no-such-skill'" in unknown.stderr
+    assert unknown.stdout == ""
+    missing = workbench("skills", "validate", "./absent/folder")
+    assert missing.returncode == 2
+    assert "no such skill folder" in missing.stderr
+    assert workbench("skills", "validate").returncode == 2
+    assert workbench("skills").returncode == 2
