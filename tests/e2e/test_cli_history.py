@@ -1,0 +1,152 @@
+"""`workbench history` end to end: list, show, export, restore, and a run killed half-way."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+HOSTILE = "<script>alert(1)</script>"
+
+
+def _cli(env: dict[str, str], *args: str | Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "workbench", *map(str, args)]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a CLI subprocess with its own, empty data folder."""
+    return {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")}
+
+
+@pytest.fixture
+def skill(tmp_path: Path) -> Path:
+    """A minimal valid skill folder."""
+    folder = tmp_path / "demo-skill"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text("---\nname: demo-skill\ndescription: For tests.\n---\n")
+    return folder
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A small workspace: a text file, a script and a folder."""
+    root = tmp_path / "ws"
+    (root / "sub").mkdir(parents=True)
+    (root / "notes.txt").write_text("first\nsecond\n")
+    (root / "run.sh").write_text("#!/bin/sh\n")
+    (root / "run.sh").chmod(0o755)
+    (root / "sub" / "data.bin").write_bytes(bytes(range(256)))
+    return root
+
+
+def _run(env: dict[str, str], skill: Path, workspace: Path, script: str) -> str:
+    done = _cli(
+        env, "run", "--skill", skill, "--posture", "local", "--workspace", workspace, "--json",
+        "--", "sh", "-c", script,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    run_id: str = json.loads(done.stdout)["run_id"]
+    return run_id
+
+
+def _files(root: Path) -> dict[str, tuple[int, bytes]]:
+    return {
+        p.relative_to(root).as_posix(): (p.lstat().st_mode, p.read_bytes() if p.is_file() else b"")
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def test_list_show_and_export(
+    env: dict[str, str], skill: Path, workspace: Path, tmp_path: Path
+) -> None:
+    first = _run(env, skill, workspace, "echo one")
+    second = _run(env, skill, workspace, f"echo '{HOSTILE}'; echo third >> notes.txt")
+
+    listing = json.loads(_cli(env, "history", "list", "--json").stdout)
+    assert [run["run_id"] for run in listing["runs"]] == [second, first]
+    assert listing["runs"][0]["changes"] == 1 and listing["runs"][0]["outcome"] == "ok"
+
+    shown = json.loads(_cli(env, "history", "show", second[:17], "--json").stdout)
+    assert shown["result"]["changes"][0]["path"] == "notes.txt"
+    text = _cli(env, "history", "show", "last").stdout
+    assert "+third" in text and "modified: notes.txt" in text
+
+    page_path = tmp_path / "report.html"
+    exported = _cli(env, "history", "export", "last", "--format", "html", "--output", page_path)
+    assert exported.returncode == 0, exported.stderr
+    page = page_path.read_text()
+    assert HOSTILE not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    for fmt in ("md", "json"):
+        report = _cli(env, "history", "export", second, "--format", fmt)
+        assert report.returncode == 0 and "notes.txt" in report.stdout
+    assert json.loads(report.stdout)["run_id"] == second
+
+
+def test_unknown_run_is_a_usage_error(env: dict[str, str]) -> None:
+    done = _cli(env, "history", "show", "nope")
+    assert done.returncode == 2
+    assert "No run matches 'nope'" in done.stderr
+
+
+def test_restore_puts_the_workspace_back(env: dict[str, str], skill: Path, workspace: Path) -> None:
+    wanted = _files(workspace)
+    run_id = _run(
+        env, skill, workspace,
+        "rm -r sub; echo x > notes.txt; chmod 600 run.sh; ln -s /etc sub; mkdir -p new/deep",
+    )  # fmt: skip
+    assert _files(workspace) != wanted
+
+    done = _cli(env, "history", "restore", run_id, "--json")
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["complete"] is True
+    assert _files(workspace) == wanted
+
+
+def test_restore_refuses_to_lose_later_changes(
+    env: dict[str, str], skill: Path, workspace: Path
+) -> None:
+    _run(env, skill, workspace, "echo run >> notes.txt")
+    (workspace / "mine.txt").write_text("written after the run")
+
+    refused = _cli(env, "history", "restore", "last")
+    assert refused.returncode == 1
+    assert "mine.txt (added)" in refused.stderr and "--force" in refused.stderr
+    assert (workspace / "mine.txt").exists()
+
+    forced = _cli(env, "history", "restore", "last", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert not (workspace / "mine.txt").exists()
+    assert (workspace / "notes.txt").read_text() == "first\nsecond\n"
+
+
+def test_run_killed_half_way_reads_back_as_interrupted(
+    env: dict[str, str], skill: Path, workspace: Path
+) -> None:
+    command = [
+        sys.executable, "-m", "workbench", "run", "--skill", str(skill), "--posture", "local",
+        "--workspace", str(workspace), "--", "sh", "-c", "echo started; sleep 60",
+    ]  # fmt: skip
+    with subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    ) as cli:
+        assert cli.stdout is not None
+        assert cli.stdout.readline() == b"started\n"
+        tree = psutil.Process(cli.pid).children(recursive=True)
+        cli.send_signal(signal.SIGKILL)
+        cli.wait(timeout=10)
+    for process in tree:  # the command outlived the killed workbench: end it
+        process.kill()
+    psutil.wait_procs(tree, timeout=10)
+
+    listing = json.loads(_cli(env, "history", "list", "--json").stdout)
+
+    assert [run["outcome"] for run in listing["runs"]] == ["interrupted"]
+    refused = _cli(env, "history", "restore", "last")
+    assert refused.returncode == 1 and "did not finish recording" in refused.stderr

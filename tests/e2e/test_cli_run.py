@@ -1,0 +1,204 @@
+"""`workbench run` end to end: a real subprocess of the CLI over the local posture.
+
+Every test points XDG_DATA_HOME at a tmp folder, so the real history is never touched.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.cli.run import exit_code, parse_size
+from workbench.executors.types import CapturedOutput, PostureCard, RunResult, RunStatus
+from workbench.postures import Posture, PostureId
+
+MUTATE = (
+    "echo out; echo err >&2; echo new > added.txt; printf more >> edit.txt; rm gone.txt; "
+    "chmod 755 tool.sh; rm swap.txt; ln -s edit.txt swap.txt; exit 3"
+)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a CLI subprocess with its own, empty data folder."""
+    return {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")}
+
+
+@pytest.fixture
+def skill(tmp_path: Path) -> Path:
+    """A minimal valid skill folder."""
+    folder = tmp_path / "demo-skill"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(
+        "---\nname: demo-skill\ndescription: A skill for tests.\n---\n# Demo\n"
+    )
+    return folder
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A workspace with files the MUTATE command changes."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "edit.txt").write_text("text\n")
+    (root / "gone.txt").write_text("bye\n")
+    (root / "tool.sh").write_text("#!/bin/sh\n")
+    (root / "tool.sh").chmod(0o644)
+    (root / "swap.txt").write_text("a file\n")
+    return root
+
+
+def workbench(env: dict[str, str], *args: str | Path) -> subprocess.CompletedProcess[str]:
+    """Run `python -m workbench ARGS...` and capture its output as text."""
+    command = [sys.executable, "-m", "workbench", *map(str, args)]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_json_run_reports_every_change_exactly(
+    env: dict[str, str], skill: Path, workspace: Path
+) -> None:
+    done = workbench(
+        env, "run", "--skill", skill, "--posture", "local", "--workspace", workspace, "--json",
+        "--", "sh", "-c", MUTATE,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    document = json.loads(done.stdout)  # exactly one document, nothing else
+    assert document["schema"] == "skill-workbench/run/1"
+    assert document["outcome"] == "failed"
+    result = document["result"]
+    assert {c["path"]: c["kind"] for c in result["changes"]} == {
+        "added.txt": "added",
+        "edit.txt": "modified",
+        "gone.txt": "deleted",
+        "swap.txt": "type_changed",
+        "tool.sh": "mode_changed",
+    }
+    swap = next(c for c in result["changes"] if c["path"] == "swap.txt")
+    assert (swap["before_type"], swap["after_type"], swap["after_target"]) == (
+        "file",
+        "symlink",
+        "edit.txt",
+    )
+    assert result["stdout"]["text"] == "out\n" and result["stderr"]["text"] == "err\n"
+    assert "*** DANGER (local posture): NO SANDBOX" in done.stderr
+
+
+def test_output_streams_live_to_the_matching_stream(
+    env: dict[str, str], skill: Path, workspace: Path
+) -> None:
+    done = workbench(
+        env, "run", "--skill", skill, "--posture", "local", "--workspace", workspace,
+        "--", "sh", "-c", "echo to-out; echo to-err >&2",
+    )  # fmt: skip
+    assert done.returncode == 0
+    assert done.stdout == "to-out\n"
+    assert "to-err\n" in done.stderr
+    assert "workspace: no changes" in done.stderr
+
+
+def test_fresh_workspace_is_made_under_the_data_folder(
+    env: dict[str, str], skill: Path, tmp_path: Path
+) -> None:
+    done = workbench(
+        env, "run", "--skill", skill, "--posture", "local", "--", "sh", "-c", "pwd; touch made"
+    )
+    assert done.returncode == 0, done.stderr
+    made = Path(done.stdout.strip())
+    assert made.parent == tmp_path / "xdg" / "skill-workbench" / "workspaces"
+    assert (made / "made").is_file()
+    assert f"workspace: {made}" in done.stderr
+
+
+@pytest.mark.slow
+def test_timeout_exits_124(env: dict[str, str], skill: Path, workspace: Path) -> None:
+    done = workbench(
+        env, "run", "--skill", skill, "--posture", "local", "--workspace", workspace,
+        "--timeout", "1", "--json", "--", "sleep", "30",
+    )  # fmt: skip
+    assert done.returncode == 124
+    assert json.loads(done.stdout)["outcome"] == "timed_out"
+
+
+def test_workbench_failure_exits_125_with_a_message(
+    env: dict[str, str], skill: Path, tmp_path: Path
+) -> None:
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    done = workbench(
+        env, "run", "--skill", skill, "--posture", "local", "--workspace", not_a_folder,
+        "--json", "--", "true",
+    )  # fmt: skip
+    assert done.returncode == 125
+    assert done.stdout == ""
+    assert "error: Cannot prepare the run's folders" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--memory", "lots"),
+        ("--timeout", "-1"),
+        ("--posture", "nope"),
+        ("--network", "host"),
+        (),  # no command
+    ],
+)
+def test_bad_options_are_usage_errors(
+    env: dict[str, str], skill: Path, args: tuple[str, ...]
+) -> None:
+    command = () if not args else ("--", "true")
+    done = workbench(env, "run", "--skill", skill, "--posture", "local", *args, *command)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error:")
+
+
+def test_ctrl_c_cancels_the_run_and_exits_130(
+    env: dict[str, str], skill: Path, workspace: Path
+) -> None:
+    command = [
+        sys.executable, "-m", "workbench", "run", "--skill", str(skill), "--posture", "local",
+        "--workspace", str(workspace), "--", "sh", "-c", "echo started; sleep 30",
+    ]  # fmt: skip
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as cli:
+        assert cli.stdout is not None
+        assert cli.stdout.readline() == b"started\n"
+        cli.send_signal(signal.SIGINT)
+        _, stderr = cli.communicate(timeout=30)
+    assert cli.returncode == 130, stderr
+    assert b": cancelled (" in stderr
+
+
+def test_sizes_parse_in_binary_units() -> None:
+    assert parse_size("256m") == 256 * 1024**2
+    assert parse_size("1g") == 1024**3
+    assert parse_size("512MiB") == 512 * 1024**2
+    assert parse_size("1.5G") == 1536 * 1024**2
+    assert parse_size("4096") == 4096
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "sig", "expected"),
+    [
+        (RunStatus.OK, 0, None, 0),
+        (RunStatus.FAILED, 7, None, 7),
+        (RunStatus.FAILED, None, 9, 137),
+        (RunStatus.TIMED_OUT, None, 9, 124),
+        (RunStatus.CANCELLED, None, 15, 130),
+        (RunStatus.OOM_KILLED, None, 9, 137),
+        (RunStatus.LIMIT_EXCEEDED, None, 24, 152),
+        (RunStatus.ERROR, None, None, 125),
+    ],
+)
+def test_exit_code_mapping(
+    status: RunStatus, code: int | None, sig: int | None, expected: int
+) -> None:
+    empty = CapturedOutput("", 0, False, None)
+    result = RunResult(
+        "r", status, "cause", code, sig, 0.0, 0.0, 0, 0, empty, empty,
+        PostureCard(Posture(PostureId.LOCAL)),
+    )  # fmt: skip
+    assert exit_code(result) == expected
