@@ -49,10 +49,10 @@ class Harness:
         self._started: list[Executor] = []
         self.executor = self.start(Posture(posture_id))
 
-    def start(self, posture: Posture) -> Executor:
-        """Build and start an executor for `posture` in this harness's session."""
+    def start(self, posture: Posture, session: SessionSpec | None = None) -> Executor:
+        """Build and start an executor for `posture` in this harness's session (or `session`)."""
         executor = build_executor(posture)
-        self.loop.run_until_complete(executor.start(self.session))
+        self.loop.run_until_complete(executor.start(session or self.session))
         self._started.append(executor)
         return executor
 

@@ -53,6 +53,7 @@ class FolderLoan:
 
 def can_reach(path: Path, uid: int, gid: int, need_read: bool = False) -> bool:
     """True when `uid`:`gid` can traverse every folder down to `path` (and list it)."""
+    path = path.resolve()
     for part in (*reversed(path.parents), path):
         try:
             st = part.stat()
