@@ -54,6 +54,8 @@ class FileNode:
 
 def walk_tree(folder: Path) -> tuple[FileNode, list[Diagnostic]]:
     """The bounded file tree of the skill `folder`, and warnings about its links and its size."""
+    if not folder.is_dir():  # missing, not a folder, or a link loop: nothing to walk
+        return FileNode(folder.name, FileKind.OTHER), []
     walk = _Walk(folder)
     root = walk.directory(folder, folder.name, 0)
     if omitted := root.total_omitted:

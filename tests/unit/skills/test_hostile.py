@@ -157,6 +157,13 @@ def test_invalid_utf8_is_decoded_with_replacement(tmp_path: Path) -> None:
     assert skill.usable and not skill.valid
 
 
+def test_skill_folder_that_is_a_link_loop(tmp_path: Path) -> None:
+    (tmp_path / "loop").symlink_to("loop")
+    skill = timed_load(tmp_path / "loop")
+    assert [d.code for d in skill.diagnostics] == [Code.NOT_A_FOLDER]
+    assert skill.files.kind is FileKind.OTHER
+
+
 def test_symlink_loops_in_the_tree_are_listed_not_followed(tmp_path: Path) -> None:
     folder = make_skill(tmp_path, "loops", VALID_HEAD.format(name="loops"))
     (folder / "a").symlink_to("b")
