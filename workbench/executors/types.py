@@ -48,7 +48,7 @@ class OutputChunk:
 class OutputSink(Protocol):
     """Receives output chunks as they arrive. Must not block."""
 
-    def __call__(self, chunk: OutputChunk) -> None: ...
+    def __call__(self, chunk: OutputChunk, /) -> None: ...
 
 
 class CancelToken:

@@ -1,0 +1,33 @@
+"""One stream's capture: the cap, the sink, the log and the decoding."""
+
+from pathlib import Path
+
+from workbench.executors.capture import TAIL_BYTES, StreamCapture
+from workbench.executors.types import OutputChunk, Stream
+
+
+def test_cap_sink_log_and_tail(tmp_path: Path) -> None:
+    chunks: list[OutputChunk] = []
+    capture = StreamCapture(Stream.STDERR, 10, tmp_path / "err.log", chunks.append)
+    capture.feed(b"0123456", 0.1)
+    capture.feed(b"789abcdef", 0.2)
+    capture.feed(b"x" * TAIL_BYTES + b"END", 0.3)
+    out = capture.finish()
+    assert [(c.data, c.t) for c in chunks] == [(b"0123456", 0.1), (b"789", 0.2)]
+    assert out.text == "0123456789"
+    assert out.truncated and out.total_bytes == 16 + TAIL_BYTES + 3
+    assert (tmp_path / "err.log").read_bytes().endswith(b"xEND")
+    assert capture.tail_text.endswith("xEND") and len(capture.tail_text) == TAIL_BYTES
+
+
+def test_a_character_cut_by_the_cap_is_dropped_not_mangled(tmp_path: Path) -> None:
+    capture = StreamCapture(Stream.STDOUT, 4, tmp_path / "out.log", lambda c: None)
+    capture.feed("abcé!".encode(), 0.0)  # é is two bytes; the cap cuts it
+    assert capture.finish().text == "abc"
+
+
+def test_invalid_bytes_are_replaced(tmp_path: Path) -> None:
+    capture = StreamCapture(Stream.STDOUT, 100, tmp_path / "out.log", lambda c: None)
+    capture.feed(b"a\xffb", 0.0)
+    out = capture.finish()
+    assert out.text == "a\ufffdb" and not out.truncated

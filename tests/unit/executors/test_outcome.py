@@ -1,0 +1,99 @@
+"""Status and cause of a run from what happened to its process."""
+
+import signal
+
+import pytest
+
+from workbench.executors.outcome import classify
+from workbench.executors.process_tree import KillReport
+from workbench.executors.runner import EndedBy, ProcessOutcome
+from workbench.executors.types import CapturedOutput, RunStatus
+from workbench.postures import MIB, Limits
+
+LIMITS = Limits(cpu_seconds=10, memory_bytes=256 * MIB, pids=64, file_size_bytes=MIB)
+EMPTY = CapturedOutput("", 0, False, None)
+
+
+def outcome(
+    ended_by: EndedBy = EndedBy.EXIT,
+    returncode: int | None = 0,
+    stderr: str = "",
+    cpu: float = 0.0,
+    signalled: int = 0,
+) -> ProcessOutcome:
+    return ProcessOutcome(
+        ended_by=ended_by,
+        returncode=returncode,
+        spawn_error="command not found: x" if ended_by is EndedBy.SPAWN_ERROR else "",
+        stdout=EMPTY,
+        stderr=EMPTY,
+        stderr_text=stderr,
+        wall_seconds=1.0,
+        cpu_seconds=cpu,
+        peak_rss_bytes=0,
+        peak_processes=0,
+        samples=(),
+        kill=KillReport(signalled=signalled, leftover=0),
+    )
+
+
+@pytest.mark.parametrize(
+    ("case", "limits", "expected"),
+    [
+        (outcome(), LIMITS, (RunStatus.OK, "exited with code 0")),
+        (outcome(returncode=2), None, (RunStatus.FAILED, "exited with code 2")),
+        (outcome(returncode=-15), None, (RunStatus.FAILED, "killed by signal SIGTERM")),
+        (outcome(EndedBy.TIMEOUT, -15), None, (RunStatus.TIMED_OUT, "wall-clock timeout of 2 s")),
+        (outcome(EndedBy.CANCEL, -15), LIMITS, (RunStatus.CANCELLED, "stopped by the user")),
+        (outcome(EndedBy.SPAWN_ERROR, None), None, (RunStatus.ERROR, "command not found: x")),
+        (
+            outcome(returncode=-signal.SIGXCPU),
+            LIMITS,
+            (RunStatus.LIMIT_EXCEEDED, "RLIMIT_CPU 10 s"),
+        ),
+        (outcome(returncode=-9, cpu=10.2), LIMITS, (RunStatus.LIMIT_EXCEEDED, "RLIMIT_CPU 10 s")),
+        (outcome(returncode=-9, cpu=1.0), LIMITS, (RunStatus.FAILED, "killed by signal SIGKILL")),
+        (
+            outcome(returncode=-signal.SIGXFSZ),
+            LIMITS,
+            (RunStatus.LIMIT_EXCEEDED, "file size limit 1 MiB (RLIMIT_FSIZE)"),
+        ),
+        (
+            outcome(returncode=1, stderr="Traceback...\nMemoryError\n"),
+            LIMITS,
+            (RunStatus.OOM_KILLED, "memory limit 256 MiB (RLIMIT_AS)"),
+        ),
+        (
+            outcome(returncode=1, stderr="Traceback...\nMemoryError\n"),
+            None,  # local: no limit to blame
+            (RunStatus.FAILED, "exited with code 1"),
+        ),
+        (
+            outcome(returncode=2, stderr="sh: 0: Cannot fork\n"),
+            LIMITS,
+            (RunStatus.LIMIT_EXCEEDED, "process limit 64 (RLIMIT_NPROC)"),
+        ),
+        (
+            outcome(returncode=0, stderr="MemoryError"),
+            LIMITS,  # it recovered: exit 0 is ok
+            (RunStatus.OK, "exited with code 0"),
+        ),
+    ],
+)
+def test_classify(
+    case: ProcessOutcome, limits: Limits | None, expected: tuple[RunStatus, str]
+) -> None:
+    assert classify(case, 2, limits) == expected
+
+
+def test_timeout_notes_fork_failures() -> None:
+    status, cause = classify(outcome(EndedBy.TIMEOUT, -15, "bash: fork: retry"), 5, LIMITS)
+    assert status is RunStatus.TIMED_OUT
+    assert cause.startswith("wall-clock timeout of 5 s")
+    assert "RLIMIT_NPROC" in cause
+
+
+def test_background_leftovers_are_named() -> None:
+    status, cause = classify(outcome(signalled=2), 5, None)
+    assert status is RunStatus.OK
+    assert cause == "exited with code 0; killed 2 background processes it left behind"

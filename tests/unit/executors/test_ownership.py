@@ -1,0 +1,45 @@
+"""Lending a folder to another uid and giving it back; reachability of folders for a uid."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from workbench.executors.ownership import FolderLoan, can_reach
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
+BORROWER = 0x6FFFFFF0
+
+
+@needs_root
+def test_lend_and_give_back(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "f").write_text("x")
+    os.chown(root / "sub" / "f", 123, 456)
+    (root / "link").symlink_to("/etc/passwd")
+    loan = FolderLoan(root, BORROWER, BORROWER)
+    loan.lend()
+    assert (root / "sub" / "f").stat().st_uid == BORROWER
+    assert Path("/etc/passwd").stat().st_uid == 0  # symlinks are not followed
+    (root / "sub" / "new").write_text("y")
+    os.chown(root / "sub" / "new", BORROWER, BORROWER)
+    loan.give_back()
+    assert ((root / "sub" / "f").stat().st_uid, (root / "sub" / "f").stat().st_gid) == (123, 456)
+    assert (root / "sub" / "new").stat().st_uid == root.stat().st_uid
+    assert (root / "sub").stat().st_uid == os.getuid()
+
+
+def test_can_reach(tmp_path: Path) -> None:
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o755)
+    closed = tmp_path / "closed"
+    (closed / "inner").mkdir(parents=True)
+    closed.chmod(0o700)
+    tmp_path.chmod(0o755)
+    stranger = 0x6FFFFFF1
+    reachable_parents = all((p.stat().st_mode & 0o001) for p in tmp_path.parents)
+    assert can_reach(open_dir, stranger, stranger) is reachable_parents
+    assert can_reach(closed / "inner", stranger, stranger) is False
+    assert can_reach(closed / "inner", closed.stat().st_uid, closed.stat().st_gid) is True
