@@ -3,7 +3,7 @@
 import argparse
 import os
 import sys
-from datetime import datetime, timezone
+import time
 from pathlib import Path
 
 MAX_FILES = 1000  # keep the report readable in a big workspace
@@ -29,10 +29,10 @@ def main() -> int:
     if not output.is_relative_to(workspace):
         print(f"refusing to write outside the workspace: {output}", file=sys.stderr)
         return 2
-    files = sorted(
-        path for path in workspace.rglob("*") if path.is_file() and path != output
-    )[:MAX_FILES]
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    files = sorted(path for path in workspace.rglob("*") if path.is_file() and path != output)[
+        :MAX_FILES
+    ]
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     lines = [
         "# Workspace report",
         "",
