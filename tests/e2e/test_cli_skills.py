@@ -35,6 +35,14 @@ def test_list_defaults_to_the_bundled_examples(tmp_path: Path) -> None:
     assert f"    {example_skills_dir() / 'runaway'}" in result.stdout
 
 
+def test_list_text_names_why_a_skill_is_unusable() -> None:
+    result = workbench("skills", "list", str(ORACLE))
+    assert result.returncode == 0, result.stderr
+    assert "algorithmic-art  [unusable]  SKILL.md must start with a line '---'" in result.stdout
+    assert "commit-message-writer\n" in result.stdout
+    assert "Commit-Message-Writer  [invalid: 2 spec problems]  Drafts" in result.stdout
+
+
 def test_list_json_over_a_directory() -> None:
     result = workbench("skills", "list", str(ORACLE), "--json")
     assert result.returncode == 0, result.stderr
@@ -54,6 +62,7 @@ def test_show_by_name_in_text() -> None:
     assert "name: workspace-report  [valid]" in result.stdout
     assert 'command: python3 "$SKILL_DIR/scripts/report.py"' in result.stdout
     assert "  scripts/\n    report.py  " in result.stdout
+    assert result.stdout.endswith("problems: none\n")
 
 
 def test_show_json_has_the_tree_and_diagnostics() -> None:

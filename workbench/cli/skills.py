@@ -51,7 +51,9 @@ def _list(args: argparse.Namespace) -> int:
     if not skills:
         print("No skills found in " + ", ".join(str(root) for root in roots) + ".")
     for skill in skills:
-        print(f"{skill.name}  [{_status(skill)}]  {_first_line(skill.description)}")
+        errors = (d.message for d in skill.diagnostics if d.severity is DiagnosticSeverity.ERROR)
+        summary = skill.description if skill.usable else next(errors)
+        print(f"{skill.name}  [{_status(skill)}]  {_first_line(summary)}")
         print(f"    {skill.path}")
     return 0
 
@@ -70,8 +72,9 @@ def _show(args: argparse.Namespace) -> int:
     print("files:")
     for line in _tree_lines(skill.files, 1):
         print(line)
+    print("problems:" if skill.diagnostics else "problems: none")
     for problem in skill.diagnostics:
-        print(problem)
+        print(f"  {problem}")
     return 0
 
 
