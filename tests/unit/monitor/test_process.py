@@ -1,0 +1,125 @@
+"""The psutil tree sampler and the /proc helpers that find a run's processes."""
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+from workbench.executors.process_tree import become_subreaper, reap_orphans
+from workbench.monitor.process import (
+    RUN_TAG_ENV,
+    ProcessTreeSampler,
+    carries_tag,
+    descendants,
+    run_tag,
+    tagged_processes,
+)
+from workbench.monitor.sample import ResourceSample
+
+
+@pytest.fixture
+def tagged_tree() -> Iterator[subprocess.Popen[bytes]]:
+    """A shell with two sleeping children, tagged as run `t-tree`."""
+    env = {**os.environ, RUN_TAG_ENV: "t-tree"}
+    proc = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"], env=env)
+    deadline = time.monotonic() + 5
+    while len(descendants([proc.pid])) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    yield proc
+    for pid in descendants([proc.pid]):
+        psutil.Process(pid).kill()
+    proc.wait()
+
+
+def test_tree_and_tag_helpers(tagged_tree: subprocess.Popen[bytes]) -> None:
+    tree = descendants([tagged_tree.pid])
+    assert len(tree) == 3
+    assert all(carries_tag(pid, run_tag("t-tree")) for pid in tree)
+    assert not carries_tag(tagged_tree.pid, run_tag("t-other"))
+    assert tagged_processes(run_tag("t-tree")) == tree
+
+
+def test_sampler_reads_cpu_memory_and_count() -> None:
+    busy = subprocess.Popen([sys.executable, "-c", "x = bytearray(20_000_000)\nwhile True: pass"])
+    received: list[ResourceSample] = []
+
+    async def go() -> ProcessTreeSampler:
+        sampler = ProcessTreeSampler(
+            psutil.Process(busy.pid),
+            run_tag("t-none"),
+            asyncio.get_running_loop().time(),
+            received.append,
+        )
+        task = asyncio.create_task(sampler.run(interval_s=0.05))
+        await asyncio.sleep(0.6)
+        task.cancel()
+        return sampler
+
+    try:
+        sampler = asyncio.run(go())
+    finally:
+        busy.kill()
+        busy.wait()
+    assert received == sampler.samples and len(received) >= 5
+    assert [s.t for s in received] == sorted(s.t for s in received)
+    assert max(s.cpu_percent for s in received) > 20
+    assert sampler.peak_rss_bytes > 20_000_000
+    assert sampler.peak_processes == 1
+    assert sampler.cpu_seconds > 0.1
+
+
+def test_sampler_follows_a_tagged_orphan() -> None:
+    assert become_subreaper()
+    since = time.time() - 1
+    env = {**os.environ, RUN_TAG_ENV: "t-orphan"}
+    with subprocess.Popen(
+        ["sh", "-c", "setsid sleep 30 & echo started"], env=env, stdout=subprocess.PIPE
+    ) as shell:
+        assert shell.stdout is not None and shell.stdout.readline() == b"started\n"
+        root = psutil.Process(shell.pid)
+    try:
+
+        async def go() -> set[int]:
+            sampler = ProcessTreeSampler(root, run_tag("t-orphan"), 0.0)
+            return sampler.members()
+
+        members = asyncio.run(go())
+        orphans = tagged_processes(run_tag("t-orphan"))
+        assert len(orphans) == 1 and members == orphans
+        (orphan,) = orphans
+        assert psutil.Process(orphan).ppid() == os.getpid()  # adopted by the subreaper
+    finally:
+        for pid in tagged_processes(run_tag("t-orphan")):
+            psutil.Process(pid).kill()
+        time.sleep(0.1)
+        reap_orphans(since)
+    assert not [p for p in psutil.Process().children() if p.status() == psutil.STATUS_ZOMBIE]
+
+
+@pytest.mark.slow
+def test_sampling_cost_at_10_hz(tagged_tree: subprocess.Popen[bytes]) -> None:
+    """Reports what 10 Hz sampling of a 3-process tree costs (the budget is 2 % of a core)."""
+
+    async def go() -> tuple[float, int]:
+        sampler = ProcessTreeSampler(
+            psutil.Process(tagged_tree.pid), run_tag("t-tree"), asyncio.get_running_loop().time()
+        )
+        spent = 0.0
+        for _ in range(30):
+            start = time.process_time()
+            sampler.sample()
+            spent += time.process_time() - start
+            await asyncio.sleep(0.1)
+        return spent, len(sampler.samples)
+
+    spent, count = asyncio.run(go())
+    assert count == 30
+    per_sample_ms = spent / count * 1000
+    print(
+        f"sampler: {per_sample_ms:.2f} ms CPU per sample = {per_sample_ms:.2f} % of a core at 10 Hz"
+    )
