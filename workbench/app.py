@@ -1,8 +1,8 @@
 """The GUI composition root: QApplication, the one qasync loop, the services and the window.
 
-`run_gui()` builds the catalog and posture services, the main window and an excepthook that
-logs and shows errors in the window, then runs the window on a single qasync event loop until
-the window closes (or, with `screenshot`, until the window has been rendered to a PNG).
+`run_gui()` builds the catalog, the posture probe and the run service, the main window, and an
+excepthook that logs and shows errors in the window, then runs the window on a single qasync
+event loop until the window closes (or, with `screenshot`, until it has been saved as a PNG).
 """
 
 import asyncio
@@ -19,7 +19,11 @@ from PySide6.QtWidgets import QApplication
 
 from workbench import __version__, paths
 from workbench.errors import WorkbenchError
+from workbench.executors import build_executor
 from workbench.postures import PostureId, docker_engine_runtimes, probe_availability
+from workbench.runs.history import RunHistory
+from workbench.runs.layout import DataLayout
+from workbench.runs.service import RunService
 from workbench.skills import default_roots, discover, load_skill
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import PostureProbe, Services
@@ -47,11 +51,13 @@ def run_gui(extra_roots: list[Path], screenshot: Path | None) -> int:
     app.setApplicationDisplayName("Skill Workbench")
     app.setQuitOnLastWindowClosed(False)  # the main coroutine ends the loop, not Qt
     apply_theme(app)
+    layout = DataLayout.default()
     services = Services(
         roots=tuple(default_roots(extra_roots)),
         discover=discover,
         load_skill=load_skill,
         probe_postures=_probe_postures,
+        runs=RunService(layout, RunHistory(layout.history_path), build_executor),
     )
     code: int = qasync.run(_main(app, services, screenshot))
     return code

@@ -18,8 +18,12 @@ import qasync
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
+from workbench.executors import build_executor
 from workbench.paths import example_skills_dir
 from workbench.postures import Availability, PostureId
+from workbench.runs.history import RunHistory
+from workbench.runs.layout import DataLayout
+from workbench.runs.service import RunService
 from workbench.skills import discover, load_skill
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import PostureProbe, Services
@@ -88,12 +92,14 @@ PROBE = PostureProbe(
 
 
 @pytest.fixture
-def services(extra_root: Path) -> Services:
+def services(extra_root: Path, tmp_path: Path) -> Services:
+    layout = DataLayout(tmp_path / "data")
     return Services(
         roots=(example_skills_dir(), extra_root),
         discover=discover,
         load_skill=load_skill,
         probe_postures=lambda: PROBE,
+        runs=RunService(layout, RunHistory(layout.history_path), build_executor),
     )
 
 

@@ -1,4 +1,4 @@
-"""The main window: composes the skill browser, skill view and posture picker.
+"""The main window: composes the skill browser, skill view, run panel and posture picker.
 
 It owns the menus, the status bar, drag and drop of skill folders, the recent-folders list and
 the saved window layout (all in the injected `QSettings`), and the background tasks that call
@@ -16,6 +16,7 @@ from typing import Any
 from PySide6.QtCore import QByteArray, QSettings, Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
+    QApplication,
     QFileDialog,
     QMainWindow,
     QMenu,
@@ -26,9 +27,11 @@ from PySide6.QtWidgets import (
 
 from workbench.errors import WorkbenchError
 from workbench.postures import POSTURE_INFO, PostureId
+from workbench.runs.service import CompletedRun
 from workbench.skills import Skill
 from workbench.ui.messagebar import MessageBar
 from workbench.ui.posturepicker import PosturePicker
+from workbench.ui.runpanel import RunPanel
 from workbench.ui.services import PostureProbe, Services
 from workbench.ui.skillbrowser import SkillBrowser
 from workbench.ui.skillview import SkillView
@@ -44,7 +47,8 @@ TITLE = "Skill Workbench"
 
 
 class MainWindow(QMainWindow):
-    """Skill list on the left, the selected skill in the middle, postures on the right.
+    """Skill list on the left, the selected skill above its run panel in the middle, postures
+    on the right.
 
     Signals:
         closed(): the user closed the window (the app's main coroutine ends on it).
@@ -69,11 +73,19 @@ class MainWindow(QMainWindow):
         self.message_bar = MessageBar(self)
         self.browser = SkillBrowser(self)
         self.view = SkillView(self)
+        self.run_panel = RunPanel(services.runs, self)
         self.postures = PosturePicker(self)
         self._splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self._splitter.setObjectName("mainSplitter")
         self._splitter.setChildrenCollapsible(False)
-        for widget, stretch in ((self.browser, 0), (self.view, 1), (self.postures, 0)):
+        self._center = QSplitter(Qt.Orientation.Vertical, self)
+        self._center.setChildrenCollapsible(False)
+        self._center.addWidget(self.view)
+        self._center.addWidget(self.run_panel)
+        self._center.setStretchFactor(0, 3)
+        self._center.setStretchFactor(1, 2)
+        self._center.setSizes([500, 300])
+        for widget, stretch in ((self.browser, 0), (self._center, 1), (self.postures, 0)):
             self._splitter.addWidget(widget)
             self._splitter.setStretchFactor(self._splitter.indexOf(widget), stretch)
         self._splitter.setSizes([300, 720, 380])
@@ -127,6 +139,7 @@ class MainWindow(QMainWindow):
         self.browser.skill_selected.connect(self.on_browser_skill_selected)
         self.view.status_message.connect(self.on_view_status_message)
         self.postures.posture_changed.connect(self.on_postures_posture_changed)
+        self.run_panel.run_finished.connect(self.on_run_panel_run_finished)
 
     # Start-up and state -----------------------------------------------------------------
 
@@ -173,6 +186,7 @@ class MainWindow(QMainWindow):
             ("window/geometry", self.restoreGeometry),
             ("window/state", self.restoreState),
             ("window/splitter", self._splitter.restoreState),
+            ("window/center", self._center.restoreState),
         ):
             value = self._settings.value(key)
             if isinstance(value, QByteArray):
@@ -187,6 +201,8 @@ class MainWindow(QMainWindow):
         self._settings.setValue("window/geometry", self.saveGeometry())
         self._settings.setValue("window/state", self.saveState())
         self._settings.setValue("window/splitter", self._splitter.saveState())
+        self._settings.setValue("window/center", self._center.saveState())
+        self.run_panel.stop()
         for task in list(self._tasks):
             task.cancel()
         super().closeEvent(event)
@@ -233,12 +249,18 @@ class MainWindow(QMainWindow):
 
     def on_browser_skill_selected(self, skill: Skill | None) -> None:
         self.view.show_skill(skill)
+        self.run_panel.set_skill(skill)
         self.setWindowTitle(f"{skill.name} — {TITLE}" if skill is not None else TITLE)
 
     def on_view_status_message(self, message: str) -> None:
         self.statusBar().showMessage(message, 6000)
 
+    def on_run_panel_run_finished(self, done: CompletedRun) -> None:
+        QApplication.alert(self)
+        self.statusBar().showMessage(f"Run {done.record.run_id}: {done.result.status}", 8000)
+
     def on_postures_posture_changed(self, posture_id: PostureId) -> None:
+        self.run_panel.set_posture(posture_id)
         self._posture_label.setText(f"Posture: {POSTURE_INFO[posture_id].title}")
         set_status(self._posture_label, "danger" if posture_id is PostureId.LOCAL else "")
 

@@ -1,8 +1,8 @@
 """The headless services the desktop window is built from (Qt-free plain data).
 
-`workbench.app` fills a `Services` with the real catalog and posture functions; tests fill it
-with fakes. Every callable here may block, so the window calls them through
-`asyncio.to_thread`.
+`workbench.app` fills a `Services` with the real catalog, posture probe and run service; tests
+fill it with fakes where the real thing would be slow. Every plain callable here may block, so
+the window calls them through `asyncio.to_thread`.
 """
 
 from collections.abc import Callable, Sequence
@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.postures import Availability, PostureId
+from workbench.runs.service import RunService
 from workbench.skills import Skill
 
 
@@ -34,3 +35,5 @@ class Services:
     """One skill folder (blocking)."""
     probe_postures: Callable[[], PostureProbe]
     """Ask the machine which postures can run (blocking, up to a few seconds)."""
+    runs: RunService
+    """Runs a skill's command under a posture and records it in the history."""
