@@ -90,7 +90,7 @@ def test_csv_to_markdown_runs_on_quickjs_with_a_workspace_fs() -> None:
         " list: (path) => JSON.parse(_list(path)), remove: _remove};"
     )
     source = (SKILLS / "csv-to-markdown" / "scripts" / "csv-to-markdown.js").read_text()
-    for args in (["scripts/csv-to-markdown.js", "data.csv"], ["data.csv", "--clean"]):
+    for args in (["data.csv"], ["data.csv", "--clean"]):
         context.eval(f"globalThis.scriptArgs = {json.dumps(args)};")
         context.eval("(function () {\n" + source + "\n})();")
         if "--clean" not in args:

@@ -1,10 +1,9 @@
 // Convert a CSV file in the workspace into a Markdown table (plain ES2020, QuickJS worker).
 // Uses only console.log, scriptArgs and the workbench's global fs object.
 
-// qjs puts the script path first in scriptArgs; tolerate either convention.
-const args = scriptArgs.length && scriptArgs[0].endsWith(".js") ? scriptArgs.slice(1) : scriptArgs;
-const clean = args.includes("--clean");
-const input = args.find((arg) => !arg.startsWith("--")) || "data.csv";
+// In the workbench's QuickJS worker, scriptArgs holds the arguments after the script's path.
+const clean = scriptArgs.includes("--clean");
+const input = scriptArgs.find((arg) => !arg.startsWith("--")) || "data.csv";
 const output = input.replace(/\.csv$/i, "") + ".md";
 
 const SAMPLE = "posture,isolation,network\nlocal,none,yes\nhardened,limits,yes\ndocker,container,no\n";
