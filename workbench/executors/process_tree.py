@@ -138,13 +138,34 @@ async def kill_run(
     for _ in range(_KILL_ROUNDS):
         if not victims:
             break
-        _signal(victims.values(), signal.SIGKILL)
         signalled |= victims.keys()
+        victims = _kill_round(root, tag, victims)
         await asyncio.sleep(_POLL_S / 2)
-        victims = collect(root, tag, victims.values(), full_scan=False)
     reap_orphans(since)
     leftover = collect(root, tag, seen, full_scan=True)
     return KillReport(signalled=len(signalled), leftover=len(leftover))
+
+
+def _kill_round(
+    root: psutil.Process | None, tag: bytes, victims: dict[int, psutil.Process]
+) -> dict[int, psutil.Process]:
+    """SIGKILL `victims`; return the run's processes still alive (or newly forked) after."""
+    _signal(victims.values(), signal.SIGKILL)
+    return collect(root, tag, victims.values(), full_scan=False)
+
+
+def kill_now(root: psutil.Process | None, tag: bytes, seen: Iterable[psutil.Process]) -> int:
+    """SIGKILL every process of the run without awaiting (teardown of a cancelled run).
+
+    Blocks for at most a few milliseconds per round; returns how many survived.
+    """
+    victims = collect(root, tag, seen, full_scan=True)
+    for _ in range(_KILL_ROUNDS):
+        if not victims:
+            break
+        victims = _kill_round(root, tag, victims)
+        time.sleep(0.002)
+    return len(victims)
 
 
 def reap_orphans(since: float) -> int:

@@ -23,6 +23,7 @@ import psutil
 from workbench.executors.capture import StreamCapture
 from workbench.executors.process_tree import (
     KillReport,
+    kill_now,
     kill_run,
     live_roots,
     track_root,
@@ -169,14 +170,16 @@ async def run_process(
         )
     pid = transport.get_pid()
     track_root(pid)
+    pipes.exited.add_done_callback(lambda _: untrack_root(pid))
     try:
-        try:
-            root: psutil.Process | None = psutil.Process(pid)
-        except psutil.Error:
-            root = None
-        sampler = ProcessTreeSampler(root, tag, t0, on_sample, exclude=live_roots)
-        monitor = asyncio.create_task(sampler.run())
-        hook = asyncio.create_task(on_spawned(pid)) if on_spawned else None
+        root: psutil.Process | None = psutil.Process(pid)
+    except psutil.Error:
+        root = None
+    sampler = ProcessTreeSampler(root, tag, t0, on_sample, exclude=live_roots)
+    monitor = asyncio.create_task(sampler.run())
+    hook = asyncio.create_task(on_spawned(pid)) if on_spawned else None
+    kill: KillReport | None = None
+    try:
         ended_by = await _first_end(pipes.exited, timeout_s, cancel, shutdown)
         kill = await kill_run(root, tag, sampler.seen.values(), since)
         with contextlib.suppress(TimeoutError):
@@ -189,9 +192,14 @@ async def run_process(
                 with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                     await asyncio.wait_for(task, _HOOK_WAIT_S)
     finally:
+        if kill is None:  # the caller cancelled run(): still leave nothing behind
+            monitor.cancel()
+            if hook is not None:
+                hook.cancel()
+            kill_now(root, tag, sampler.seen.values())
+            for capture in captures.values():
+                capture.finish()
         transport.close()
-        if pipes.exited.done():
-            untrack_root(pid)
     end = pipes.exited.result() if pipes.exited.done() else loop.time()
     return _outcome(captures, ended_by, transport.get_returncode(), "", end - t0, sampler, kill)
 
