@@ -6,8 +6,10 @@ event loop until the window closes (or, with `screenshot`, until it has been sav
 """
 
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -73,6 +75,10 @@ async def _main(app: QApplication, services: Services, screenshot: Path | None) 
     done = asyncio.Event()
     app.aboutToQuit.connect(done.set)
     window.closed.connect(done.set)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows
+            loop.add_signal_handler(signum, window.close)  # Ctrl+C in a terminal closes cleanly
     previous_hook = sys.excepthook
     sys.excepthook = _excepthook(window, previous_hook)
     try:
@@ -89,6 +95,7 @@ async def _main(app: QApplication, services: Services, screenshot: Path | None) 
             return 0
         await done.wait()
     finally:
+        await window.shutdown()
         sys.excepthook = previous_hook
     return 0
 

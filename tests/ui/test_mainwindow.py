@@ -1,11 +1,13 @@
 """The main window: the catalog list, search, the skill view, hostile text, folders, layout."""
 
+import asyncio
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSettings, Qt, QUrl
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent
+from PySide6.QtWidgets import QApplication, QMenuBar, QScrollBar, QTabBar, QWidget
 
 from workbench.paths import example_skills_dir
 from workbench.skills import discover
@@ -111,6 +113,42 @@ def test_open_folder_adds_the_skill_and_remembers_it(
     assert current is not None and current.path == folder
     recent = [action.data() for action in window.recent_menu.actions()]
     assert str(folder) in recent
+
+
+def test_dropping_a_skill_folder_adds_it(
+    window: MainWindow, tmp_path: Path, run: Run, write_skill: WriteSkill
+) -> None:
+    folder = write_skill(tmp_path / "dropped", "dropped", "name: dropped\ndescription: Dropped.")
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(folder))])
+    position = QPointF(window.width() / 2, window.height() / 2)
+    action = Qt.DropAction.CopyAction
+    button, modifier = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+    enter = QDragEnterEvent(position.toPoint(), action, mime, button, modifier)
+    window.dragEnterEvent(enter)
+    assert enter.isAccepted()
+    window.dropEvent(QDropEvent(position, action, mime, button, modifier))
+
+    async def until_listed() -> None:
+        while folder not in {skill.path for skill in window.browser.skills()}:
+            await asyncio.sleep(0.02)
+
+    run(until_listed())
+    current = window.browser.current_skill()
+    assert current is not None and current.name == "dropped"
+
+
+def test_every_focusable_widget_has_an_accessible_name(window: MainWindow) -> None:
+    unnamed = [
+        f"{type(widget).__name__} {widget.objectName()!r}"
+        for widget in window.findChildren(QWidget)
+        if widget.isVisible()
+        and widget.focusPolicy() != Qt.FocusPolicy.NoFocus
+        and not widget.accessibleName()
+        and not (hasattr(widget, "text") and callable(widget.text) and widget.text())
+        and not isinstance(widget, QTabBar | QScrollBar | QMenuBar)
+    ]
+    assert unnamed == []
 
 
 def test_a_folder_without_skills_shows_an_error(

@@ -77,6 +77,7 @@ class FileBrowser(QWidget):
             self._tree.addTopLevelItem(self._make_item(child, Path(child.name)))
         _add_omitted(self._tree.invisibleRootItem(), skill.files)
         self._tree.expandToDepth(0)
+        self.select_relative(Path(skill.skill_md.name))
 
     def select_relative(self, relative: Path, line: int | None = None) -> bool:
         """Select the file at `relative` (inside the skill) and show `line` of its preview;

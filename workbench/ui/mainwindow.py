@@ -3,7 +3,7 @@
 It owns the menus, the status bar, drag and drop of skill folders, the recent-folders list and
 the saved window layout (all in the injected `QSettings`), and the background tasks that call
 the blocking services through `asyncio.to_thread`. Every task is started by `_spawn`, which
-keeps a reference, cancels it when the window closes, and shows its errors in the message bar.
+keeps a reference and shows its errors in the message bar; `shutdown()` ends them all.
 """
 
 import asyncio
@@ -177,6 +177,13 @@ class MainWindow(QMainWindow):
         self.browser.add_skills(found)
         self._update_count()
 
+    async def shutdown(self) -> None:
+        """Stop the run in progress and end every background task (after the window closed)."""
+        await self.run_panel.shutdown()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
     def restore_state(self) -> None:
         """Restore the window geometry and splitter sizes saved by the last session."""
         if self._settings.value("window/version") != str(STATE_VERSION):
@@ -203,8 +210,6 @@ class MainWindow(QMainWindow):
         self._settings.setValue("window/splitter", self._splitter.saveState())
         self._settings.setValue("window/center", self._center.saveState())
         self.run_panel.stop()
-        for task in list(self._tasks):
-            task.cancel()
         super().closeEvent(event)
         self.closed.emit()
 

@@ -64,7 +64,7 @@ class PostureCard(QFrame):
 
         self.details_button = QToolButton(self)
         self.details_button.setObjectName("detailsToggle")
-        self.details_button.setText("What it guarantees, and what not")
+        self.details_button.setText("Guarantees and limits")
         self.details_button.setCheckable(True)
         self.details_button.setAutoRaise(True)
         self.details_button.setArrowType(Qt.ArrowType.RightArrow)
@@ -156,6 +156,7 @@ class PosturePicker(QScrollArea):
         self.setWidget(inner)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setAccessibleName("Executor postures")
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self._connect_signals()
 

@@ -156,6 +156,14 @@ class RunPanel(QWidget):
             self._cancel.cancel()
             self.outcome.setText("Stopping…")
 
+    async def shutdown(self, grace_s: float = 15.0) -> None:
+        """Stop the run in progress and wait (at most `grace_s`) until it has been cleaned up."""
+        task = self._task
+        if task is None:
+            return
+        self.stop()
+        await asyncio.wait([task], timeout=grace_s)
+
     # Slots ------------------------------------------------------------------------------
 
     def on_run_button_clicked(self) -> None:

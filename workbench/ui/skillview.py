@@ -115,6 +115,7 @@ class SkillView(QWidget):
 
         self._tabs = QTabWidget(self)
         self._tabs.setDocumentMode(True)
+        self._tabs.setAccessibleName("Skill details")
         self._tabs.addTab(self._body, "SKILL.md")
         self._tabs.addTab(self._front, "Front matter")
         self._tabs.addTab(self._diagnostics_page, "Diagnostics")
