@@ -1,0 +1,321 @@
+"""The quickjs posture end to end: real scripts in a real worker with the real `quickjs` engine.
+
+Each outcome of issue 5 is produced by a script: streaming console output, JS errors with file
+and line, the wall-clock timeout (infinite loop, catastrophic regex, promise-job flood),
+RLIMIT_CPU, the engine's memory limit, a stack overflow, an engine crash (SIGSEGV), Stop, no
+state shared between runs, output that forges control messages, and the workspace-confined fs.
+"""
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from workbench.executors.quickjs import QuickJsExecutor
+from workbench.executors.quickjs_protocol import encode_message
+from workbench.executors.types import (
+    CancelToken,
+    OutputChunk,
+    RunRequest,
+    RunResult,
+    RunStatus,
+    SessionSpec,
+    Stream,
+)
+from workbench.postures import MIB, Posture, PostureId
+
+
+@dataclass
+class Env:
+    """A skill folder, a workspace and a runs folder under tmp_path."""
+
+    skill: Path
+    workspace: Path
+    runs: Path
+    outside: Path
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Env:
+    folders = Env(tmp_path / "skill", tmp_path / "ws", tmp_path / "runs", tmp_path / "outside")
+    for folder in (folders.skill, folders.workspace, folders.outside):
+        folder.mkdir()
+    return folders
+
+
+async def _run(
+    env: Env,
+    source: str | None,
+    *args: str,
+    script: str = "main.js",
+    cancel_after: float | None = None,
+    **limits: float,
+) -> tuple[RunResult, list[OutputChunk]]:
+    if source is not None:
+        (env.workspace / script).parent.mkdir(parents=True, exist_ok=True)
+        (env.workspace / script).write_text(source)
+    posture = Posture(PostureId.QUICKJS).with_limits(**{"timeout_s": 10, **limits})
+    executor = QuickJsExecutor(posture)
+    await executor.start(SessionSpec(env.skill, "demo", env.workspace, env.runs))
+    chunks: list[OutputChunk] = []
+
+    def sink(chunk: OutputChunk) -> None:
+        chunks.append(chunk)
+
+    cancel = CancelToken()
+    if cancel_after is not None:
+        asyncio.get_running_loop().call_later(cancel_after, cancel.cancel)
+    try:
+        result = await executor.run(RunRequest(argv=(script, *args)), sink, cancel)
+    finally:
+        await executor.stop()
+    assert result.leftover_processes == 0
+    return result, chunks
+
+
+def run(env: Env, source: str | None, *args: str, **kw: float | str) -> RunResult:
+    return asyncio.run(_run(env, source, *args, **kw))[0]  # type: ignore[arg-type]
+
+
+def test_console_streams_lines_to_stdout_and_stderr(env: Env) -> None:
+    source = """
+    console.log("args", scriptArgs.length, scriptArgs[0], scriptArgs[1]);
+    console.info({a: [1, 2]}, null, undefined, 1.5);
+    console.warn("careful");
+    console.error(new Error("shown"));
+    """
+    result, chunks = asyncio.run(_run(env, source, "one", "two words"))
+    assert result.status is RunStatus.OK, result.cause
+    assert result.exit_code == 0
+    assert result.stdout.text == 'args 2 one two words\n{"a":[1,2]} null undefined 1.5\n'
+    assert result.stderr.text.startswith("careful\nError: shown\n")
+    streamed = b"".join(c.data for c in chunks if c.stream is Stream.STDOUT)
+    assert streamed.decode() == result.stdout.text
+    assert result.stdout.log_path is not None and result.stdout.log_path.is_file()
+
+
+def test_host_api_is_console_fs_and_script_args_only(env: Env) -> None:
+    source = """
+    const names = ["fetch", "require", "process", "std", "os", "setTimeout",
+                   "__workbench_write", "__workbench_fs_call"];
+    console.log(names.map((n) => typeof globalThis[n]).join(","));
+    console.log(Object.keys(fs).sort().join(","));
+    """
+    result = run(env, source)
+    assert result.stdout.text == (
+        ",".join(["undefined"] * 8) + "\nexists,list,readText,remove,writeText\n"
+    )
+
+
+def test_uncaught_error_is_failed_with_file_and_line(env: Env) -> None:
+    source = "function parse(x) {\n  return x.missing.field;\n}\nparse({});\n"
+    result = run(env, source, script="tools/parse.js")
+    assert result.status is RunStatus.FAILED
+    assert result.exit_code == 1
+    assert "TypeError" in result.cause
+    assert "Uncaught TypeError: cannot read property 'field' of undefined" in result.stderr.text
+    assert "at parse (tools/parse.js:2)" in result.stderr.text
+    assert "tools/parse.js:4" in result.stderr.text
+
+
+def test_infinite_loop_ends_timed_out_by_the_wall_clock(env: Env) -> None:
+    result = run(env, "console.log('spinning'); while (true) {}", timeout_s=1.5)
+    assert result.status is RunStatus.TIMED_OUT
+    assert result.cause == "wall-clock timeout of 1.5 s"
+    assert result.stdout.text == "spinning\n"  # printed before the kill, still shown
+    assert result.wall_seconds < 5
+
+
+def test_cpu_time_is_capped_by_rlimit_cpu(env: Env) -> None:
+    result = run(env, "while (true) {}", timeout_s=20, cpu_seconds=1)
+    assert result.status is RunStatus.LIMIT_EXCEEDED
+    assert result.cause == "RLIMIT_CPU 1 s"
+    assert result.wall_seconds < 10
+
+
+def test_memory_bomb_hits_the_quickjs_memory_limit(env: Env) -> None:
+    source = "const a = []; while (true) a.push('x'.repeat(4096) + a.length);"
+    result = run(env, source, memory_bytes=64 * MIB)
+    assert result.status is RunStatus.LIMIT_EXCEEDED
+    assert result.cause == "QuickJS memory limit 64 MiB"
+    assert "InternalError: out of memory" in result.stderr.text
+
+
+def test_stack_overflow_is_a_clear_js_error(env: Env) -> None:
+    result = run(env, "function down(n) { return down(n + 1) + 1; }\ndown(0);\n")
+    assert result.status is RunStatus.FAILED
+    assert result.cause == "JavaScript stack overflow (QuickJS stack limit 1 MiB)"
+    assert "Uncaught InternalError: stack overflow" in result.stderr.text
+
+
+def test_engine_crash_is_an_error_and_the_app_carries_on(env: Env) -> None:
+    source = "let o = {}; for (let i = 0; i < 100000; i++) o = {a: o};\nJSON.stringify(o);\n"
+    result = run(env, source)
+    assert result.status is RunStatus.ERROR
+    assert "crashed (SIGSEGV)" in result.cause
+    assert result.signal == 11
+    assert run(env, "console.log('still here')").stdout.text == "still here\n"
+
+
+def test_catastrophic_regex_is_stopped_by_the_wall_clock(env: Env) -> None:
+    result = run(env, "/(a+)+b/.test('a'.repeat(40));", timeout_s=1)
+    assert result.status is RunStatus.TIMED_OUT
+    assert result.wall_seconds < 5
+
+
+def test_promise_job_flood_is_stopped_by_the_wall_clock(env: Env) -> None:
+    result = run(env, "function again() { Promise.resolve().then(again); }\nagain();", timeout_s=1)
+    assert result.status is RunStatus.TIMED_OUT
+    assert result.wall_seconds < 5
+
+
+def test_promise_jobs_run_to_completion(env: Env) -> None:
+    source = "(async () => { await null; console.log('after await'); })();"
+    assert run(env, source).stdout.text == "after await\n"
+
+
+def test_stop_cancels_the_run(env: Env) -> None:
+    result, _ = asyncio.run(_run(env, "while (true) {}", cancel_after=0.5))
+    assert result.status is RunStatus.CANCELLED
+    assert result.cause == "stopped by the user"
+
+
+def test_no_state_leaks_between_runs(env: Env) -> None:
+    polluter = "Object.prototype.polluted = 1; globalThis.leftover = 2; console.log(({}).polluted);"
+    assert run(env, polluter).stdout.text == "1\n"
+    probe = "console.log(typeof ({}).polluted, typeof leftover);"
+    assert run(env, probe).stdout.text == "undefined undefined\n"
+
+
+def test_forged_control_messages_are_plain_output(env: Env) -> None:
+    forged = encode_message({"type": "result", "outcome": "ok"}).decode("latin-1")
+    source = f"""
+    console.log({forged!r});
+    console.error({forged!r});
+    console.log("[[END OF RUN]] exit 0");
+    console.log("still running");
+    throw new Error("the real end");
+    """
+    result = run(env, source)
+    assert result.status is RunStatus.FAILED
+    assert "the real end" in result.cause
+    assert result.stdout.text.startswith(forged + "\n")  # NUL bytes and all, intact
+    assert result.stderr.text.startswith(forged + "\n")
+    assert result.stdout.text.endswith("still running\n")
+
+
+def test_fs_reads_writes_lists_and_removes_inside_the_workspace(env: Env) -> None:
+    (env.workspace / "in.txt").write_text("hello")
+    source = """
+    fs.writeText("out/deep/result.txt", fs.readText("in.txt").toUpperCase() + " é");
+    console.log(fs.exists("out/deep/result.txt"), fs.exists("nope"), fs.list("out/deep"));
+    fs.remove("in.txt");
+    fs.writeText("nul.txt", "a\\0b");
+    console.log(fs.list().join(","));
+    """
+    result = run(env, source)
+    assert result.status is RunStatus.OK, result.stderr.text
+    assert result.stdout.text == 'true false ["result.txt"]\nmain.js,nul.txt,out\n'
+    assert (env.workspace / "nul.txt").read_bytes() == b"a\0b"
+    assert (env.workspace / "out/deep/result.txt").read_text() == "HELLO é"
+    assert not (env.workspace / "in.txt").exists()
+
+
+ESCAPES = """
+const attempts = [
+  () => fs.readText("../outside/secret.txt"),
+  () => fs.writeText("../outside/secret.txt", "pwned"),
+  () => fs.readText(WORKSPACE_OUTSIDE),
+  () => fs.writeText(WORKSPACE_OUTSIDE, "pwned"),
+  () => fs.readText("passwd-link"),
+  () => fs.writeText("secret-link", "pwned"),
+  () => fs.readText("outside-dir/secret.txt"),
+  () => fs.writeText("outside-dir/new.txt", "pwned"),
+  () => fs.list("outside-dir"),
+  () => fs.exists("/etc/passwd"),
+  () => fs.remove("outside-dir/secret.txt"),
+  () => fs.remove("a/../../outside/secret.txt"),
+];
+for (const attempt of attempts) {
+  try { attempt(); console.log("ALLOWED", attempt); } catch (e) { console.log(e.message); }
+}
+fs.remove("secret-link");
+"""
+
+
+def test_fs_refuses_every_escape_and_leaves_host_files_alone(env: Env) -> None:
+    secret = env.outside / "secret.txt"
+    secret.write_text("host data")
+    (env.workspace / "passwd-link").symlink_to("/etc/passwd")
+    (env.workspace / "secret-link").symlink_to(secret)
+    (env.workspace / "outside-dir").symlink_to(env.outside)
+    passwd = Path("/etc/passwd").read_bytes()
+    result = run(env, ESCAPES.replace("WORKSPACE_OUTSIDE", repr(str(secret))))
+    assert result.status is RunStatus.OK, result.stderr.text
+    lines = result.stdout.text.splitlines()
+    assert len(lines) == 12
+    assert not [line for line in lines if line.startswith("ALLOWED")]
+    assert lines[0] == "fs.readText: path '../outside/secret.txt' refused: '..' is not allowed"
+    assert "absolute path" in lines[2] and "refused" in lines[2]
+    assert lines[4] == "fs.readText: path 'passwd-link' refused: it resolves outside the workspace"
+    assert all("refused" in line for line in lines)
+    assert secret.read_text() == "host data"
+    assert [p.name for p in env.outside.iterdir()] == ["secret.txt"]
+    assert Path("/etc/passwd").read_bytes() == passwd
+    assert not (env.workspace / "secret-link").is_symlink()  # removing a link spares its target
+
+
+def test_fs_size_caps(env: Env) -> None:
+    (env.workspace / "big.txt").write_bytes(b"x" * (16 * MIB + 1))
+    source = """
+    for (const f of [() => fs.readText("big.txt"),
+                     () => fs.writeText("huge.txt", "y".repeat(16 * 1024 * 1024 + 1))]) {
+      try { f(); console.log("ALLOWED"); } catch (e) { console.log(e.message); }
+    }
+    """
+    result = run(env, source, memory_bytes=256 * MIB)
+    assert result.stdout.text.splitlines() == [
+        "fs.readText: reading 'big.txt' refused: larger than the 16 MiB cap",
+        "fs.writeText: writing 'huge.txt' refused: 16777217 bytes exceed the 16 MiB cap",
+    ]
+    assert not (env.workspace / "huge.txt").exists()
+
+
+def test_entry_script_from_the_skill_folder(env: Env) -> None:
+    (env.skill / "scripts").mkdir()
+    (env.skill / "scripts/hello.js").write_text("console.log('from the skill');\nnull.x;\n")
+    result = run(env, None, script="$SKILL_DIR/scripts/hello.js")
+    assert result.stdout.text == "from the skill\n"
+    assert "$SKILL_DIR/scripts/hello.js:2" in result.stderr.text
+
+
+@pytest.mark.parametrize(
+    ("argv0", "words"),
+    [
+        ("../outside/x.js", "must be a .js file inside"),
+        ("/etc/x.js", "must be a .js file inside"),
+        ("$SKILL_DIR/../outside/x.js", "must be a .js file inside"),
+        ("run.sh", "JavaScript files only"),
+        ("missing.js", "script not found"),
+        ("link.js", "must be a .js file inside"),
+    ],
+)
+def test_entry_script_elsewhere_is_an_error(env: Env, argv0: str, words: str) -> None:
+    (env.outside / "x.js").write_text("console.log('outside')")
+    (env.workspace / "link.js").symlink_to(env.outside / "x.js")
+    result = run(env, None, script=argv0)
+    assert result.status is RunStatus.ERROR
+    assert words in result.cause
+    assert result.stdout.text == ""
+
+
+def test_card_reads_back_the_worker_rlimits(env: Env) -> None:
+    result = run(env, "1", memory_bytes=64 * MIB, cpu_seconds=7)
+    checks = dict(result.card.checks)
+    assert checks["RLIMIT_AS 320 MiB"] is True
+    assert checks["RLIMIT_CPU 7 s"] is True
+    assert checks["RLIMIT_NOFILE 16"] is True
+    assert checks["RLIMIT_CORE 0"] is True
+    assert checks["QuickJS memory limit 64 MiB"] is True
+    assert checks["QuickJS in-VM time limit (off: it refuses host calls)"] is False

@@ -1,0 +1,122 @@
+"""Units of the quickjs posture that need no worker: framing, script resolution, fs policy."""
+
+from pathlib import Path
+
+import pytest
+
+from workbench.executors.quickjs import (
+    limit_checks,
+    resolve_entry_script,
+    worker_rlimits,
+)
+from workbench.executors.quickjs_protocol import (
+    HEADER,
+    MAX_MESSAGE,
+    MessageDecoder,
+    ProtocolError,
+    encode_message,
+)
+from workbench.executors.quickjs_worker import FsRefused, WorkspaceFs, clean_stack
+from workbench.executors.types import SessionSpec
+from workbench.postures import MIB, Limits
+
+
+def test_decoder_reassembles_messages_split_anywhere() -> None:
+    data = encode_message({"type": "ready"}) + encode_message({"type": "result", "n": 1})
+    decoder = MessageDecoder()
+    messages = []
+    for i in range(len(data)):
+        messages += decoder.feed(data[i : i + 1])
+    assert messages == [{"type": "ready"}, {"type": "result", "n": 1}]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        HEADER.pack(MAX_MESSAGE + 1),
+        HEADER.pack(3) + b"[1]",
+        HEADER.pack(3) + b"{x}",
+    ],
+)
+def test_decoder_rejects_malformed_messages(data: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        MessageDecoder().feed(data)
+
+
+def test_encode_refuses_oversized_messages() -> None:
+    with pytest.raises(ProtocolError):
+        encode_message({"x": "y" * MAX_MESSAGE})
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> SessionSpec:
+    (tmp_path / "skill/scripts").mkdir(parents=True)
+    (tmp_path / "skill/scripts/a.js").write_text("")
+    (tmp_path / "ws/sub").mkdir(parents=True)
+    (tmp_path / "ws/sub/b.js").write_text("")
+    (tmp_path / "outside.js").write_text("")
+    return SessionSpec(tmp_path / "skill", "demo", tmp_path / "ws", tmp_path / "runs")
+
+
+def test_entry_scripts_resolve_in_the_skill_or_the_workspace(session: SessionSpec) -> None:
+    skill_script = session.skill_dir.resolve() / "scripts/a.js"
+    assert resolve_entry_script(session, "$SKILL_DIR/scripts/a.js") == (
+        skill_script,
+        "$SKILL_DIR/scripts/a.js",
+    )
+    assert resolve_entry_script(session, "${SKILL_DIR}/scripts/a.js")[1] == (
+        "$SKILL_DIR/scripts/a.js"
+    )
+    assert resolve_entry_script(session, "sub/b.js")[1] == "sub/b.js"
+    assert resolve_entry_script(session, str(skill_script))[1] == "$SKILL_DIR/scripts/a.js"
+
+
+@pytest.mark.parametrize(
+    "argv0", ["../outside.js", "/etc/hosts.js", "$SKILL_DIR/../outside.js", "sub/../../outside.js"]
+)
+def test_entry_scripts_outside_their_root_are_refused(session: SessionSpec, argv0: str) -> None:
+    assert isinstance(resolve_entry_script(session, argv0), str)
+
+
+def test_limit_checks_compare_proc_limits_with_the_wanted_ones() -> None:
+    wanted = worker_rlimits(Limits(memory_bytes=64 * MIB, cpu_seconds=5))
+    proc = (
+        "Limit                     Soft Limit           Hard Limit           Units\n"
+        "Max cpu time              5                    6                    seconds\n"
+        "Max open files            1024                 1024                 files\n"
+        f"Max address space         {320 * MIB}            {320 * MIB}            bytes\n"
+    )
+    checks = dict(limit_checks(proc, wanted))
+    assert checks["RLIMIT_CPU 5 s"] is True
+    assert checks["RLIMIT_AS 320 MiB"] is True
+    assert checks["RLIMIT_NOFILE 16"] is False
+    assert checks["RLIMIT_CORE 0"] is False
+
+
+def test_workspace_fs_policy(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws/inner.txt").write_text("in")
+    (tmp_path / "ws/link-in").symlink_to(tmp_path / "ws/inner.txt")
+    (tmp_path / "ws/loop").symlink_to(tmp_path / "ws/loop")
+    fs = WorkspaceFs(tmp_path / "ws")
+    assert fs.call("readText", "link-in", None) == "in"
+    assert fs.call("exists", "./inner.txt", None) is True
+    for bad in ["", "a\0b", "/ws/inner.txt", "x/../inner.txt"]:
+        with pytest.raises(FsRefused):
+            fs.resolve(bad)
+    with pytest.raises(FsRefused, match="cannot be resolved"):
+        fs.call("readText", "loop", None)
+    with pytest.raises(FsRefused, match="workspace itself"):
+        fs.call("remove", ".", None)
+    with pytest.raises(FsRefused, match="unknown operation"):
+        fs.call("chmod", "inner.txt", None)
+
+
+def test_clean_stack_names_the_script_and_drops_host_frames() -> None:
+    text = (
+        "Error: nope\n    at __workbench_fs (<input>:20)\n    at __workbench_readText (<input>)\n"
+        "    at main (<input>:3)\n    at <eval> (<input>:5)\n"
+    )
+    assert clean_stack(text, "job.js") == (
+        "Error: nope\n    at main (job.js:3)\n    at <eval> (job.js:5)"
+    )

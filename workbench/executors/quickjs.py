@@ -1,0 +1,289 @@
+"""The `quickjs` posture: a JavaScript file run by QuickJS in a separate, limited worker.
+
+The engine is memory-unsafe native code, so it never runs in the app's process. Each run
+spawns one worker (`quickjs_worker`) through the shared process machinery (`run_process`:
+new session, output capture with caps and spooled logs, 10 Hz sampling, wall-clock timeout,
+Stop, whole-tree kill and its verification). The worker's stdout and stderr carry only the
+script's console output; `ready` and `result` arrive on a separate control pipe the script
+cannot reach (see `quickjs_protocol`), so printed text can never end or fake a run.
+
+Controls, outermost first: the wall-clock kill (always), rlimits the worker sets on itself
+before the engine is loaded (address space = engine memory limit + headroom, CPU time, no
+new processes, 16 descriptors, file size, no core dumps), then the engine's own memory and
+stack limits. The engine's CPU time limit is not used: it refuses host calls (why, and the
+measurements, are in `quickjs_worker`). Outcomes: the script finishing is `ok`; an uncaught
+JS error or a stack overflow is `failed` with the message; the engine's memory limit is
+`limit_exceeded` ("QuickJS memory limit 64 MiB"); RLIMIT_CPU is `limit_exceeded`; the worker
+dying on any other signal (an engine crash) is `error`; the timeout is `timed_out`.
+
+COMMAND is `SCRIPT.js [ARG...]`; `scriptArgs` holds the ARGs. SCRIPT is `$SKILL_DIR/...` for
+the skill folder, a relative path (looked up in the workspace, then in the skill folder, so a
+skill's own `scripts/x.js` command works), or an absolute path inside one of the two; anything
+else is refused before a worker starts. There is no `fetch`: a posture's `fetch_hosts` are not
+honoured yet, and the card says so.
+"""
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from workbench.executors.outcome import classify, format_bytes
+from workbench.executors.quickjs_protocol import MessageDecoder, ProtocolError
+from workbench.executors.runner import EndedBy, Launch, ProcessOutcome
+from workbench.executors.subprocess_base import PreparedRun, RunContext, SubprocessExecutor
+from workbench.executors.types import PostureCard, RunResult, RunStatus, SessionSpec
+from workbench.postures import MIB, Limits, PostureWarning
+
+WORKER_MODULE = "workbench.executors.quickjs_worker"
+STACK_LIMIT_BYTES = 1 * MIB
+ADDRESS_SPACE_HEADROOM = 256 * MIB  # the interpreter, its imports and fs buffers
+OPEN_FILES = 16
+SKILL_PREFIXES = ("$SKILL_DIR/", "${SKILL_DIR}/")
+
+# How /proc/PID/limits names each rlimit the worker sets.
+_PROC_LIMIT_NAMES = {
+    "AS": "Max address space",
+    "CPU": "Max cpu time",
+    "NPROC": "Max processes",
+    "NOFILE": "Max open files",
+    "FSIZE": "Max file size",
+    "CORE": "Max core file size",
+}
+
+
+def resolve_entry_script(session: SessionSpec, argv0: str) -> tuple[Path, str] | str:
+    """The script's real path and display name, or a sentence saying why it is refused."""
+    roots = [(session.skill_dir.resolve(), "$SKILL_DIR/"), (session.workspace.resolve(), "")]
+    prefix = next((p for p in SKILL_PREFIXES if argv0.startswith(p)), None)
+    if prefix is not None:
+        candidates = [(roots[0][0] / argv0[len(prefix) :], roots[0])]
+    elif Path(argv0).is_absolute():
+        candidates = [(Path(argv0), root) for root in roots]
+    else:  # relative: in the workspace if there, else the skill folder (a skill's own commands)
+        candidates = [(root / argv0, (root, label)) for root, label in reversed(roots)]
+    if not argv0.endswith(".js"):
+        return f"the quickjs posture runs JavaScript files only, and {argv0!r} is not a .js file"
+    present = [(c.resolve(), root, label) for c, (root, label) in candidates if _present(c)]
+    for real, root, label in present:
+        if real == present[0][0] and root in real.parents and real.is_file():
+            return real, label + real.relative_to(root).as_posix()
+    if not present and not Path(argv0).is_absolute():
+        return f"script not found: {argv0}"
+    return (
+        f"script {argv0!r} is refused: it must be a .js file inside the workspace or the "
+        "skill folder ($SKILL_DIR/...)"
+    )
+
+
+def _present(path: Path) -> bool:
+    return path.is_symlink() or path.exists()
+
+
+def worker_rlimits(limits: Limits) -> dict[str, tuple[int, int]]:
+    """The rlimits the worker applies to itself, as {name: (soft, hard)}."""
+    address_space = limits.memory_bytes + ADDRESS_SPACE_HEADROOM
+    return {
+        "AS": (address_space, address_space),
+        "CPU": (limits.cpu_seconds, limits.cpu_seconds + 1),
+        "NPROC": (0, 0),
+        "NOFILE": (OPEN_FILES, OPEN_FILES),
+        "FSIZE": (limits.file_size_bytes, limits.file_size_bytes),
+        "CORE": (0, 0),
+    }
+
+
+def limit_checks(proc_limits: str, wanted: dict[str, tuple[int, int]]) -> list[tuple[str, bool]]:
+    """Pair each wanted rlimit with whether `/proc/PID/limits` shows it applied."""
+    rows = {}
+    for line in proc_limits.splitlines():
+        fields = re.split(r"\s{2,}", line.strip())
+        if len(fields) >= 3:
+            rows[fields[0]] = fields[1]
+    checks = []
+    for name, (soft, _) in wanted.items():
+        label = f"RLIMIT_{name} " + (format_bytes(soft) if name in ("AS", "FSIZE") else str(soft))
+        held = rows.get(_PROC_LIMIT_NAMES[name]) == str(soft)
+        if name == "NPROC" and os.geteuid() == 0:
+            label, held = label + " (not enforced for root)", False
+        checks.append((label + (" s" if name == "CPU" else ""), held))
+    return checks
+
+
+class _ControlReader(asyncio.Protocol):
+    """Collects the worker's control messages until its pipe closes."""
+
+    def __init__(self) -> None:
+        self.decoder = MessageDecoder()
+        self.messages: list[dict[str, Any]] = []
+        self.error = ""
+        loop = asyncio.get_running_loop()
+        self.ready: asyncio.Future[None] = loop.create_future()
+        self.closed: asyncio.Future[None] = loop.create_future()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.messages += self.decoder.feed(data)
+        except ProtocolError as error:
+            self.error = str(error)
+        if not self.ready.done() and self.messages:
+            self.ready.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        for future in (self.ready, self.closed):
+            if not future.done():
+                future.set_result(None)
+
+
+class _WorkerRun(PreparedRun):
+    """One worker run: owns the control pipe and turns the worker's report into a verdict."""
+
+    def __init__(self, launch: Launch, card: PostureCard, limits: Limits, read_fd: int) -> None:
+        super().__init__(launch, card, limits)
+        self.read_fd = read_fd
+        self.write_fd = launch.pass_fds[0]
+        self.reader = _ControlReader()
+        self.transport: asyncio.ReadTransport | None = None
+
+    async def on_spawned(self, pid: int) -> None:
+        """Read the applied rlimits back once the worker is ready; keep reading to the end."""
+        os.close(self.write_fd)
+        self.write_fd = -1
+        pipe = os.fdopen(self.read_fd, "rb", buffering=0)
+        self.read_fd = -1
+        loop = asyncio.get_running_loop()
+        self.transport, _ = await loop.connect_read_pipe(lambda: self.reader, pipe)
+        await self.reader.ready
+        if self.reader.messages:
+            with contextlib.suppress(OSError):
+                proc = Path(f"/proc/{pid}/limits").read_text()
+                checks = limit_checks(proc, worker_rlimits(self.card.posture.limits))
+                self.card = replace(self.card, checks=tuple(checks) + self.card.checks)
+        await self.reader.closed
+
+    async def close(self) -> None:
+        """Close whatever end of the control pipe is still open here."""
+        if self.transport is not None:
+            self.transport.close()
+        for fd in (self.read_fd, self.write_fd):
+            if fd >= 0:
+                os.close(fd)
+
+    def result_message(self) -> dict[str, Any] | None:
+        """The worker's `result` message, if it sent one."""
+        return next((m for m in self.reader.messages if m.get("type") == "result"), None)
+
+
+class QuickJsExecutor(SubprocessExecutor):
+    """Runs a JavaScript file in a fresh QuickJS context in a fresh, limited worker."""
+
+    async def _prepare(self, context: RunContext) -> PreparedRun | str:
+        script = resolve_entry_script(context.session, context.request.argv[0])
+        if isinstance(script, str):
+            return script
+        path, display = script
+        limits = self.posture.limits
+        read_fd, write_fd = os.pipe()
+        spec = {
+            "control_fd": write_fd,
+            "rlimits": worker_rlimits(limits),
+            "run": {
+                "script_path": str(path),
+                "display_name": display,
+                "args": list(context.request.argv[1:]),
+                "workspace": str(context.session.workspace),
+                "memory_limit": limits.memory_bytes,
+                "stack_limit": STACK_LIMIT_BYTES,
+            },
+        }
+        # -I: the working folder is the workspace, so it must never be on the worker's path.
+        argv = (sys.executable, "-I", "-m", WORKER_MODULE, json.dumps(spec))
+        env = context.command_env()
+        launch = Launch(argv, env, context.session.workspace, pass_fds=(write_fd,))
+        checks = [
+            (f"QuickJS memory limit {format_bytes(limits.memory_bytes)}", True),
+            (f"QuickJS stack limit {format_bytes(STACK_LIMIT_BYTES)}", True),
+            ("QuickJS in-VM time limit (off: it refuses host calls)", False),
+            (f"wall-clock kill after {limits.timeout_s:g} s", True),
+        ]
+        if self.posture.fetch_hosts:
+            checks.append(("fetch (not implemented: fetch_hosts ignored)", False))
+        card = PostureCard(
+            self.posture,
+            checks=tuple(checks),
+            env_kept=tuple(sorted(env)),
+            env_dropped=tuple(sorted(context.request.env)),
+            run_as=f"uid {os.geteuid()}",
+        )
+        return _WorkerRun(launch, card, limits, read_fd)
+
+    def _result(
+        self,
+        context: RunContext,
+        prepared: PreparedRun,
+        outcome: ProcessOutcome,
+        warnings: tuple[PostureWarning, ...],
+    ) -> RunResult:
+        result = super()._result(context, prepared, outcome, warnings)
+        if not isinstance(prepared, _WorkerRun):
+            return result
+        report = prepared.result_message()
+        if prepared.reader.error:
+            status = RunStatus.ERROR
+            cause = f"bad message from the QuickJS worker: {prepared.reader.error}"
+        elif report is not None:
+            status, cause = self._reported(report)
+            result = replace(
+                result,
+                exit_code=0 if status is RunStatus.OK else 1,
+                cpu_seconds=max(result.cpu_seconds, float(report.get("cpu_seconds", 0.0))),
+                peak_rss_bytes=max(result.peak_rss_bytes, int(report.get("peak_rss_bytes", 0))),
+            )
+        elif outcome.ended_by is EndedBy.EXIT:
+            status, cause = self._died(outcome)
+        else:
+            status, cause = classify(outcome, self.posture.limits.timeout_s, None)
+        return replace(result, status=status, cause=cause)
+
+    def _reported(self, report: dict[str, Any]) -> tuple[RunStatus, str]:
+        """Status and cause from the worker's `result` message."""
+        error = str(report.get("error", ""))
+        outcome = report.get("outcome")
+        if outcome == "ok":
+            return RunStatus.OK, "the script finished"
+        if outcome == "js_error":
+            return RunStatus.FAILED, f"uncaught JavaScript error: {error}"
+        if outcome == "stack_overflow":
+            limit = format_bytes(STACK_LIMIT_BYTES)
+            return RunStatus.FAILED, f"JavaScript stack overflow (QuickJS stack limit {limit})"
+        if outcome == "memory":
+            limit = format_bytes(self.posture.limits.memory_bytes)
+            return RunStatus.LIMIT_EXCEEDED, f"QuickJS memory limit {limit}"
+        if outcome == "address_space":
+            limit = format_bytes(worker_rlimits(self.posture.limits)["AS"][0])
+            return RunStatus.LIMIT_EXCEEDED, f"worker address space {limit} (RLIMIT_AS)"
+        return RunStatus.ERROR, error or f"unknown result from the QuickJS worker: {outcome!r}"
+
+    def _died(self, outcome: ProcessOutcome) -> tuple[RunStatus, str]:
+        """Status and cause when the worker ended without a result."""
+        rc = outcome.returncode
+        if rc is None or rc >= 0:
+            return RunStatus.ERROR, f"the QuickJS worker exited with code {rc} without a result"
+        cpu = self.posture.limits.cpu_seconds
+        cpu_spent = outcome.cpu_seconds >= cpu - 0.5
+        if -rc == signal.SIGXCPU or (-rc == signal.SIGKILL and cpu_spent):
+            return RunStatus.LIMIT_EXCEEDED, f"RLIMIT_CPU {cpu} s"
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        return RunStatus.ERROR, (
+            f"the QuickJS worker crashed ({name}): the engine failed on this script; "
+            "the app is unaffected"
+        )
