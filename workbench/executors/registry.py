@@ -7,11 +7,15 @@ from workbench.errors import PostureError
 from workbench.executors.base import Executor
 from workbench.executors.hardened import HardenedExecutor
 from workbench.executors.local import LocalExecutor
+from workbench.executors.quickjs import QuickJsExecutor
 from workbench.postures import Posture, PostureId
 
-_EXECUTORS: dict[PostureId, type[LocalExecutor] | type[HardenedExecutor]] = {
+_EXECUTORS: dict[
+    PostureId, type[LocalExecutor] | type[HardenedExecutor] | type[QuickJsExecutor]
+] = {
     PostureId.LOCAL: LocalExecutor,
     PostureId.HARDENED: HardenedExecutor,
+    PostureId.QUICKJS: QuickJsExecutor,
 }
 
 
