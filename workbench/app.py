@@ -21,8 +21,13 @@ from PySide6.QtWidgets import QApplication
 
 from workbench import __version__, paths
 from workbench.errors import WorkbenchError
-from workbench.executors import build_executor
-from workbench.postures import PostureId, docker_engine_runtimes, probe_availability
+from workbench.executors import build_executor, implemented_postures
+from workbench.postures import (
+    Availability,
+    PostureId,
+    docker_engine_runtimes,
+    probe_availability,
+)
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.service import RunService
@@ -101,9 +106,16 @@ async def _main(app: QApplication, services: Services, screenshot: Path | None) 
 
 
 def _probe_postures() -> PostureProbe:
+    """What can run here: the machine must allow it and this build must have its executor."""
     runtimes = docker_engine_runtimes()
+    built = implemented_postures()
+    availability = {pid: probe_availability(pid, runtimes) for pid in PostureId}
+    for pid, found in availability.items():
+        if pid not in built:
+            reason = f"{found.reason} But this build has no {pid} executor yet."
+            availability[pid] = Availability(False, reason if found.available else found.reason)
     return PostureProbe(
-        availability={pid: probe_availability(pid, runtimes) for pid in PostureId},
+        availability=availability,
         docker_runtimes=frozenset(runtimes) if runtimes is not None else None,
     )
 
