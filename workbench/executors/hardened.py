@@ -13,7 +13,6 @@ What was applied is read back from /proc of the command into the posture card.
 """
 
 import asyncio
-import json
 import os
 import secrets
 import shutil
@@ -110,9 +109,7 @@ class HardenedRun(PreparedRun):
         """Wait for the wrapper to exec (its status pipe closes) and read back the limits."""
         self._close_write_end()
         read_fd, self._read_fd = self._read_fd, -1
-        report: dict[str, str] = {}
-        for line in (await _read_to_eof(read_fd)).splitlines():
-            report.update(json.loads(line))
+        report = limits_exec.decode_report(await _read_to_eof(read_fd))
         self._error = report.get("error", "")
         if self._error:
             return
@@ -197,14 +194,8 @@ class HardenedExecutor(SubprocessExecutor):
         limits = self.posture.limits
         requested = requested_rlimits(limits, _own_tasks() if run_uid is None else 0)
         read_fd, write_fd = os.pipe()
-        spec = {
-            "rlimits": requested,
-            "uid": run_uid,
-            "gid": run_uid,
-            "env_names": [*env.kept, RUN_TAG_ENV],
-            "status_fd": write_fd,
-        }
-        argv = (sys.executable, "-I", "-S", str(WRAPPER), json.dumps(spec), "--")
+        spec = limits_exec.spec_args(requested, run_uid, write_fd, [*env.kept, RUN_TAG_ENV])
+        argv = (sys.executable, "-I", "-S", str(WRAPPER), *spec)
         launch = Launch(
             argv + context.request.argv, env.env, session.workspace, pass_fds=(write_fd,)
         )

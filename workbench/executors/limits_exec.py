@@ -1,19 +1,20 @@
 """The exec wrapper of the hardened posture: apply limits and identity, then exec the command.
 
-Run as `python -I -S limits_exec.py SPEC -- ARGV...` (by file path, so the `workbench` package
-is not imported on the spawn path). SPEC is JSON: `rlimits` {name: [soft, hard]}, `uid`/`gid`
-to drop to (or null), `env_names` (the variables to pass on: this drops anything the
-interpreter itself added, such as a coerced LC_CTYPE) and `status_fd`, a close-on-exec pipe.
-The wrapper writes one JSON line to it: the limits and status it applied, or an error; the
-pipe reaching EOF without an error means the command was exec'd. Stdlib only, never
-`preexec_fn`: the app stays free to be threaded.
+Run as `python -I -S limits_exec.py SPEC... -- ARGV...` by file path, so the `workbench` package
+is not imported on the spawn path; it imports only os, sys, resource and ctypes (no json: that
+alone costs ~20 ms of start-up). `spec_args()` writes SPEC: `NAME=SOFT:HARD` per rlimit,
+`uid=N` to switch uid and gid, `fd=N` for the status pipe and `env=NAME` per variable to pass on
+(this drops anything the interpreter itself added, such as a coerced LC_CTYPE). The wrapper
+writes NUL-separated key/value pairs to the close-on-exec status pipe: the limits and status it
+applied, or an `error`; the pipe reaching EOF without an error means the command was exec'd.
+Stdlib only, never `preexec_fn`: the app stays free to be threaded.
 """
 
 import ctypes
-import json
 import os
 import resource
 import sys
+from collections.abc import Iterable
 
 PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
@@ -31,8 +32,31 @@ def prctl(option: int, value: int = 0) -> int:
     return result
 
 
-def _report(fd: int, message: dict[str, str]) -> None:
-    os.write(fd, json.dumps(message).encode() + b"\n")
+def spec_args(
+    rlimits: dict[str, tuple[int, int]], uid: int | None, status_fd: int, env_names: Iterable[str]
+) -> list[str]:
+    """The wrapper's arguments up to and including the "--" before the command."""
+    args = [f"{name}={soft}:{hard}" for name, (soft, hard) in rlimits.items()]
+    if uid is not None:
+        args.append(f"uid={uid}")
+    args.append(f"fd={status_fd}")
+    args.extend(f"env={name}" for name in env_names)
+    return [*args, "--"]
+
+
+def decode_report(data: bytes) -> dict[str, str]:
+    """The key/value pairs the wrapper wrote to its status pipe."""
+    fields = data.split(b"\0")
+    return {
+        fields[i].decode(): fields[i + 1].decode("utf-8", errors="replace")
+        for i in range(0, len(fields) - 1, 2)
+    }
+
+
+def _report(fd: int, **fields: str) -> None:
+    os.write(
+        fd, b"".join(key.encode() + b"\0" + value.encode() + b"\0" for key, value in fields.items())
+    )
 
 
 def _proc_text(name: str) -> str:
@@ -52,37 +76,49 @@ def _resolve(name: str, path: str) -> str | None:
 
 
 def main(args: list[str]) -> int:
-    """Apply SPEC and exec ARGV; returns only on failure (127 not found, 126 otherwise)."""
-    spec = json.loads(args[0])
-    argv = args[args.index("--") + 1 :]
-    status_fd: int = spec["status_fd"]
+    """Apply the SPEC and exec ARGV; returns only on failure (127 not found, 126 otherwise)."""
+    split = args.index("--")
+    argv = args[split + 1 :]
+    rlimits: list[tuple[int, int, int]] = []
+    uid: int | None = None
+    status_fd = -1
+    names: set[str] = set()
+    for arg in args[:split]:
+        key, _, value = arg.partition("=")
+        if key == "uid":
+            uid = int(value)
+        elif key == "fd":
+            status_fd = int(value)
+        elif key == "env":
+            names.add(value)
+        else:
+            soft, _, hard = value.partition(":")
+            rlimits.append((getattr(resource, f"RLIMIT_{key}"), int(soft), int(hard)))
     os.set_inheritable(status_fd, False)
     try:
-        for name, (soft, hard) in spec["rlimits"].items():
-            resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (soft, hard))
-        if spec["gid"] is not None:
+        for which, soft_limit, hard_limit in rlimits:
+            resource.setrlimit(which, (soft_limit, hard_limit))
+        if uid is not None:
             os.setgroups([])
-            os.setresgid(spec["gid"], spec["gid"], spec["gid"])
-        if spec["uid"] is not None:
-            os.setresuid(spec["uid"], spec["uid"], spec["uid"])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
         prctl(PR_SET_NO_NEW_PRIVS, 1)
-        _report(status_fd, {"limits": _proc_text("limits"), "status": _proc_text("status")})
+        _report(status_fd, limits=_proc_text("limits"), status=_proc_text("status"))
     except OSError as error:
-        _report(status_fd, {"error": f"could not apply the hardened limits: {error}"})
+        _report(status_fd, error=f"could not apply the hardened limits: {error}")
         return 126
-    names = set(spec["env_names"])
     env = {name: value for name, value in os.environ.items() if name in names}
     program = _resolve(argv[0], env.get("PATH", os.defpath))
     if program is None:
-        _report(status_fd, {"error": f"command not found: {argv[0]}"})
+        _report(status_fd, error=f"command not found: {argv[0]}")
         return 127
     try:
         os.execve(program, argv, env)
     except FileNotFoundError:
-        _report(status_fd, {"error": f"command not found: {argv[0]}"})
+        _report(status_fd, error=f"command not found: {argv[0]}")
         return 127
     except OSError as error:
-        _report(status_fd, {"error": f"cannot run {argv[0]}: {error.strerror or error}"})
+        _report(status_fd, error=f"cannot run {argv[0]}: {error.strerror or error}")
         return 126
 
 
