@@ -25,15 +25,20 @@ BINARY_PROBE_BYTES = 8192
 def diff_snapshots(before: Snapshot, after: Snapshot) -> tuple[FileChange, ...]:
     """Every difference between `before` and `after`, sorted by path."""
     blind = set(before.unlisted) | set(after.unlisted)
+    old_entries, new_entries = before.entries, after.entries
     changes = []
-    for path in sorted(before.entries.keys() | after.entries.keys()):
-        if blind and any(folder in blind for folder in iter_ancestors(path)):
+    for path, old in old_entries.items():
+        new = new_entries.get(path)
+        if new == old:  # the common case: every stat field and the hash are the same
             continue
-        old, new = before.entries.get(path), after.entries.get(path)
         kind = _change_kind(old, new)
         if kind is not None:
             changes.append(_file_change(path, kind, old, new))
-    return tuple(changes)
+    for path in new_entries.keys() - old_entries.keys():
+        changes.append(_file_change(path, ChangeKind.ADDED, None, new_entries[path]))
+    if blind:
+        changes = [c for c in changes if not any(f in blind for f in iter_ancestors(c.path))]
+    return tuple(sorted(changes, key=lambda change: change.path))
 
 
 def _change_kind(old: Entry | None, new: Entry | None) -> ChangeKind | None:

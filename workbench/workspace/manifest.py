@@ -64,7 +64,5 @@ def _stat_fields(e: Entry) -> tuple[int, ...]:
 
 
 def _entry_from_row(row: list[Any]) -> Entry:
-    path, kind, size, mode, mtime_ns, ctime_ns, inode, device, digest, target = row
-    return Entry(
-        path, EntryType(kind), size, mode, mtime_ns, ctime_ns, inode, device, digest, target
-    )
+    path, kind, *rest = row
+    return Entry(path, EntryType(kind), *rest)

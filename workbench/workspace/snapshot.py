@@ -18,8 +18,9 @@ import os
 import stat
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from workbench.errors import WorkspaceError
 from workbench.workspace.blobs import BlobStore, hash_fd
@@ -31,9 +32,10 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One workspace entry. `path` is relative to the root, with POSIX separators.
+class Entry(NamedTuple):
+    """One workspace entry; `path` is relative to the root, with POSIX separators.
+
+    A named tuple rather than a dataclass: a snapshot makes one per file, and this is faster.
 
     `mode` holds the permission bits only (`stat.S_IMODE`). `digest` is the content hash of a
     file (None when it could not be read or was over the hash cap); `target` is a symlink's
@@ -122,6 +124,10 @@ class _Walker:
         self.unstored: list[str] = []
         self.truncated = False
         self.stored_bytes = 0
+        self.previous_entries = previous.entries if previous else {}
+        self.racy_limit_ns = previous.taken_ns - RACY_NS if previous else 0
+        # files the previous snapshot could not keep: hash again, to try keeping them now
+        self.rehash = set(previous.unstored) if previous and store else set()
 
     def run(self) -> Snapshot:
         taken_ns = time.time_ns()
@@ -180,119 +186,109 @@ class _Walker:
         self.notes.append(note)
 
     def _list(self, fd: int, prefix: str, depth: int) -> _Frame:
+        """Record every entry of one folder (the hot loop: kept flat on purpose)."""
         frame = _Frame(fd, prefix, depth)
         if self.truncated:
             self.unlisted.append(prefix.rstrip("/"))
             return frame
         try:
             with os.scandir(fd) as listing:
-                items = sorted(listing, key=lambda item: item.name)
+                items = list(listing)
         except OSError as error:
             self._unlist(prefix.rstrip("/"), f"Cannot list folder {prefix!r}: {error.strerror}.")
             return frame
+        room = self.limits.max_entries - len(self.entries)
+        if len(items) > room:
+            items = items[:room]
+            self.truncated = True
+            self.unlisted.append(prefix.rstrip("/"))
+        entries = self.entries
         for item in items:
-            if len(self.entries) >= self.limits.max_entries:
-                self.truncated = True
-                self.unlisted.append(prefix.rstrip("/"))
-                break
-            entry = self._entry(fd, prefix + item.name, item)
-            if entry is None:
+            name = item.name
+            rel = prefix + name
+            try:
+                st = item.stat(follow_symlinks=False)
+                mode = st.st_mode
+                target = os.readlink(name, dir_fd=fd) if stat.S_ISLNK(mode) else None
+            except OSError as error:  # vanished meanwhile
+                self.notes.append(f"Cannot read {rel!r}: {error.strerror}.")
                 continue
-            self.entries[entry.path] = entry
-            if entry.type is EntryType.DIR:
-                frame.subdirs.append((item.name, entry.inode))
-        frame.subdirs.reverse()  # pop() then visits them in name order
+            digest = None
+            if stat.S_ISREG(mode):
+                kind = EntryType.FILE
+                digest = self._reusable_digest(rel, st) or self._hash(fd, name, rel, st)
+            elif stat.S_ISDIR(mode):
+                kind = EntryType.DIR
+                frame.subdirs.append((name, st.st_ino))
+            else:
+                kind = EntryType.SYMLINK if target is not None else EntryType.OTHER
+            entries[rel] = Entry(
+                rel,
+                kind,
+                st.st_size,
+                stat.S_IMODE(mode),
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+                st.st_ino,
+                st.st_dev,
+                digest,
+                target,
+            )
         return frame
 
-    def _entry(self, fd: int, rel: str, item: os.DirEntry[str]) -> Entry | None:
-        try:
-            st = item.stat(follow_symlinks=False)
-            kind = _entry_type(st.st_mode)
-            target = os.readlink(item.name, dir_fd=fd) if kind is EntryType.SYMLINK else None
-        except OSError as error:  # vanished meanwhile
-            self.notes.append(f"Cannot read {rel!r}: {error.strerror}.")
-            return None
-        entry = Entry(
-            path=rel,
-            type=kind,
-            size=st.st_size,
-            mode=stat.S_IMODE(st.st_mode),
-            mtime_ns=st.st_mtime_ns,
-            ctime_ns=st.st_ctime_ns,
-            inode=st.st_ino,
-            device=st.st_dev,
-            target=target,
-        )
-        if kind is not EntryType.FILE:
-            return entry
-        digest = self._reusable_digest(entry)
-        if digest is None:
-            digest = self._hash(fd, item.name, entry)
-        return replace(entry, digest=digest)
+    def _reusable_digest(self, rel: str, st: os.stat_result) -> str | None:
+        old = self.previous_entries.get(rel)
+        if (
+            old is not None
+            and old.digest is not None
+            and old.type is EntryType.FILE
+            and old.size == st.st_size
+            and old.mtime_ns == st.st_mtime_ns
+            and old.ctime_ns == st.st_ctime_ns
+            and old.inode == st.st_ino
+            and old.device == st.st_dev
+            and max(old.mtime_ns, old.ctime_ns) < self.racy_limit_ns
+            and rel not in self.rehash
+        ):
+            return old.digest
+        return None
 
-    def _reusable_digest(self, entry: Entry) -> str | None:
-        if self.previous is None:
-            return None
-        old = self.previous.entries.get(entry.path)
-        if old is None or old.type is not EntryType.FILE or old.digest is None:
-            return None
-        same = (old.size, old.mtime_ns, old.ctime_ns, old.inode, old.device) == (
-            entry.size,
-            entry.mtime_ns,
-            entry.ctime_ns,
-            entry.inode,
-            entry.device,
-        )
-        racy = max(old.mtime_ns, old.ctime_ns) >= self.previous.taken_ns - RACY_NS
-        return old.digest if same and not racy else None
-
-    def _hash(self, dir_fd: int, name: str, entry: Entry) -> str | None:
-        if entry.size > self.limits.max_hash_bytes:
+    def _hash(self, dir_fd: int, name: str, rel: str, st: os.stat_result) -> str | None:
+        if st.st_size > self.limits.max_hash_bytes:
             self.notes.append(
-                f"{entry.path!r} is {entry.size // MIB} MiB: compared by size and time only."
+                f"{rel!r} is {st.st_size // MIB} MiB: compared by size and time only."
             )
-            self.unstored.append(entry.path)
+            self.unstored.append(rel)
             return None
         try:
             fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
         except OSError as error:
-            self.notes.append(f"Cannot read {entry.path!r}: {error.strerror}.")
-            self.unstored.append(entry.path)
+            self.notes.append(f"Cannot read {rel!r}: {error.strerror}.")
+            self.unstored.append(rel)
             return None
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_ino != entry.inode:
-                self.notes.append(f"{entry.path!r} changed while it was being read.")
-                self.unstored.append(entry.path)
+            opened = os.fstat(fd)
+            if not stat.S_ISREG(opened.st_mode) or opened.st_ino != st.st_ino:
+                self.notes.append(f"{rel!r} changed while it was being read.")
+                self.unstored.append(rel)
                 return None
-            return self._hash_and_keep(fd, entry)
+            return self._hash_and_keep(fd, rel, opened.st_size)
         finally:
             os.close(fd)
 
-    def _hash_and_keep(self, fd: int, entry: Entry) -> str:
+    def _hash_and_keep(self, fd: int, rel: str, size: int) -> str:
         digest = hash_fd(fd)
         if self.store is None or self.store.has(digest):
             return digest
         budget_left = self.limits.max_store_bytes - self.stored_bytes
-        if entry.size > min(self.limits.max_blob_bytes, budget_left):
+        if size > min(self.limits.max_blob_bytes, budget_left):
             self.notes.append(
-                f"{entry.path!r} ({entry.size // MIB} MiB) is over the copy limit: "
-                "restore cannot bring it back."
+                f"{rel!r} ({size // MIB} MiB) is over the copy limit: restore cannot bring it back."
             )
-            self.unstored.append(entry.path)
+            self.unstored.append(rel)
             return digest
-        self.stored_bytes += entry.size
+        self.stored_bytes += size
         return self.store.put_fd(fd)
-
-
-def _entry_type(mode: int) -> EntryType:
-    if stat.S_ISREG(mode):
-        return EntryType.FILE
-    if stat.S_ISDIR(mode):
-        return EntryType.DIR
-    if stat.S_ISLNK(mode):
-        return EntryType.SYMLINK
-    return EntryType.OTHER
 
 
 def iter_ancestors(path: str) -> Iterator[str]:
