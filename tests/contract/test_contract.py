@@ -145,6 +145,20 @@ def test_cancelling_the_run_task_still_kills_the_tree(harness: Harness) -> None:
     assert _no_run_processes(run_dir.name)
 
 
+def test_concurrent_runs_stay_apart(harness: Harness) -> None:
+    def request(word: str) -> RunRequest:
+        return RunRequest(("sh", "-c", f"sleep 0.3; echo {word}"))
+
+    async def go() -> list[str]:
+        results = await asyncio.gather(
+            *(harness.executor.run(request(w), lambda c: None, CancelToken()) for w in "ab")
+        )
+        assert results[0].run_id != results[1].run_id
+        return [r.stdout.text for r in results]
+
+    assert harness.loop.run_until_complete(go()) == ["a\n", "b\n"]
+
+
 def test_background_process_left_behind_is_killed_and_reported(harness: Harness) -> None:
     result = harness.run("sh", "-c", "setsid sleep 60 & echo done").result
     assert result.status is RunStatus.OK
