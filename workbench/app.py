@@ -16,7 +16,13 @@ from pathlib import Path
 from types import TracebackType
 
 import qasync
-from PySide6.QtCore import QCoreApplication, QSettings
+from PySide6.QtCore import (
+    QCoreApplication,
+    QMessageLogContext,
+    QSettings,
+    QtMsgType,
+    qInstallMessageHandler,
+)
 from PySide6.QtWidgets import QApplication
 
 from workbench import __version__, paths
@@ -50,6 +56,7 @@ def run_gui(extra_roots: list[Path], screenshot: Path | None) -> int:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     _require_display()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    qInstallMessageHandler(_qt_message)
     QCoreApplication.setOrganizationName(paths.APP_AUTHOR)
     QCoreApplication.setApplicationName(paths.APP_NAME)
     QCoreApplication.setApplicationVersion(__version__)
@@ -134,6 +141,20 @@ def _excepthook(window: MainWindow, previous: _Hook) -> _Hook:
             window.show_error(f"Unexpected error ({kind.__name__}): {error}. Details are logged.")
 
     return hook
+
+
+_QT_LEVELS = {
+    QtMsgType.QtDebugMsg: logging.DEBUG,
+    QtMsgType.QtInfoMsg: logging.INFO,
+    QtMsgType.QtWarningMsg: logging.WARNING,
+}
+
+
+def _qt_message(kind: QtMsgType, context: QMessageLogContext, message: str) -> None:
+    """Qt's own messages go to the log; the offscreen platform's size-hint notice is noise."""
+    del context
+    if "does not support propagateSizeHints" not in message:
+        logging.getLogger("qt").log(_QT_LEVELS.get(kind, logging.ERROR), message)
 
 
 def _require_display() -> None:

@@ -26,6 +26,16 @@ def test_gui_screenshot_writes_a_png(tmp_path: Path) -> None:
     assert out.stat().st_size > 10_000
 
 
+def test_without_a_display_the_gui_says_so() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env.pop("QT_QPA_PLATFORM", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "workbench"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 125
+    assert "No display to open a window on" in done.stderr
+
+
 def test_excepthook_shows_errors_in_the_window(window: MainWindow) -> None:
     seen: list[BaseException] = []
     hook = _excepthook(window, lambda kind, error, tb: seen.append(error))

@@ -122,6 +122,11 @@ class RunPanel(QWidget):
         """Run commands of `skill` from now on; the command field takes its suggestion."""
         if skill is not None and (self._skill is None or skill.path != self._skill.path):
             self.command.setText(skill.command or "")
+            self.command.setPlaceholderText(
+                "Command to run in the workspace (sh -c)"
+                if skill.command
+                else "This skill suggests no command: type one to run in the workspace (sh -c)"
+            )
         self._skill = skill
         self._update_buttons()
 
