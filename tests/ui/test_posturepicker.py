@@ -1,11 +1,15 @@
 """The posture picker: checking state, default choice, DANGER text, confirmation for local."""
 
 from collections.abc import Callable
+from dataclasses import replace
 
+from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QLabel, QMessageBox
 
+from workbench.errors import PostureError
 from workbench.postures import PostureId
 from workbench.ui.mainwindow import MainWindow
+from workbench.ui.services import PostureProbe, Services
 
 
 def test_cards_say_checking_until_the_probe_answers(make_window: Callable[[], MainWindow]) -> None:
@@ -60,3 +64,17 @@ def test_local_needs_confirmation(window: MainWindow, qtbot) -> None:
     assert picker.chosen() is PostureId.LOCAL
     assert picker.card(PostureId.LOCAL).radio.isChecked()
     assert "Local" in window._posture_label.text()
+
+
+def test_a_failing_probe_is_shown_and_the_catalog_still_loads(
+    services: Services, settings: QSettings, qtbot, run
+) -> None:
+    def broken_probe() -> PostureProbe:
+        raise PostureError("The probe <b>broke</b>.")
+
+    window = MainWindow(replace(services, probe_postures=broken_probe), settings)
+    qtbot.addWidget(window)
+    run(window.load())
+    assert window.message_bar.text() == "The probe <b>broke</b>."
+    assert window.browser.skills()
+    assert window.postures.chosen() is None

@@ -52,13 +52,9 @@ class MainWindow(QMainWindow):
 
     Signals:
         closed(): the user closed the window (the app's main coroutine ends on it).
-        catalog_loaded(int): the catalog finished loading with this many skills.
-        postures_probed(): the posture probe answered and the cards show its result.
     """
 
     closed = Signal()
-    catalog_loaded = Signal(int)
-    postures_probed = Signal()
 
     def __init__(self, services: Services, settings: QSettings) -> None:
         super().__init__()
@@ -144,8 +140,14 @@ class MainWindow(QMainWindow):
     # Start-up and state -----------------------------------------------------------------
 
     async def load(self) -> None:
-        """Load the catalog and probe the postures, both off the GUI thread."""
-        await asyncio.gather(self.reload_catalog(), self._probe_postures())
+        """Load the catalog and probe the postures, both off the GUI thread; a failure of
+        either shows in the message bar and leaves the other working."""
+        results = await asyncio.gather(
+            self.reload_catalog(), self._probe_postures(), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, Exception):
+                self._report(result)
 
     async def reload_catalog(self) -> None:
         """Discover every skill under the current roots again."""
@@ -158,7 +160,6 @@ class MainWindow(QMainWindow):
         if self.browser.current_skill() is None:
             self.browser.select_first()
         self._update_count()
-        self.catalog_loaded.emit(len(skills))
 
     async def open_folders(self, folders: list[Path]) -> None:
         """Add skill folders (or folders holding skills) to the list and to Open Recent."""
@@ -278,12 +279,14 @@ class MainWindow(QMainWindow):
 
     def _on_task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
-        if task.cancelled():
-            return
-        error = task.exception()
+        if not task.cancelled() and (error := task.exception()) is not None:
+            self._report(error)
+
+    def _report(self, error: BaseException) -> None:
+        """Show a user-facing error as it is; send anything else to the excepthook."""
         if isinstance(error, WorkbenchError):
             self.show_error(str(error))
-        elif error is not None:
+        else:
             sys.excepthook(type(error), error, error.__traceback__)
 
     async def _probe_postures(self) -> None:
@@ -299,7 +302,6 @@ class MainWindow(QMainWindow):
             runtimes = ", ".join(sorted(probe.docker_runtimes)) or "none"
             self._docker_label.setToolTip(tooltip(f"Engine runtimes: {runtimes}"))
             set_status(self._docker_label, "ok")
-        self.postures_probed.emit()
 
     def _load_folder(self, folder: Path) -> list[Skill]:
         if (folder / "SKILL.md").is_file() or (folder / "skill.md").is_file():
@@ -327,7 +329,7 @@ class MainWindow(QMainWindow):
         self.recent_menu.clear()
         recent = self._recent()
         for folder in recent:
-            action = self.recent_menu.addAction(folder)
+            action = self.recent_menu.addAction(folder.replace("&", "&&"))
             action.setData(folder)
         if recent:
             self.recent_menu.addSeparator()
