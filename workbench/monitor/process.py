@@ -2,13 +2,16 @@
 
 A run's processes are the descendants of its root process plus orphans that re-parented to the
 app (a child subreaper) and carry the run's tag (`WORKBENCH_RUN_ID=<id>` in their environment).
-`ProcessTreeSampler` keeps one `psutil.Process` per pid (so `cpu_percent` works), re-lists the
-tree through `/proc/PID/task/TID/children` on every tick (cheap: it reads only the tree, not the
-whole process table) and produces `ResourceSample`s, peaks and CPU seconds.
+`ProcessTreeSampler` keeps one `psutil.Process` per pid and derives CPU percent from the change
+of each process's CPU time between ticks (what `cpu_percent` does, without reading the stat file
+twice); it re-lists the tree through `/proc/PID/task/TID/children` on every tick (cheap: it
+reads only the tree, not the whole process table) and produces `ResourceSample`s, peaks and
+CPU seconds.
 """
 
 import asyncio
 import os
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from workbench.monitor.sample import ResourceSample
 
 RUN_TAG_ENV = "WORKBENCH_RUN_ID"
 SAMPLE_INTERVAL_S = 0.1
+CPU_BUDGET = 0.02  # at most this share of one core goes to sampling
 
 
 def run_tag(run_id: str) -> bytes:
@@ -98,6 +102,7 @@ class ProcessTreeSampler:
         self._procs: dict[int, psutil.Process] = {root.pid: root} if root else {}
         self._orphan_verdicts: dict[int, bool] = {}
         self._cpu_by_pid: dict[int, float] = {}
+        self._last_tick = t0
         self.seen: dict[int, psutil.Process] = dict(self._procs)
         self.samples: list[ResourceSample] = []
         self.peak_rss_bytes = 0
@@ -126,7 +131,8 @@ class ProcessTreeSampler:
     def sample(self) -> ResourceSample:
         """Read the tree once and record the sample (also handed to `on_sample`)."""
         pids = self.members()
-        cpu_percent = 0.0
+        now = asyncio.get_running_loop().time()
+        cpu_delta = 0.0
         rss = 0
         count = 0
         for pid in pids:
@@ -135,18 +141,22 @@ class ProcessTreeSampler:
                 if process is None:
                     process = self._procs[pid] = self.seen[pid] = psutil.Process(pid)
                 with process.oneshot():
-                    cpu_percent += process.cpu_percent(None)
                     rss += process.memory_info().rss
                     times = process.cpu_times()
             except psutil.Error:
                 continue
-            self._cpu_by_pid[pid] = times.user + times.system
+            spent = times.user + times.system
+            # A process new to the sampler was born since the last tick: all its time is new.
+            cpu_delta += spent - self._cpu_by_pid.get(pid, 0.0)
+            self._cpu_by_pid[pid] = spent
             count += 1
         for gone in self._procs.keys() - pids:
             del self._procs[gone]
+        elapsed = now - self._last_tick
+        self._last_tick = now
         sample = ResourceSample(
-            t=asyncio.get_running_loop().time() - self._t0,
-            cpu_percent=cpu_percent,
+            t=now - self._t0,
+            cpu_percent=100.0 * cpu_delta / elapsed if elapsed > 0 else 0.0,
             rss_bytes=rss,
             processes=count,
         )
@@ -158,7 +168,10 @@ class ProcessTreeSampler:
         return sample
 
     async def run(self, interval_s: float = SAMPLE_INTERVAL_S) -> None:
-        """Sample every `interval_s` until cancelled."""
+        """Sample every `interval_s` until cancelled, slower when a tick costs more than
+        `CPU_BUDGET` of a core (a tree of more than ~25 processes)."""
         while True:
+            start = time.thread_time()
             self.sample()
-            await asyncio.sleep(interval_s)
+            cost = time.thread_time() - start
+            await asyncio.sleep(max(interval_s, cost / CPU_BUDGET) - cost)
