@@ -14,7 +14,13 @@ The run gets a context with the engine's memory and stack limits and exactly thi
 `scriptArgs`, and `fs` (`readText`, `writeText`, `list`, `exists`, `remove`) confined to the
 workspace. There is no `fetch`, no module loader, no timers. Every host function returns a
 JSON envelope and never raises: a Python exception inside a callable leaves the binding in an
-error state ("returned a result with an exception set").
+error state ("returned a result with an exception set"). Strings cross as JSON, since the
+binding passes them as C strings that end at the first NUL. Caps per run: 16 MiB per read or
+write, 256 MiB written in all, 1,000 new files, 64 MiB of console output (then one notice).
+
+After the script, pending promise jobs run to the end. If the script's completion value is a
+promise (`main();` with an async `main`) and it rejects, the run fails; other unhandled
+rejections go unseen, as the binding exposes no rejection tracker.
 
 Why no in-VM time limit: the binding refuses every call from JavaScript into Python while a
 time limit is set ("Can not call into Python with a time limit set"), and `console` and `fs`
@@ -39,7 +45,9 @@ from workbench.executors.quickjs_protocol import encode_message, write_all
 MIB = 1024 * 1024
 MAX_READ_BYTES = 16 * MIB  # one fs.readText, and the entry script
 MAX_WRITE_BYTES = 16 * MIB  # one fs.writeText
+MAX_WRITTEN_BYTES = 256 * MIB  # all fs.writeText of a run
 MAX_FILES_CREATED = 1000  # new files per run
+MAX_OUTPUT_BYTES = 64 * MIB  # console output of a run; the rest is dropped
 MAX_LIST_ENTRIES = 10_000
 
 # The host API, built in one closure so the raw callables never stay reachable as globals.
@@ -80,6 +88,19 @@ delete globalThis.__workbench_write;
 delete globalThis.__workbench_fs_call;
 """
 
+# Watches the script's completion value: when the script ends in a promise (`main();` with an
+# async `main`), a rejection of it fails the run instead of vanishing with the job queue.
+TRACK_COMPLETION = r"""
+(function () {
+  let failure;
+  return function __workbench_track(value, read) {
+    if (read) return failure === undefined ? null : String(failure) + "\n" + (failure?.stack || "");
+    if (value instanceof Promise) value.then(undefined, (e) => { failure = e; });
+    return null;
+  };
+})()
+"""
+
 
 class FsRefused(Exception):
     """An fs call the workspace policy refuses; its text is shown to the script."""
@@ -91,6 +112,7 @@ class WorkspaceFs:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve(strict=True)
         self.files_created = 0
+        self.bytes_written = 0
 
     def resolve(self, rel: str) -> Path:
         """The real path of workspace-relative `rel`; `FsRefused` for any escape."""
@@ -138,6 +160,8 @@ class WorkspaceFs:
         data = text.encode()
         if len(data) > MAX_WRITE_BYTES:
             raise FsRefused(f"writing {rel!r} refused: {len(data)} bytes exceed the 16 MiB cap")
+        if self.bytes_written + len(data) > MAX_WRITTEN_BYTES:
+            raise FsRefused(f"writing {rel!r} refused: a run writes at most 256 MiB in all")
         if not path.exists():
             if self.files_created >= MAX_FILES_CREATED:
                 raise FsRefused(f"writing {rel!r} refused: {MAX_FILES_CREATED} new files cap")
@@ -149,6 +173,7 @@ class WorkspaceFs:
             write_all(fd, data)
         finally:
             os.close(fd)
+        self.bytes_written += len(data)
 
 
 def checked(rel: str) -> PurePosixPath:
@@ -181,12 +206,20 @@ class Host:
 
     def __init__(self, fs: WorkspaceFs) -> None:
         self.fs = fs
+        self.output_bytes = 0
 
     def write(self, payload: str) -> None:
         """Write console text, JSON [stream, text], to stdout (stream 1) or stderr (2)."""
         try:
             stream, text = json.loads(payload)
-            write_all(2 if stream == 2 else 1, str(text).encode("utf-8", errors="replace"))
+            data = str(text).encode("utf-8", errors="replace")
+            if self.output_bytes + len(data) > MAX_OUTPUT_BYTES:
+                if self.output_bytes <= MAX_OUTPUT_BYTES:
+                    write_all(2, b"[workbench: 64 MiB of console output; the rest is dropped]\n")
+                self.output_bytes = MAX_OUTPUT_BYTES + 1
+                return
+            self.output_bytes += len(data)
+            write_all(2 if stream == 2 else 1, data)
         except BrokenPipeError:
             os._exit(1)  # the app closed the output: nobody watches this run any more
         except Exception:  # never let an exception reach the binding
@@ -234,24 +267,28 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         source = read_capped(Path(request["script_path"]), display).decode()
     except (OSError, FsRefused, UnicodeDecodeError) as error:
         return {"type": "result", "outcome": "bad_script", "error": f"{display}: {error}"}
+    track = context.eval(TRACK_COMPLETION)
     try:
-        context.eval(source)
+        track(context.eval(source), False)
         while context.execute_pending_job():
             pass
+        rejection = track(None, True)
     except quickjs.StackOverflow as error:
-        return js_failure(host, "stack_overflow", clean_stack(str(error), display))
+        return js_failure("stack_overflow", clean_stack(str(error), display))
     except quickjs.JSException as error:
         text = clean_stack(str(error), display)
         outcome = "memory" if text.startswith("InternalError: out of memory") else "js_error"
-        return js_failure(host, outcome, text)
+        return js_failure(outcome, text)
     except MemoryError:
         return {"type": "result", "outcome": "address_space", "error": "MemoryError"}
+    if rejection is not None:
+        return js_failure("js_error", "(in promise) " + clean_stack(rejection, display))
     return {"type": "result", "outcome": "ok"}
 
 
-def js_failure(host: Host, outcome: str, text: str) -> dict[str, Any]:
+def js_failure(outcome: str, text: str) -> dict[str, Any]:
     """Show an uncaught JS error on stderr and describe it in a result message."""
-    host.write(json.dumps([2, f"Uncaught {text}\n"]))
+    write_all(2, f"Uncaught {text}\n".encode("utf-8", errors="replace"))
     return {"type": "result", "outcome": outcome, "error": text.splitlines()[0] if text else ""}
 
 

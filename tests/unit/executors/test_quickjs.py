@@ -175,6 +175,14 @@ def test_promise_jobs_run_to_completion(env: Env) -> None:
     assert run(env, source).stdout.text == "after await\n"
 
 
+def test_a_rejected_completion_promise_fails_the_run(env: Env) -> None:
+    source = "async function main() {\n  await null;\n  throw new TypeError('late');\n}\nmain();\n"
+    result = run(env, source)
+    assert result.status is RunStatus.FAILED
+    assert result.cause == "uncaught JavaScript error: (in promise) TypeError: late"
+    assert "Uncaught (in promise) TypeError: late\n    at main (main.js" in result.stderr.text
+
+
 def test_stop_cancels_the_run(env: Env) -> None:
     result, _ = asyncio.run(_run(env, "while (true) {}", cancel_after=0.5))
     assert result.status is RunStatus.CANCELLED
@@ -264,6 +272,14 @@ def test_fs_refuses_every_escape_and_leaves_host_files_alone(env: Env) -> None:
     assert [p.name for p in env.outside.iterdir()] == ["secret.txt"]
     assert Path("/etc/passwd").read_bytes() == passwd
     assert not (env.workspace / "secret-link").is_symlink()  # removing a link spares its target
+
+
+def test_console_output_is_capped_per_run(env: Env) -> None:
+    source = "const line = 'x'.repeat(1023); for (let i = 0; i < 70000; i++) console.log(line);"
+    result = run(env, source)
+    assert result.status is RunStatus.OK
+    assert result.stdout.total_bytes == 64 * 1024 * 1024
+    assert result.stderr.text == "[workbench: 64 MiB of console output; the rest is dropped]\n"
 
 
 def test_fs_size_caps(env: Env) -> None:
