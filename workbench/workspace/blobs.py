@@ -1,21 +1,32 @@
 """`BlobStore`: the content-addressed copies of workspace files that make restore possible.
 
-A blob is stored once under `ROOT/<first two hex digits>/<sha256 hex>`, read-only, whatever
-run or workspace it came from, so taking the "before" copy of an unchanged workspace again
-costs a hash per file and no writes. Files are copied (never hard-linked: a run may modify a
-file in place, which would change the "copy" too). Blobs are written to a temporary name and
-renamed into place, so a crash never leaves a half-written blob under a valid name.
+A blob is kept once, keyed by its sha256, whatever run or workspace it came from, so copying
+the "before" state of an unchanged workspace again costs a hash per file and no writes.
+Small blobs (most files) live in one sqlite3 database, `small.sqlite3`, because creating one
+file per blob costs far more than the copy itself; larger ones are files under
+`<first two hex digits>/<sha256>`, written to a temporary name and renamed into place, so a
+crash never leaves a half-written blob under a valid name. Files are copied, never hard-linked
+(a run may modify a file in place, which would change the "copy" too).
+
+Use a `session()` (one sqlite connection, one thread) for many operations in a row; the
+store's own `read` and `copy_to_fd` open a session for a single call.
 """
 
-import contextlib
 import hashlib
 import os
+import sqlite3
 import stat
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from workbench.errors import WorkspaceError
 
 HASH_NAME = "sha256"
 CHUNK_BYTES = 1024 * 1024
+SMALL_BLOB_BYTES = 256 * 1024
+_COMMIT_EVERY_BYTES = 32 * 1024 * 1024
 
 
 def hash_fd(fd: int) -> str:
@@ -27,36 +38,107 @@ def hash_fd(fd: int) -> str:
     return digest.hexdigest()
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 class BlobStore:
-    """The folder of content-addressed blobs shared by every run (see the module doc)."""
+    """The store of kept file contents under `root`, shared by every run."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
 
-    def path(self, digest: str) -> Path:
-        """Where the blob with `digest` lives (whether or not it exists)."""
-        return self.root / digest[:2] / digest
+    @contextmanager
+    def session(self) -> Iterator["BlobSession"]:
+        """A connection to the store for one thread; commits what it added on exit."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.root / "small.sqlite3", timeout=30)
+        except (OSError, sqlite3.Error) as error:
+            raise WorkspaceError(f"Cannot open the kept files at {self.root}: {error}") from None
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("CREATE TABLE IF NOT EXISTS blobs (digest TEXT PRIMARY KEY, data BLOB)")
+            yield BlobSession(self.root, db)
+            db.commit()
+        except sqlite3.Error as error:
+            raise WorkspaceError(f"The kept files at {self.root} failed: {error}") from None
+        finally:
+            db.close()
+
+    def read(self, digest: str, max_bytes: int) -> bytes | None:
+        """The blob's bytes, or None when it is not kept or larger than `max_bytes`."""
+        with self.session() as blobs:
+            return blobs.read(digest, max_bytes)
 
     def has(self, digest: str) -> bool:
-        """True when the blob with `digest` is stored."""
-        return self.path(digest).is_file()
+        """True when the blob with `digest` is kept."""
+        with self.session() as blobs:
+            return blobs.has(digest)
 
-    def put_fd(self, fd: int) -> str:
-        """Copy the whole of `fd` (from offset 0) into the store; returns its digest.
 
-        The digest is computed from the bytes actually copied, so a file that changes while
-        it is being read is stored consistently under the hash of what was stored.
+class BlobSession:
+    """Operations on the store over one open connection (see `BlobStore.session`)."""
+
+    def __init__(self, root: Path, db: sqlite3.Connection) -> None:
+        self.root = root
+        self.db = db
+        self._uncommitted = 0
+
+    def _path(self, digest: str) -> Path:
+        return self.root / digest[:2] / digest
+
+    def _small(self, digest: str) -> bytes | None:
+        row = self.db.execute("SELECT data FROM blobs WHERE digest = ?", (digest,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def has(self, digest: str) -> bool:
+        """True when the blob with `digest` is kept."""
+        found = self.db.execute("SELECT 1 FROM blobs WHERE digest = ?", (digest,)).fetchone()
+        return found is not None or self._path(digest).is_file()
+
+    def put_fd(self, fd: int, size: int) -> tuple[str, int]:
+        """Keep the whole content of `fd` (about `size` bytes); returns (digest, bytes added).
+
+        The digest is of the bytes actually kept, so a file that changes while it is read is
+        kept consistently under the hash of what was kept. Nothing is added if it is known.
         """
-        self.root.mkdir(parents=True, exist_ok=True)
+        if size <= SMALL_BLOB_BYTES:
+            os.lseek(fd, 0, os.SEEK_SET)
+            chunks = []
+            while chunk := os.read(fd, CHUNK_BYTES):
+                chunks.append(chunk)
+            data = b"".join(chunks)
+            digest = hashlib.new(HASH_NAME, data).hexdigest()
+            inserted = self.db.execute(
+                "INSERT OR IGNORE INTO blobs (digest, data) VALUES (?, ?)", (digest, data)
+            ).rowcount
+            self._count(len(data) if inserted else 0)
+            return digest, len(data) if inserted else 0
+        known = hash_fd(fd)
+        if self.has(known):
+            return known, 0
+        return self._put_file(fd)
+
+    def _count(self, added: int) -> None:
+        self._uncommitted += added
+        if self._uncommitted > _COMMIT_EVERY_BYTES:  # keep write locks short
+            self.db.commit()
+            self._uncommitted = 0
+
+    def _put_file(self, fd: int) -> tuple[str, int]:
         digest = hashlib.new(HASH_NAME)
         os.lseek(fd, 0, os.SEEK_SET)
         out_fd, tmp_name = tempfile.mkstemp(prefix=".tmp-", dir=self.root)
+        copied = 0
         try:
             while chunk := os.read(fd, CHUNK_BYTES):
                 digest.update(chunk)
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(out_fd, view) :]
+                _write_all(out_fd, chunk)
+                copied += len(chunk)
             os.fchmod(out_fd, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
         except BaseException:
             os.close(out_fd)
@@ -64,29 +146,35 @@ class BlobStore:
             raise
         os.close(out_fd)
         hexdigest = digest.hexdigest()
-        final = self.path(hexdigest)
+        final = self._path(hexdigest)
         if final.is_file():
             Path(tmp_name).unlink()
-        else:
-            final.parent.mkdir(exist_ok=True)
-            Path(tmp_name).replace(final)
-        return hexdigest
+            return hexdigest, 0
+        final.parent.mkdir(exist_ok=True)
+        Path(tmp_name).replace(final)
+        return hexdigest, copied
 
     def read(self, digest: str, max_bytes: int) -> bytes | None:
-        """The blob's bytes, or None when it is not stored or larger than `max_bytes`."""
-        try:
-            with self.path(digest).open("rb") as blob:
-                data = blob.read(max_bytes + 1)
-        except FileNotFoundError:
-            return None
+        """The blob's bytes, or None when it is not kept or larger than `max_bytes`."""
+        data = self._small(digest)
+        if data is None:
+            try:
+                with self._path(digest).open("rb") as blob:
+                    data = blob.read(max_bytes + 1)
+            except FileNotFoundError:
+                return None
         return None if len(data) > max_bytes else data
 
     def copy_to_fd(self, digest: str, out_fd: int) -> bool:
-        """Write the blob into `out_fd`; False when the blob is not stored."""
-        with contextlib.suppress(FileNotFoundError), self.path(digest).open("rb") as blob:
-            while chunk := blob.read(CHUNK_BYTES):
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(out_fd, view) :]
+        """Write the blob into `out_fd`; False when it is not kept."""
+        data = self._small(digest)
+        if data is not None:
+            _write_all(out_fd, data)
             return True
-        return False
+        try:
+            with self._path(digest).open("rb") as blob:
+                while chunk := blob.read(CHUNK_BYTES):
+                    _write_all(out_fd, chunk)
+        except FileNotFoundError:
+            return False
+        return True

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.errors import WorkspaceError
-from workbench.workspace.blobs import BlobStore
+from workbench.workspace.blobs import BlobSession, BlobStore
 from workbench.workspace.changes import ChangeKind, EntryType, FileChange
 from workbench.workspace.diff import diff_snapshots
 from workbench.workspace.snapshot import Entry, Snapshot, iter_ancestors, take_snapshot
@@ -47,8 +47,9 @@ def restore_workspace(root: Path, wanted: Snapshot, store: BlobStore) -> Restore
                 (root / folder).chmod(stat.S_IRWXU)
         current = take_snapshot(root, previous=wanted)
     changes = diff_snapshots(wanted, current)
-    restorer = _Restorer(root, wanted, store)
-    restorer.apply(changes)
+    with store.session() as blobs:
+        restorer = _Restorer(root, wanted, blobs)
+        restorer.apply(changes)
     left = diff_snapshots(wanted, take_snapshot(root, previous=wanted))
     notes = restorer.notes + [f"{c.path!r} is still {c.kind.value}." for c in left]
     return RestoreReport(undone=len(changes), complete=not left, notes=tuple(notes))
@@ -59,10 +60,10 @@ def _depth(path: str) -> int:
 
 
 class _Restorer:
-    def __init__(self, root: Path, wanted: Snapshot, store: BlobStore) -> None:
+    def __init__(self, root: Path, wanted: Snapshot, blobs: BlobSession) -> None:
         self.root = root
         self.wanted = wanted
-        self.store = store
+        self.blobs = blobs
         self.notes: list[str] = []
         self.folders_to_finish: set[str] = set()
 
@@ -130,14 +131,14 @@ class _Restorer:
             self.notes.append(f"{entry.path!r} was a FIFO, socket or device; not recreated.")
 
     def _write_file(self, path: Path, entry: Entry) -> None:
-        if entry.digest is None or not self.store.has(entry.digest):
+        if entry.digest is None or not self.blobs.has(entry.digest):
             self.notes.append(
                 f"{entry.path!r}: its content was not kept, so it cannot be restored."
             )
             return
         fd, tmp_name = tempfile.mkstemp(prefix=".workbench-restore-", dir=path.parent)
         try:
-            self.store.copy_to_fd(entry.digest, fd)
+            self.blobs.copy_to_fd(entry.digest, fd)
             os.fchmod(fd, entry.mode)
         finally:
             os.close(fd)

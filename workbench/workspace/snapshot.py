@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from workbench.errors import WorkspaceError
-from workbench.workspace.blobs import BlobStore, hash_fd
+from workbench.workspace.blobs import BlobSession, BlobStore, hash_fd
 from workbench.workspace.changes import EntryType
 
 MIB = 1024 * 1024
@@ -93,7 +93,10 @@ def take_snapshot(
     limits: SnapshotLimits = DEFAULT_SNAPSHOT_LIMITS,
 ) -> Snapshot:
     """Snapshot the workspace at `root` (see the module doc); raises only if it is unreadable."""
-    return _Walker(root, previous, store, limits).run()
+    if store is None:
+        return _Walker(root, previous, None, limits).run()
+    with store.session() as blobs:
+        return _Walker(root, previous, blobs, limits).run()
 
 
 @dataclass(slots=True)
@@ -111,12 +114,12 @@ class _Walker:
         self,
         root: Path,
         previous: Snapshot | None,
-        store: BlobStore | None,
+        blobs: BlobSession | None,
         limits: SnapshotLimits,
     ) -> None:
         self.root = root
         self.previous = previous
-        self.store = store
+        self.blobs = blobs
         self.limits = limits
         self.entries: dict[str, Entry] = {}
         self.notes: list[str] = []
@@ -127,7 +130,7 @@ class _Walker:
         self.previous_entries = previous.entries if previous else {}
         self.racy_limit_ns = previous.taken_ns - RACY_NS if previous else 0
         # files the previous snapshot could not keep: hash again, to try keeping them now
-        self.rehash = set(previous.unstored) if previous and store else set()
+        self.rehash = set(previous.unstored) if previous and blobs else set()
 
     def run(self) -> Snapshot:
         taken_ns = time.time_ns()
@@ -277,18 +280,19 @@ class _Walker:
             os.close(fd)
 
     def _hash_and_keep(self, fd: int, rel: str, size: int) -> str:
-        digest = hash_fd(fd)
-        if self.store is None or self.store.has(digest):
+        if self.blobs is None:
+            return hash_fd(fd)
+        if size <= min(self.limits.max_blob_bytes, self.limits.max_store_bytes - self.stored_bytes):
+            digest, added = self.blobs.put_fd(fd, size)
+            self.stored_bytes += added
             return digest
-        budget_left = self.limits.max_store_bytes - self.stored_bytes
-        if size > min(self.limits.max_blob_bytes, budget_left):
+        digest = hash_fd(fd)
+        if not self.blobs.has(digest):
             self.notes.append(
                 f"{rel!r} ({size // MIB} MiB) is over the copy limit: restore cannot bring it back."
             )
             self.unstored.append(rel)
-            return digest
-        self.stored_bytes += size
-        return self.store.put_fd(fd)
+        return digest
 
 
 def iter_ancestors(path: str) -> Iterator[str]:

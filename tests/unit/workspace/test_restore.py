@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import WorkspaceError
-from workbench.workspace.blobs import BlobStore
+from workbench.workspace.blobs import SMALL_BLOB_BYTES, BlobStore
 from workbench.workspace.restore import restore_workspace
 from workbench.workspace.snapshot import SnapshotLimits, take_snapshot
 
@@ -28,6 +28,7 @@ def _rich_tree(root: Path) -> None:
     (root / "dir_to_file").mkdir()
     (root / "dir_to_file" / "inner.txt").write_text("inner")
     (root / "ro" / "kept.txt").write_text("in a folder the run makes read-only")
+    (root / "large.bin").write_bytes(os.urandom(SMALL_BLOB_BYTES + 12345))  # kept as a file
 
 
 def _run_mutations(root: Path) -> None:
@@ -51,6 +52,9 @@ def _run_mutations(root: Path) -> None:
     (root / "empty").rmdir()
     (root / "ro" / "extra.txt").write_text("added inside")
     (root / "ro").chmod(0o555)
+    with (root / "large.bin").open("r+b") as large:  # modified in place
+        large.seek(1000)
+        large.write(b"overwritten")
 
 
 def test_restore_is_byte_for_byte(tmp_path: Path, tree_listing: Listing) -> None:
