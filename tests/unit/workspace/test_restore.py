@@ -1,5 +1,6 @@
 """Restore puts a workspace back byte for byte, and never writes outside it."""
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
