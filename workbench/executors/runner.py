@@ -124,7 +124,7 @@ async def _first_end(
             task.cancel()
     if exited.done():
         return EndedBy.EXIT
-    if stopped.done() and cancel.cancelled:
+    if stopped.done():
         return EndedBy.CANCEL
     if shutdown.is_set():
         return EndedBy.SHUTDOWN

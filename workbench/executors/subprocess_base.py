@@ -103,16 +103,21 @@ class SubprocessExecutor(ABC):
         if self._session is None:
             raise ExecutorError("The executor was not started (or was stopped) before a run.")
         context = self._new_context(self._session, request)
-        warnings = tuple(assess(self.posture))
-        problem = _session_problem(self._session, request)
-        prepared = None if problem else await self._prepare(context)
-        if isinstance(prepared, str):
-            problem = prepared
-        if problem or not isinstance(prepared, PreparedRun):
-            card = PostureCard(self.posture)
-            return _error_result(context, card, problem, warnings)
         self._running += 1
         self._idle.clear()
+        try:
+            return await self._run(context, sink, cancel)
+        finally:
+            self._running -= 1
+            if not self._running:
+                self._idle.set()
+
+    async def _run(self, context: RunContext, sink: OutputSink, cancel: CancelToken) -> RunResult:
+        warnings = tuple(assess(self.posture))
+        request = context.request
+        prepared = _session_problem(context.session, request) or await self._prepare(context)
+        if isinstance(prepared, str):
+            return _error_result(context, PostureCard(self.posture), prepared, warnings)
         try:
             outcome = await run_process(
                 prepared.launch,
@@ -128,9 +133,6 @@ class SubprocessExecutor(ABC):
             )
         finally:
             await prepared.close()
-            self._running -= 1
-            if not self._running:
-                self._idle.set()
         return self._result(context, prepared, outcome, warnings)
 
     @abstractmethod
