@@ -113,6 +113,13 @@ def test_stop_cancels_and_kills(harness: Harness) -> None:
     assert _no_run_processes(result.run_id)
 
 
+def test_stop_pressed_before_the_run_started(harness: Harness) -> None:
+    result = harness.run("sleep", "30", cancel_after=0).result
+    assert result.status is RunStatus.CANCELLED
+    assert result.leftover_processes == 0
+    assert _no_run_processes(result.run_id)
+
+
 def test_executor_stop_ends_runs_in_flight(harness: Harness) -> None:
     async def go() -> tuple[RunStatus, str]:
         run = asyncio.ensure_future(

@@ -111,7 +111,7 @@ class HardenedRun(PreparedRun):
         read_fd, self._read_fd = self._read_fd, -1
         report = limits_exec.decode_report(await _read_to_eof(read_fd))
         self._error = report.get("error", "")
-        if self._error:
+        if self._error or "limits" not in report:  # not exec'd: failed, or killed before
             return
         limits_text, status_text = _proc_texts(pid) or (report["limits"], report["status"])
         self.card = replace(self.card, checks=tuple(self._checks(limits_text, status_text)))
