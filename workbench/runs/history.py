@@ -151,6 +151,16 @@ class RunHistory:
             raise HistoryError(f"No run {run_id!r} in the history.")
         return _record(row)
 
+    def last_run_dir(self, workspace: Path) -> Path | None:
+        """The folder of the newest finished run in `workspace`, if there is one."""
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT run_dir FROM runs WHERE workspace = ? AND state = ? "
+                "ORDER BY started_at DESC LIMIT 1",
+                (os.fsencode(workspace), RunState.FINISHED.value),
+            ).fetchone()
+        return None if row is None else Path(os.fsdecode(row[0]))
+
     def resolve(self, ref: str) -> RunRecord:
         """The run named by its id, a unique prefix of it, or `last` (the newest run).
 

@@ -1,7 +1,8 @@
 """`RunService`: one run from start to record, headless, shared by the CLI and the GUI.
 
 `run_once` records the run as started, snapshots the workspace (keeping a copy of every file
-for restore), starts an executor, runs the command, always stops the executor, snapshots the
+for restore; hashes are reused from the last run in the same workspace where a file's stat is
+unchanged), starts an executor, runs the command, always stops the executor, snapshots the
 workspace again, diffs the two into the result's `changes` and records the finished run.
 Blocking work (hashing, copying, sqlite) runs in threads, so the GUI's loop stays responsive.
 If the workbench itself fails (a `WorkbenchError`, e.g. the executor cannot start) the record
@@ -10,6 +11,7 @@ says `cancelled`. `restore` puts a run's workspace back as it was before the run
 """
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -90,9 +92,10 @@ class RunService:
         run_dir = self.layout.run_dir(plan.run_id)
         await asyncio.to_thread(self._begin, plan, run_dir)
         try:
-            before = await asyncio.to_thread(self._snapshot, plan.workspace, None, run_dir)
+            before = await asyncio.to_thread(self._snapshot_before, plan.workspace, run_dir)
             result = await self._execute(plan, run_dir, sink, cancel, on_sample)
-            after = await asyncio.to_thread(self._snapshot, plan.workspace, before, run_dir)
+            after_path = run_dir / AFTER_SNAPSHOT
+            after = await asyncio.to_thread(self._snapshot, plan.workspace, before, after_path)
         except WorkbenchError as error:
             await asyncio.to_thread(self.history.abandon, plan.run_id, RunStatus.ERROR, str(error))
             raise
@@ -128,11 +131,20 @@ class RunService:
             )
         )
 
-    def _snapshot(self, workspace: Path, before: Snapshot | None, run_dir: Path) -> Snapshot:
+    def _snapshot_before(self, workspace: Path, run_dir: Path) -> Snapshot:
+        """The "before" snapshot, reusing the hashes of the last run in the same workspace."""
+        last_run = self.history.last_run_dir(workspace)
+        previous = None
+        if last_run is not None:
+            with contextlib.suppress(WorkspaceError):
+                previous = load_snapshot(last_run / AFTER_SNAPSHOT)
+        return self._snapshot(workspace, previous, run_dir / BEFORE_SNAPSHOT)
+
+    def _snapshot(self, workspace: Path, previous: Snapshot | None, path: Path) -> Snapshot:
         snapshot = take_snapshot(
-            workspace, previous=before, store=self.layout.blobs, limits=self.limits
+            workspace, previous=previous, store=self.layout.blobs, limits=self.limits
         )
-        save_snapshot(snapshot, run_dir / (BEFORE_SNAPSHOT if before is None else AFTER_SNAPSHOT))
+        save_snapshot(snapshot, path)
         return snapshot
 
     async def _execute(

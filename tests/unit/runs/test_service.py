@@ -1,6 +1,7 @@
 """The run service: snapshot, run, diff, record and restore, over the real local executor."""
 
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,9 @@ from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.record import RunState
 from workbench.runs.service import RunPlan, RunService
+from workbench.workspace.blobs import BlobSession
 from workbench.workspace.changes import ChangeKind
+from workbench.workspace.snapshot import RACY_NS
 
 SCRIPT = (
     "echo out; echo err >&2; echo new > added.txt; printf more >> edit.txt; rm gone.txt; "
@@ -138,3 +141,23 @@ def test_executor_failure_is_recorded_and_the_executor_stopped(tmp_path: Path) -
         "error",
         "cannot start: no engine",
     )
+
+
+def test_next_run_in_the_same_workspace_reuses_hashes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = _workspace(tmp_path / "ws")
+    time.sleep(RACY_NS / 1e9 + 0.05)  # files older than the racy window of a snapshot
+    service = _service(tmp_path)
+    asyncio.run(service.run_once(_plan(workspace, "true"), _ignore, CancelToken()))
+    reads: list[int] = []
+    real_put = BlobSession.put_fd
+
+    def counting_put(self: BlobSession, fd: int, size: int) -> tuple[str, int]:
+        reads.append(fd)
+        return real_put(self, fd, size)
+
+    monkeypatch.setattr(BlobSession, "put_fd", counting_put)
+    done = asyncio.run(service.run_once(_plan(workspace, "touch", "new"), _ignore, CancelToken()))
+    assert len(reads) == 1  # only the new file was read: the rest reused the last run's hashes
+    assert [c.path for c in done.result.changes] == ["new"]
