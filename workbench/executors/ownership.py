@@ -36,16 +36,19 @@ class FolderLoan:
             os.lchown(path, self._uid, self._gid)
 
     def give_back(self) -> None:
-        """Restore the recorded owners; new entries get the folder's own owner."""
+        """Restore the recorded owners; new entries get the folder's own owner.
+
+        Only entries the borrower owns are touched: a hard link it made to someone else's
+        file keeps that owner.
+        """
         default = self._owners.get(str(self.root))
         if default is None:
             return
         for path in self._entries():
             try:
                 st = os.lstat(path)
-                owner = self._owners.get(path, default)
-                if (st.st_uid, st.st_gid) != owner:
-                    os.lchown(path, *owner)
+                if st.st_uid == self._uid:
+                    os.lchown(path, *self._owners.get(path, default))
             except FileNotFoundError:
                 continue
         self._owners.clear()

@@ -24,7 +24,10 @@ def test_lend_and_give_back(tmp_path: Path) -> None:
     assert Path("/etc/passwd").stat().st_uid == 0  # symlinks are not followed
     (root / "sub" / "new").write_text("y")
     os.chown(root / "sub" / "new", BORROWER, BORROWER)
+    (root / "foreign").write_text("a hard link to someone else's file, say")
+    os.chown(root / "foreign", 777, 777)
     loan.give_back()
+    assert (root / "foreign").stat().st_uid == 777  # not the borrower's: left alone
     assert ((root / "sub" / "f").stat().st_uid, (root / "sub" / "f").stat().st_gid) == (123, 456)
     assert (root / "sub" / "new").stat().st_uid == root.stat().st_uid
     assert (root / "sub").stat().st_uid == os.getuid()
