@@ -113,6 +113,25 @@ def test_fresh_workspace_is_made_under_the_data_folder(
     assert f"workspace: {made}" in done.stderr
 
 
+@pytest.mark.timeout(30)
+def test_fifo_link_out_and_hostile_names_are_reported_safely(
+    env: dict[str, str], skill: Path, workspace: Path
+) -> None:
+    script = "mkfifo pipe; ln -s / host_root; touch \"$(printf 'evil\\033[2Jname')\""
+    done = workbench(
+        env, "run", "--skill", skill, "--posture", "local", "--workspace", workspace,
+        "--", "sh", "-c", script,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "added        pipe" in done.stderr
+    assert "added        host_root" in done.stderr
+    assert "added        evil\\x1b[2Jname" in done.stderr
+    assert "\x1b" not in done.stderr
+    shown = json.loads(workbench(env, "history", "show", "last", "--json").stdout)
+    kinds = {c["path"]: c["after_type"] for c in shown["result"]["changes"]}
+    assert kinds == {"pipe": "other", "host_root": "symlink", "evil\x1b[2Jname": "file"}
+
+
 @pytest.mark.slow
 def test_timeout_exits_124(env: dict[str, str], skill: Path, workspace: Path) -> None:
     done = workbench(

@@ -17,7 +17,7 @@ from typing import Any
 from workbench.cli.output import emit_json, warn
 from workbench.errors import WorkspaceError
 from workbench.executors import build_executor
-from workbench.runs.export import EXPORT_FORMATS, ExportFormat, export_record
+from workbench.runs.export import EXPORT_FORMATS, ExportFormat, export_record, plain_text
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.record import RunRecord, record_to_dict
@@ -64,7 +64,7 @@ def _list(args: argparse.Namespace) -> int:
         changes = len(record.changes)
         print(
             f"{record.run_id}  {started}  {record.outcome:<12} {record.posture:<9} "
-            f"{record.skill_name}  [{changes} change{'s' * (changes != 1)}]  "
+            f"{plain_text(record.skill_name)}  [{changes} change{'s' * (changes != 1)}]  "
             f"{_one_line(shlex.join(record.argv))}"
         )
     return 0
@@ -79,7 +79,7 @@ def _row(record: RunRecord) -> dict[str, Any]:
 
 
 def _one_line(text: str, width: int = 60) -> str:
-    text = text.encode("unicode_escape", "backslashreplace").decode("ascii")
+    text = plain_text(text).replace("\n", "\\n").replace("\t", "\\t")
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
@@ -132,7 +132,7 @@ def _restore(args: argparse.Namespace) -> int:
             },
         )
     for note in report.notes:
-        warn(f"note: {note}")
+        warn(f"note: {plain_text(note)}")
     state = "restored" if report.complete else "PARTLY restored"
     warn(f"{state} {record.workspace} as before run {record.run_id} ({report.undone} undone)")
     return 0 if report.complete else 1

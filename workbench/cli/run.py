@@ -22,6 +22,7 @@ from workbench.errors import PostureError, UsageError
 from workbench.executors import build_executor
 from workbench.executors.types import CancelToken, OutputChunk, RunResult, RunStatus, Stream
 from workbench.postures import Network, Posture, Severity, assess, parse_posture_id
+from workbench.runs.export import plain_text
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.record import new_run_id, record_to_dict
@@ -158,19 +159,20 @@ def exit_code(result: RunResult) -> int:
 def _summary(done: CompletedRun) -> None:
     result = done.result
     if result.status is RunStatus.ERROR:
-        warn(f"error: the workbench could not run the command: {result.cause}")
+        warn(f"error: the workbench could not run the command: {plain_text(result.cause)}")
     warn(
-        f"run {result.run_id}: {result.status.value} ({result.cause}), {result.wall_seconds:.2f} s"
+        f"run {result.run_id}: {result.status.value} ({plain_text(result.cause)}), "
+        f"{result.wall_seconds:.2f} s"
     )
     for note in done.record.notes:
-        warn(f"note: {note}")
+        warn(f"note: {plain_text(note)}")
     changes = result.changes
     if not changes:
         warn("workspace: no changes")
         return
     warn(f"workspace: {len(changes)} changed path(s) in {done.record.workspace}")
     for change in changes[:_MAX_CHANGES_SHOWN]:
-        warn(f"  {change.kind.value:<12} {change.path}")
+        warn(f"  {change.kind.value:<12} {plain_text(change.path)}")
     if len(changes) > _MAX_CHANGES_SHOWN:
         warn(f"  ... and {len(changes) - _MAX_CHANGES_SHOWN} more")
     warn(f"undo with: workbench history restore {result.run_id}")

@@ -217,18 +217,18 @@ def _render_md(title: str, sections: list[_Section]) -> str:
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def _plain(text: str) -> str:
-    """Text safe to print on a terminal: no escape sequences, carriage returns or bells."""
+def plain_text(text: str) -> str:
+    """Text safe for a terminal: control characters shown as `\\xNN` (newline, tab kept)."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _render_text(title: str, sections: list[_Section]) -> str:
-    parts = [_plain(title)]
+    parts = [plain_text(title)]
     for section in sections:
-        parts += ["", _plain(section.title)]
+        parts += ["", plain_text(section.title)]
         width = max((len(k) for k, _ in section.rows), default=0)
-        parts += [f"  {k:<{width}}  {_plain(v)}" for k, v in section.rows]
-        parts += [f"  - {_plain(line)}" for line in section.lines]
+        parts += [f"  {k:<{width}}  {plain_text(v)}" for k, v in section.rows]
+        parts += [f"  - {plain_text(line)}" for line in section.lines]
         for caption, code in section.blocks:
-            parts += [f"  [{_plain(caption)}]", _plain(code).rstrip("\n")]
+            parts += [f"  [{plain_text(caption)}]", plain_text(code).rstrip("\n")]
     return "\n".join(parts) + "\n"

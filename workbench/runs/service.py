@@ -89,6 +89,7 @@ class RunService:
         on_sample: Callable[[ResourceSample], None] | None = None,
     ) -> CompletedRun:
         """Run `plan` once (see the module doc); output chunks go to `sink` as they come."""
+        plan = replace(plan, workspace=plan.workspace.absolute())
         run_dir = self.layout.run_dir(plan.run_id)
         await asyncio.to_thread(self._begin, plan, run_dir)
         try:
