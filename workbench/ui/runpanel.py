@@ -122,6 +122,7 @@ class RunPanel(QWidget):
         """Run commands of `skill` from now on; the command field takes its suggestion."""
         if skill is not None and (self._skill is None or skill.path != self._skill.path):
             self.command.setText(skill.command or "")
+            self.command.setCursorPosition(0)  # show the start of a long command
             self.command.setPlaceholderText(
                 "Command to run in the workspace (sh -c)"
                 if skill.command
