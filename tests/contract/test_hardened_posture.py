@@ -1,5 +1,6 @@
 """What only the hardened posture promises: rlimits, a scrubbed environment, the read-back card."""
 
+import asyncio
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.contract.conftest import Harness
-from workbench.executors.types import RunStatus
+from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus
 from workbench.monitor.process import run_tag, tagged_processes
 from workbench.postures import MIB, Posture, PostureId
 
@@ -113,6 +114,25 @@ def test_runs_as_a_throwaway_uid_and_gives_the_workspace_back(hardened: Harness)
         st = (hardened.workspace / name).stat()
         assert (st.st_uid, st.st_gid) == (0, 0)
     assert (hardened.workspace / "before.txt").read_text() == "xmore\n"
+
+
+@needs_root
+def test_overlapping_runs_share_the_workspace_loan(hardened: Harness) -> None:
+    def request(name: str, pause: str) -> RunRequest:
+        return RunRequest(("sh", "-c", f"sleep {pause}; echo {name} > {name}; id -u"))
+
+    async def go() -> tuple[RunResult, RunResult]:
+        return await asyncio.gather(
+            hardened.executor.run(request("a", "0.2"), lambda c: None, CancelToken()),
+            hardened.executor.run(request("b", "0.6"), lambda c: None, CancelToken()),
+        )
+
+    first, second = hardened.loop.run_until_complete(go())
+    assert first.status is second.status is RunStatus.OK
+    assert first.stdout.text == second.stdout.text  # one throwaway uid per session
+    for name in ("a", "b"):
+        assert (hardened.workspace / name).stat().st_uid == 0
+    assert hardened.workspace.stat().st_uid == 0
 
 
 @needs_root

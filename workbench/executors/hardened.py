@@ -2,14 +2,15 @@
 HOME and TMPDIR, another uid when the app is root, and the whole-tree kill.
 
 The limits are applied by `limits_exec.py`, exec'd in front of the command (never
-`preexec_fn`). Identity: when the workbench runs as root, the command runs as a throwaway uid
-(a random one above 0x60000000, no passwd entry) so it can neither read the app's
-`/proc/PID/environ` nor share RLIMIT_NPROC with other runs; the workspace and the private
-folders are lent to that uid for the run (`FolderLoan`) and given back after. When the
-workbench is not root it cannot switch users: the command runs as the user, and `start()` makes
-the app non-dumpable (`PR_SET_DUMPABLE 0`) so the command cannot read the app's environment
-through /proc (side effect: no core dumps of the app and no debugger attach without root).
-What was applied is read back from /proc of the command into the posture card.
+`preexec_fn`). Identity: when the workbench runs as root, commands run as a throwaway uid
+picked per session (a random one above 0x60000000, no passwd entry) so they can neither read
+the app's `/proc/PID/environ` nor share RLIMIT_NPROC with other sessions; the workspace (while
+runs are in flight) and each run's private folders are lent to that uid (`FolderLoan`) and
+given back after. When the workbench is not root it cannot switch users: the command runs as
+the user, and `start()` makes the app non-dumpable (`PR_SET_DUMPABLE 0`) so the command cannot
+read the app's environment through /proc (side effect: no core dumps of the app and no
+debugger attach without root). What was applied is read back from /proc of the command into
+the posture card (after the wrapper's close-on-exec status pipe closed, i.e. after exec).
 """
 
 import asyncio
@@ -27,7 +28,7 @@ from workbench.errors import ExecutorError
 from workbench.executors import limits_exec
 from workbench.executors.env import scrub_env
 from workbench.executors.local import describe_user
-from workbench.executors.ownership import FolderLoan, can_reach
+from workbench.executors.ownership import FolderLoan, SharedLoan, can_reach
 from workbench.executors.readback import limit_checks, parse_status, requested_rlimits
 from workbench.executors.runner import Launch
 from workbench.executors.subprocess_base import PreparedRun, RunContext, SubprocessExecutor
@@ -96,6 +97,7 @@ class HardenedRun(PreparedRun):
         run_uid: int | None,
         loans: list[FolderLoan],
         moves: list[tuple[Path, Path]],
+        workspace_loan: SharedLoan | None,
     ) -> None:
         super().__init__(launch, card, limits)
         self._requested = requested
@@ -103,6 +105,7 @@ class HardenedRun(PreparedRun):
         self._run_uid = run_uid
         self._loans = loans
         self._moves = moves
+        self._workspace_loan = workspace_loan
         self._error = ""
 
     async def on_spawned(self, pid: int) -> None:
@@ -147,6 +150,8 @@ class HardenedRun(PreparedRun):
             os.close(self._read_fd)
             self._read_fd = -1
         await asyncio.to_thread(self._give_back)
+        if self._workspace_loan is not None:
+            await self._workspace_loan.release()
 
     def _give_back(self) -> None:
         _give_back_all(self._loans)
@@ -159,17 +164,24 @@ class HardenedRun(PreparedRun):
 class HardenedExecutor(SubprocessExecutor):
     """Runs commands as limited local processes (see the module docstring)."""
 
+    _run_uid: int | None = None
+    _workspace_loan: SharedLoan | None = None
+
     async def start(self, session: SessionSpec) -> None:
-        """Start the session; when not root, make the app non-dumpable (see above)."""
+        """Start the session: pick its throwaway uid when root, else make the app
+        non-dumpable (see above)."""
         if not sys.platform.startswith("linux"):
             raise ExecutorError("The hardened posture needs Linux (rlimits, prctl, /proc).")
         await super().start(session)
-        if os.geteuid() != 0:
+        if os.geteuid() == 0:
+            uid = self._run_uid = RUN_UID_BASE + secrets.randbelow(RUN_UID_SPAN)
+            self._workspace_loan = SharedLoan(FolderLoan(session.workspace, uid, uid))
+        else:
             limits_exec.prctl(limits_exec.PR_SET_DUMPABLE, 0)
 
     async def _prepare(self, context: RunContext) -> PreparedRun | str:
         session = context.session
-        run_uid = RUN_UID_BASE + secrets.randbelow(RUN_UID_SPAN) if os.geteuid() == 0 else None
+        run_uid = self._run_uid
         if run_uid is not None and (problem := _unreachable(session, run_uid)):
             return problem
         private, moves = context.run_dir, []
@@ -181,14 +193,16 @@ class HardenedExecutor(SubprocessExecutor):
         tmp.mkdir(mode=0o700)
         loans: list[FolderLoan] = []
         if run_uid is not None:
-            lent = [session.workspace, *([private] if moves else [home, tmp])]
+            private_dirs = [private] if moves else [home, tmp]
+            loans = [FolderLoan(folder, run_uid, run_uid) for folder in private_dirs]
             try:
-                for folder in lent:
-                    loans.append(FolderLoan(folder, run_uid, run_uid))
-                    await asyncio.to_thread(loans[-1].lend)
+                for loan in loans:
+                    await asyncio.to_thread(loan.lend)
+                if self._workspace_loan is not None:
+                    await self._workspace_loan.acquire()
             except OSError as error:
                 await asyncio.to_thread(_give_back_all, loans)
-                return f"cannot lend {loans[-1].root} to uid {run_uid}: {error}"
+                return f"cannot lend the workspace and private folders to uid {run_uid}: {error}"
         fixed = {**context.command_env(), "HOME": str(home), "TMPDIR": str(tmp)}
         env = scrub_env(self.posture, os.environ, context.request.env, fixed)
         limits = self.posture.limits
@@ -206,7 +220,15 @@ class HardenedExecutor(SubprocessExecutor):
             run_as=_run_as(run_uid, home, tmp, bool(moves)),
         )
         return HardenedRun(
-            launch, card, limits, requested, (read_fd, write_fd), run_uid, loans, moves
+            launch,
+            card,
+            limits,
+            requested,
+            (read_fd, write_fd),
+            run_uid,
+            loans,
+            moves,
+            self._workspace_loan,
         )
 
 
@@ -240,6 +262,7 @@ def _run_as(run_uid: int | None, home: Path, tmp: Path, moved: bool) -> str:
             f"environment). {where}"
         )
     return (
-        f"uid {run_uid}, gid {run_uid}: a throwaway user for this run (the workbench runs as "
-        f"root). The workspace is chowned to it for the run and given back afterwards. {where}"
+        f"uid {run_uid}, gid {run_uid}: a throwaway user for this session (the workbench runs "
+        f"as root). The workspace is chowned to it while runs are in flight and given back "
+        f"afterwards. {where}"
     )

@@ -9,6 +9,7 @@ are never followed. If the app dies mid-run the files keep the throwaway owner: 
 and root can still read and fix them.
 """
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -52,6 +53,33 @@ class FolderLoan:
             except FileNotFoundError:
                 continue
         self._owners.clear()
+
+
+class SharedLoan:
+    """A `FolderLoan` shared by overlapping runs: lent by the first, given back by the last."""
+
+    def __init__(self, loan: FolderLoan) -> None:
+        self.loan = loan
+        self._users = 0
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        """Join the loan, lending the folder if nobody holds it yet. Raises OSError."""
+        async with self._lock:
+            if self._users == 0:
+                try:
+                    await asyncio.to_thread(self.loan.lend)
+                except OSError:
+                    await asyncio.to_thread(self.loan.give_back)
+                    raise
+            self._users += 1
+
+    async def release(self) -> None:
+        """Leave the loan; the last one out gives the folder back."""
+        async with self._lock:
+            self._users -= 1
+            if self._users == 0:
+                await asyncio.to_thread(self.loan.give_back)
 
 
 def can_reach(path: Path, uid: int, gid: int, need_read: bool = False) -> bool:
