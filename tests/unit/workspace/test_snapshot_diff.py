@@ -3,6 +3,7 @@
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -243,3 +244,23 @@ def test_text_diff_placeholders(tmp_path: Path) -> None:
     assert too_long is not None and too_long.startswith("Too many lines")
     not_kept = text_diff(changes["many.txt"], BlobStore(tmp_path / "empty")).placeholder
     assert not_kept == "The content was not kept, so no diff can be shown."
+
+
+def test_long_text_diff_uses_diff_u_with_the_same_hunks_as_difflib(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = BlobStore(tmp_path / "blobs")
+    root = tmp_path / "ws"
+    root.mkdir()
+    lines = [f"line {i}\n" for i in range(3000)]
+    (root / "long.txt").write_text("".join(lines))
+    before = take_snapshot(root, store=store)
+    lines[5], lines[2500] = "changed 5\n", "changed 2500\n"
+    (root / "long.txt").write_text("".join(lines[:-1]))
+    (change,) = diff_snapshots(before, take_snapshot(root, store=store))
+    external = text_diff(change, store).text
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    internal = text_diff(change, store).text
+    assert external == internal
+    assert external.startswith("--- a/long.txt\n+++ b/long.txt\n@@ -3,7 +3,7 @@")
+    assert "-line 2999\n" in external and "+changed 2500\n" in external
