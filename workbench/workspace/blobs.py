@@ -9,7 +9,7 @@ crash never leaves a half-written blob under a valid name. Files are copied, nev
 (a run may modify a file in place, which would change the "copy" too).
 
 Use a `session()` (one sqlite connection, one thread) for many operations in a row; the
-store's own `read` and `copy_to_fd` open a session for a single call.
+store's own `read` opens a session for a single call.
 """
 
 import hashlib
@@ -73,11 +73,6 @@ class BlobStore:
         """The blob's bytes, or None when it is not kept or larger than `max_bytes`."""
         with self.session() as blobs:
             return blobs.read(digest, max_bytes)
-
-    def has(self, digest: str) -> bool:
-        """True when the blob with `digest` is kept."""
-        with self.session() as blobs:
-            return blobs.has(digest)
 
 
 class BlobSession:
