@@ -140,17 +140,22 @@ class _Walker:
             raise WorkspaceError(
                 f"Cannot read the workspace {self.root}: {error.strerror}."
             ) from None
-        stack = [self._list(root_fd, "", 0)]
-        while stack:
-            frame = stack[-1]
-            if not frame.subdirs:
+        stack = [_Frame(root_fd, "", 0)]
+        try:
+            self._list(stack[0])
+            while stack:
+                frame = stack[-1]
+                if not frame.subdirs:
+                    os.close(stack.pop().fd)
+                    continue
+                name, inode = frame.subdirs.pop()
+                child = self._open_dir(frame, name, inode)
+                if child is not None:
+                    stack.append(_Frame(child, f"{frame.prefix}{name}/", frame.depth + 1))
+                    self._list(stack[-1])
+        finally:
+            for frame in stack:  # only left open when the walk failed
                 os.close(frame.fd)
-                stack.pop()
-                continue
-            name, inode = frame.subdirs.pop()
-            child = self._open_dir(frame, name, inode)
-            if child is not None:
-                stack.append(self._list(child, f"{frame.prefix}{name}/", frame.depth + 1))
         if self.truncated:
             self.notes.insert(
                 0,
@@ -188,18 +193,18 @@ class _Walker:
         self.unlisted.append(rel)
         self.notes.append(note)
 
-    def _list(self, fd: int, prefix: str, depth: int) -> _Frame:
+    def _list(self, frame: _Frame) -> None:
         """Record every entry of one folder (the hot loop: kept flat on purpose)."""
-        frame = _Frame(fd, prefix, depth)
+        fd, prefix = frame.fd, frame.prefix
         if self.truncated:
             self.unlisted.append(prefix.rstrip("/"))
-            return frame
+            return
         try:
             with os.scandir(fd) as listing:
                 items = list(listing)
         except OSError as error:
             self._unlist(prefix.rstrip("/"), f"Cannot list folder {prefix!r}: {error.strerror}.")
-            return frame
+            return
         room = self.limits.max_entries - len(self.entries)
         if len(items) > room:
             items = items[:room]
@@ -237,7 +242,6 @@ class _Walker:
                 digest,
                 target,
             )
-        return frame
 
     def _reusable_digest(self, rel: str, st: os.stat_result) -> str | None:
         old = self.previous_entries.get(rel)
