@@ -152,7 +152,7 @@ def test_workbench_failure_exits_125_with_a_message(
         "--json", "--", "true",
     )  # fmt: skip
     assert done.returncode == 125
-    assert done.stdout == ""
+    assert json.loads(done.stdout)["outcome"] == "error"
     assert "error: Cannot prepare the run's folders" in done.stderr
 
 

@@ -4,7 +4,8 @@ The handler only parses options and builds objects; `RunService.run_once` does t
 posture's warnings go to stderr before every run (DANGER ones loudly). Without `--json` the
 command's stdout and stderr stream to ours as they arrive and a summary (outcome, cause,
 workspace changes) follows on stderr; with `--json` nothing is streamed and stdout holds
-exactly one JSON document, the run's record. Exit code: the command's own, 124 on timeout,
+exactly one JSON document, the run's record (or, when the workbench failed, the run id, the
+outcome `error` and the cause). Exit code: the command's own, 124 on timeout,
 130 when cancelled (Ctrl-C), 137 when killed for memory, 128+N for another fatal signal N,
 and 125 when the workbench itself could not run it.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cli.output import emit_json, warn
-from workbench.errors import PostureError, UsageError
+from workbench.errors import PostureError, UsageError, WorkbenchError
 from workbench.executors import build_executor
 from workbench.executors.types import CancelToken, OutputChunk, RunResult, RunStatus, Stream
 from workbench.postures import Network, Posture, Severity, assess, parse_posture_id
@@ -89,7 +90,12 @@ def _run(args: argparse.Namespace) -> int:
         loud = warning.severity is Severity.DANGER
         label = f"*** DANGER ({posture.id} posture)" if loud else warning.severity.value
         warn(f"{label}: {warning.text}")
-    done = asyncio.run(_run_with_signals(service, plan, live=not args.json))
+    try:
+        done = asyncio.run(_run_with_signals(service, plan, live=not args.json))
+    except WorkbenchError as error:
+        if args.json:  # still exactly one document; main() prints the error and exits 125
+            emit_json("run", {"run_id": run_id, "outcome": "error", "cause": str(error)})
+        raise
     if args.json:
         emit_json("run", record_to_dict(done.record))
     else:
