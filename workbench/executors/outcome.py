@@ -24,11 +24,6 @@ def format_bytes(n: int) -> str:
     return f"{n / MIB:g} MiB"
 
 
-def memory_cause(limits: Limits) -> str:
-    """The cause sentence of a run stopped by the memory limit."""
-    return f"memory limit {format_bytes(limits.memory_bytes)} (RLIMIT_AS)"
-
-
 def signal_name(sig: int) -> str:
     """`SIGTERM` for 15; the number for signals without a name."""
     try:
@@ -54,7 +49,7 @@ def _limit_hit(
             f"file size limit {format_bytes(limits.file_size_bytes)} (RLIMIT_FSIZE)"
         )
     if _any(text, MEMORY_MARKERS):
-        return RunStatus.OOM_KILLED, memory_cause(limits)
+        return RunStatus.OOM_KILLED, f"memory limit {format_bytes(limits.memory_bytes)} (RLIMIT_AS)"
     if _any(text, FORK_MARKERS):
         return RunStatus.LIMIT_EXCEEDED, f"process limit {limits.pids} (RLIMIT_NPROC)"
     return None
