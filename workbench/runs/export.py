@@ -87,7 +87,12 @@ def _sections(record: RunRecord, store: BlobStore | None) -> list[_Section]:
     warnings = _Section("Posture warnings")
     warnings.lines = [f"{w['severity'].upper()}: {w['text']}" for w in result.get("warnings", [])]
     notes = _Section("Workspace notes", lines=list(record.notes))
-    sections += [warnings, notes, _changes_section(record, store)]
+    calls = _Section("Host calls (e.g. fetch)")
+    calls.lines = [
+        f"{'allowed' if c['allowed'] else 'REFUSED'}: {c['api']} {c['target']} -> {c['outcome']}"
+        for c in result.get("host_calls", [])
+    ]
+    sections += [warnings, notes, calls, _changes_section(record, store)]
     for stream in ("stdout", "stderr"):
         captured = result.get(stream)
         if captured:

@@ -1,6 +1,7 @@
 """Reports escape hostile skill output in every format."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from workbench.executors.types import RunResult
@@ -47,3 +48,12 @@ def test_json_report_is_the_record(history: RunHistory, record_factory, result) 
     assert document["outcome"] == "failed"
     assert document["result"]["changes"][1]["kind"] == "mode_changed"
     assert document["result"]["stdout"]["log_path"] == str(Path("/tmp/stdout.log"))
+
+
+def test_host_calls_are_listed_and_escaped(history: RunHistory, record_factory, result) -> None:
+    record = _finished(history, record_factory("r1"), result)
+    assert record.result is not None
+    call = {"api": "fetch", "target": "GET https://x.test/<img>", "allowed": False}
+    record = replace(record, result={**record.result, "host_calls": [{**call, "outcome": "no"}]})
+    page = export_record(record, ExportFormat.HTML)
+    assert "REFUSED: fetch GET https://x.test/&lt;img&gt; -&gt; no" in page
