@@ -1,6 +1,7 @@
 """Reports escape hostile skill output in every format."""
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -9,13 +10,17 @@ from workbench.runs.export import ExportFormat, export_record
 from workbench.runs.history import RunHistory
 from workbench.runs.record import RunRecord
 
+MakeRecord = Callable[..., RunRecord]
+
 
 def _finished(history: RunHistory, record: RunRecord, result: RunResult) -> RunRecord:
     history.start(record)
     return history.finish(record.run_id, result, notes=("<b>note</b>",))
 
 
-def test_html_escapes_everything(history: RunHistory, record_factory, result) -> None:
+def test_html_escapes_everything(
+    history: RunHistory, record_factory: MakeRecord, result: RunResult
+) -> None:
     record = _finished(history, record_factory("r1"), result)
     page = export_record(record, ExportFormat.HTML)
     assert "<script>" not in page
@@ -28,7 +33,7 @@ def test_html_escapes_everything(history: RunHistory, record_factory, result) ->
 
 
 def test_markdown_escapes_markup_and_fences_code_safely(
-    history: RunHistory, record_factory, result
+    history: RunHistory, record_factory: MakeRecord, result: RunResult
 ) -> None:
     record = _finished(history, record_factory("r1"), result)
     text = export_record(record, ExportFormat.MD)
@@ -41,7 +46,9 @@ def test_markdown_escapes_markup_and_fences_code_safely(
     assert "\\[click\\]\\(javascript:evil\\)" in outside
 
 
-def test_json_report_is_the_record(history: RunHistory, record_factory, result) -> None:
+def test_json_report_is_the_record(
+    history: RunHistory, record_factory: MakeRecord, result: RunResult
+) -> None:
     record = _finished(history, record_factory("r1"), result)
     document = json.loads(export_record(record, ExportFormat.JSON))
     assert document["schema"] == "skill-workbench/run-report/1"
@@ -50,7 +57,9 @@ def test_json_report_is_the_record(history: RunHistory, record_factory, result) 
     assert document["result"]["stdout"]["log_path"] == str(Path("/tmp/stdout.log"))
 
 
-def test_host_calls_are_listed_and_escaped(history: RunHistory, record_factory, result) -> None:
+def test_host_calls_are_listed_and_escaped(
+    history: RunHistory, record_factory: MakeRecord, result: RunResult
+) -> None:
     record = _finished(history, record_factory("r1"), result)
     assert record.result is not None
     call = {"api": "fetch", "target": "GET https://x.test/<img>", "allowed": False}
