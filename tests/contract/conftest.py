@@ -24,6 +24,7 @@ from workbench.monitor.sample import ResourceSample
 from workbench.postures import Posture, PostureId
 
 CONTRACT_POSTURES = [PostureId.LOCAL, PostureId.HARDENED]
+CONTAINER_POSTURES = {PostureId.DOCKER, PostureId.GVISOR}  # gated on a Docker engine
 
 
 @dataclass
@@ -103,6 +104,8 @@ def reachable_dir() -> Iterator[Path]:
 @pytest.fixture(params=CONTRACT_POSTURES, ids=lambda p: p.value)
 def harness(request: pytest.FixtureRequest, reachable_dir: Path) -> Iterator[Harness]:
     """A started executor of each contract posture."""
+    if request.param in CONTAINER_POSTURES:
+        request.getfixturevalue("docker_runtimes")  # skips (or fails) without an engine
     h = Harness(request.param, reachable_dir)
     yield h
     h.close()
