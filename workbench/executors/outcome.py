@@ -5,6 +5,10 @@ hardened posture, the rlimit the kernel enforced. Rlimits do not announce themse
 file-size limits arrive as signals (SIGXCPU, SIGKILL at the hard CPU limit, SIGXFSZ), while a
 memory or process limit makes a call fail, so those are recognised by the error the command
 printed (`MemoryError`, "Cannot allocate memory", fork failures), and only when it failed.
+
+A command that exits on its own but leaves background processes behind keeps the status its
+exit code earns (0 is `ok`): the leftovers are killed, and the cause says how many, e.g.
+"exited with code 0; killed 1 background process it left behind".
 """
 
 import signal

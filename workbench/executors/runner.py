@@ -5,7 +5,9 @@ asyncio (a new session, stdin from /dev/null, the run's tag in its environment, 
 `preexec_fn`), streams stdout and stderr into `StreamCapture`s, samples the tree at 10 Hz, and
 ends on the first of: the root process exiting, the wall-clock timeout, the user's Stop, or the
 session shutting down. Whatever ended it, every process of the run left is then killed and the
-kill verified (`KillReport.leftover`).
+kill verified (`KillReport.leftover`); if something the kill could not find still holds the
+output pipes, they are closed after a second rather than waited for. If the caller cancels
+`run_process()` itself, the tree is still killed (synchronously) before the error propagates.
 """
 
 import asyncio
