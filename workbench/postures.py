@@ -289,6 +289,8 @@ def _assess_quickjs(posture: Posture) -> list[PostureWarning]:
         warnings.append(
             PostureWarning(Severity.DANGER, f"fetch is ON for these hosts: {hosts}.", True)
         )
+        text = "fetch follows no redirects; every call, allowed or refused, is in the run record."
+        warnings.append(PostureWarning(Severity.INFO, text))
     warnings.extend(_loosened_limits(posture.limits))
     return warnings
 

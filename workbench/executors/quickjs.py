@@ -1,17 +1,18 @@
 """The `quickjs` posture: a JavaScript file run by QuickJS in a separate, limited worker.
 
 The engine is memory-unsafe native code, so it never runs in the app's process. Each run
-spawns one worker (`quickjs_worker`) through the shared process machinery (`run_process`:
-new session, output capture with caps and spooled logs, 10 Hz sampling, wall-clock timeout,
-Stop, whole-tree kill and its verification). The worker's stdout and stderr carry only the
-script's console output; `ready` and `result` arrive on a separate control pipe the script
-cannot reach (see `quickjs_protocol`), so printed text can never end or fake a run.
+spawns one worker (`workbench.jsworker.worker`) through the shared process machinery
+(`run_process`: new session, output capture with caps and spooled logs, 10 Hz sampling,
+wall-clock timeout, Stop, whole-tree kill and its verification). The worker's stdout and
+stderr carry only the script's console output; control messages arrive on a separate pipe the
+script cannot reach (see `workbench.jsworker.protocol`), so printed text can never end or fake
+a run.
 
 Controls, outermost first: the wall-clock kill (always), rlimits the worker sets on itself
 before the engine is loaded (address space = engine memory limit + headroom, CPU time, no
 new processes, 16 descriptors, file size, no core dumps), then the engine's own memory and
 stack limits. The engine's CPU time limit is not used: it refuses host calls (why, and the
-measurements, are in `quickjs_worker`). Outcomes: the script finishing is `ok`; an uncaught
+measurements, are in the worker). Outcomes: the script finishing is `ok`; an uncaught
 JS error or a stack overflow is `failed` with the message; the engine's memory limit is
 `limit_exceeded` ("QuickJS memory limit 64 MiB"); RLIMIT_CPU is `limit_exceeded`; the worker
 dying on any other signal (an engine crash) is `error`; the timeout is `timed_out`.
@@ -19,8 +20,12 @@ dying on any other signal (an engine crash) is `error`; the timeout is `timed_ou
 COMMAND is `SCRIPT.js [ARG...]`; `scriptArgs` holds the ARGs. SCRIPT is `$SKILL_DIR/...` for
 the skill folder, a relative path (looked up in the workspace, then in the skill folder, so a
 skill's own `scripts/x.js` command works), or an absolute path inside one of the two; anything
-else is refused before a worker starts. There is no `fetch`: a posture's `fetch_hosts` are not
-honoured yet, and the card says so.
+else is refused before a worker starts.
+
+`fetch` exists only when the posture lists `fetch_hosts`; the executor sets its caps (below)
+and the worker enforces them (`workbench.jsworker.fetch`). Every call the worker makes or
+refuses comes back as a `host_call` message and lands in `RunResult.host_calls`, even when the
+run is later killed; the card lists the allowed hosts and the caps.
 """
 
 import asyncio
@@ -30,21 +35,25 @@ import os
 import re
 import signal
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from workbench.executors.outcome import classify, format_bytes
-from workbench.executors.quickjs_protocol import MessageDecoder, ProtocolError
 from workbench.executors.runner import EndedBy, Launch, ProcessOutcome
 from workbench.executors.subprocess_base import PreparedRun, RunContext, SubprocessExecutor
-from workbench.executors.types import PostureCard, RunResult, RunStatus, SessionSpec
+from workbench.executors.types import HostCall, PostureCard, RunResult, RunStatus, SessionSpec
+from workbench.jsworker.protocol import MessageDecoder, ProtocolError
 from workbench.postures import MIB, Limits, PostureWarning
 
-WORKER_MODULE = "workbench.executors.quickjs_worker"
+WORKER_MODULE = "workbench.jsworker.worker"
 STACK_LIMIT_BYTES = 1 * MIB
 ADDRESS_SPACE_HEADROOM = 256 * MIB  # the interpreter, its imports and fs buffers
 OPEN_FILES = 16
+FETCH_TIMEOUT_S = 10.0  # per call, cut to what is left of the run
+FETCH_MAX_BYTES = 4 * MIB  # per response body (and per request body)
+FETCH_MAX_CALLS = 100  # per run
 SKILL_PREFIXES = ("$SKILL_DIR/", "${SKILL_DIR}/")
 
 # How /proc/PID/limits names each rlimit the worker sets.
@@ -97,6 +106,17 @@ def worker_rlimits(limits: Limits) -> dict[str, tuple[int, int]]:
         "FSIZE": (limits.file_size_bytes, limits.file_size_bytes),
         "CORE": (0, 0),
     }
+
+
+def fetch_checks(hosts: tuple[str, ...]) -> list[tuple[str, bool]]:
+    """The card's lines for `fetch`: off, or each allowed host and the caps."""
+    if not hosts:
+        return [("fetch off (no network API)", True)]
+    caps = (
+        f"fetch: http/https only, no redirects followed, {FETCH_TIMEOUT_S:g} s per call, "
+        f"{format_bytes(FETCH_MAX_BYTES)} per response, {FETCH_MAX_CALLS} calls per run"
+    )
+    return [(f"fetch allowed for {host}", True) for host in hosts] + [(caps, True)]
 
 
 def limit_checks(proc_limits: str, wanted: dict[str, tuple[int, int]]) -> list[tuple[str, bool]]:
@@ -179,6 +199,25 @@ class _WorkerRun(PreparedRun):
         """The worker's `result` message, if it sent one."""
         return next((m for m in self.reader.messages if m.get("type") == "result"), None)
 
+    def host_calls(self) -> tuple[HostCall, ...]:
+        """The calls the worker logged (fetch), in order."""
+        calls = []
+        for message in self.reader.messages:
+            if message.get("type") != "host_call":
+                continue
+            with contextlib.suppress(KeyError, TypeError, ValueError):
+                calls.append(
+                    HostCall(
+                        api=str(message["api"]),
+                        target=str(message["target"]),
+                        allowed=message["allowed"] is True,
+                        outcome=str(message["outcome"]),
+                        t=float(message["t"]),
+                        duration_s=float(message["duration_s"]),
+                    )
+                )
+        return tuple(calls)
+
 
 class QuickJsExecutor(SubprocessExecutor):
     """Runs a JavaScript file in a fresh QuickJS context in a fresh, limited worker."""
@@ -190,6 +229,15 @@ class QuickJsExecutor(SubprocessExecutor):
         path, display = script
         limits = self.posture.limits
         read_fd, write_fd = os.pipe()
+        started_at = time.time()
+        fetch = None
+        if self.posture.fetch_hosts:
+            fetch = {
+                "hosts": list(self.posture.fetch_hosts),
+                "timeout_s": FETCH_TIMEOUT_S,
+                "max_bytes": FETCH_MAX_BYTES,
+                "max_calls": FETCH_MAX_CALLS,
+            }
         spec = {
             "control_fd": write_fd,
             "rlimits": worker_rlimits(limits),
@@ -200,6 +248,9 @@ class QuickJsExecutor(SubprocessExecutor):
                 "workspace": str(context.session.workspace),
                 "memory_limit": limits.memory_bytes,
                 "stack_limit": STACK_LIMIT_BYTES,
+                "started_at": started_at,
+                "deadline": started_at + limits.timeout_s,
+                "fetch": fetch,
             },
         }
         # -I: the working folder is the workspace, so it must never be on the worker's path.
@@ -212,8 +263,7 @@ class QuickJsExecutor(SubprocessExecutor):
             ("QuickJS in-VM time limit (off: it refuses host calls)", False),
             (f"wall-clock kill after {limits.timeout_s:g} s", True),
         ]
-        if self.posture.fetch_hosts:
-            checks.append(("fetch (not implemented: fetch_hosts ignored)", False))
+        checks += fetch_checks(self.posture.fetch_hosts)
         card = PostureCard(
             self.posture,
             checks=tuple(checks),
@@ -234,6 +284,7 @@ class QuickJsExecutor(SubprocessExecutor):
         if not isinstance(prepared, _WorkerRun):
             return result
         report = prepared.result_message()
+        result = replace(result, host_calls=prepared.host_calls())
         if prepared.reader.error:
             status = RunStatus.ERROR
             cause = f"bad message from the QuickJS worker: {prepared.reader.error}"

@@ -116,6 +116,23 @@ class PostureCard:
 
 
 @dataclass(frozen=True, slots=True)
+class HostCall:
+    """One call a command made through a host API that reaches out of its posture (e.g. fetch).
+
+    `target` says what was asked ("GET https://example.org/x"), `allowed` whether the posture
+    let it through, `outcome` what came of it ("HTTP 200 OK, 512 bytes", "refused: ...",
+    "error: ..."); `t` is seconds after the run started, `duration_s` how long the call took.
+    """
+
+    api: str
+    target: str
+    allowed: bool
+    outcome: str
+    t: float
+    duration_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class RunResult:
     """Everything known about a finished run."""
 
@@ -136,3 +153,4 @@ class RunResult:
     leftover_processes: int = 0
     samples: tuple[ResourceSample, ...] = ()
     run_dir: Path | None = None
+    host_calls: tuple[HostCall, ...] = ()

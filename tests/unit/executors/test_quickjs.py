@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from workbench.executors.quickjs import QuickJsExecutor
-from workbench.executors.quickjs_protocol import encode_message
 from workbench.executors.types import (
     CancelToken,
     OutputChunk,
@@ -23,6 +22,7 @@ from workbench.executors.types import (
     SessionSpec,
     Stream,
 )
+from workbench.jsworker.protocol import encode_message
 from workbench.postures import MIB, Posture, PostureId
 
 

@@ -9,15 +9,16 @@ from workbench.executors.quickjs import (
     resolve_entry_script,
     worker_rlimits,
 )
-from workbench.executors.quickjs_protocol import (
+from workbench.executors.types import SessionSpec
+from workbench.jsworker.fs import FsRefused, WorkspaceFs
+from workbench.jsworker.protocol import (
     HEADER,
     MAX_MESSAGE,
     MessageDecoder,
     ProtocolError,
     encode_message,
 )
-from workbench.executors.quickjs_worker import FsRefused, WorkspaceFs, clean_stack
-from workbench.executors.types import SessionSpec
+from workbench.jsworker.worker import clean_stack
 from workbench.postures import MIB, Limits
 
 

@@ -1,22 +1,23 @@
-"""The QuickJS worker process: one fresh `quickjs.Context` for one run, then exit.
+"""The QuickJS worker process: one fresh engine context for one run, then exit.
 
-Started by `workbench.executors.quickjs` as `python -I -m workbench.executors.quickjs_worker
-SPEC`, with the workspace as its working folder. SPEC is JSON: `control_fd` (the pipe for
-control messages, see `quickjs_protocol`), `rlimits` ({name: [soft, hard]}) and `run` (script
-path and display name, `scriptArgs`, workspace, engine memory and stack limits). First thing,
-before the engine is even imported, it applies the rlimits (address space, CPU time, no new
-processes, few descriptors, file size, no core dumps) and sends `ready`; then it runs the
-script and sends `result`. The script's console output goes to the worker's stdout/stderr and
-nowhere else.
+Started by `workbench.executors.quickjs` as `python -I -m workbench.jsworker.worker SPEC`, with
+the workspace as its working folder. SPEC is JSON: `control_fd` (the pipe for control messages,
+see `protocol`), `rlimits` ({name: [soft, hard]}) and `run` (script path and display name,
+`scriptArgs`, workspace, engine memory and stack limits, the run's start and deadline as Unix
+times, and `fetch`: null, or the allow-list and caps). First thing, before the engine is even
+imported, it applies the rlimits (address space, CPU time, no new processes, few descriptors,
+file size, no core dumps) and sends `ready`; then it runs the script and sends `result`, with a
+`host_call` message after each fetch. The script's console output goes to the worker's
+stdout/stderr and nowhere else.
 
 The run gets a context with the engine's memory and stack limits and exactly this host API:
 `console.log/info/warn/error` (log/info to stdout, warn/error to stderr, one line per call),
-`scriptArgs`, and `fs` (`readText`, `writeText`, `list`, `exists`, `remove`) confined to the
-workspace. There is no `fetch`, no module loader, no timers. Every host function returns a
-JSON envelope and never raises: a Python exception inside a callable leaves the binding in an
-error state ("returned a result with an exception set"). Strings cross as JSON, since the
-binding passes them as C strings that end at the first NUL. Caps per run: 16 MiB per read or
-write, 256 MiB written in all, 1,000 new files, 64 MiB of console output (then one notice).
+`scriptArgs`, `fs` (`readText`, `writeText`, `list`, `exists`, `remove`, see `fs`) confined to
+the workspace, and `fetch` only when the posture allows hosts (see `fetch`). No module loader,
+no timers. Every host function returns a JSON envelope and never raises: a Python exception
+inside a callable leaves the binding in an error state ("returned a result with an exception
+set"). Strings cross as JSON, since the binding passes them as C strings that end at the first
+NUL. Console output is capped at 64 MiB per run (then one notice).
 
 After the script, pending promise jobs run to the end. If the script's completion value is a
 promise (`main();` with an async `main`) and it rejects, the run fails; other unhandled
@@ -31,28 +32,25 @@ measured here, a backtracking regex ran 17.9 s past a 0.5 s limit. So CPU time i
 RLIMIT_CPU on the worker (the kernel also sees native work) and real time by the app's
 wall-clock kill, which always applies. The live host API is cheap: 100,000 `console.log`-style
 calls into a no-op Python callable took 38 ms, against 23 ms for pushing to a JS array.
+
+Start-up cost, and why there is no warm worker: see `workbench.executors.quickjs`.
 """
 
 import json
 import os
 import resource
 import sys
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-from workbench.executors.quickjs_protocol import encode_message, write_all
+from workbench.jsworker.fs import MIB, FsRefused, WorkspaceFs, read_capped
+from workbench.jsworker.protocol import encode_message, write_all
 
-MIB = 1024 * 1024
-MAX_READ_BYTES = 16 * MIB  # one fs.readText, and the entry script
-MAX_WRITE_BYTES = 16 * MIB  # one fs.writeText
-MAX_WRITTEN_BYTES = 256 * MIB  # all fs.writeText of a run
-MAX_FILES_CREATED = 1000  # new files per run
 MAX_OUTPUT_BYTES = 64 * MIB  # console output of a run; the rest is dropped
-MAX_LIST_ENTRIES = 10_000
 
 # The host API, built in one closure so the raw callables never stay reachable as globals.
 PRELUDE = r"""
-(function (write, fsCall, args) {
+(function (write, fsCall, fetchCall, args) {
   const wellFormed = function __workbench_wellFormed(s) {
     return s.replace(/[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]/g,
                      (m) => (m.length === 2 ? m : "\ufffd"));
@@ -83,9 +81,32 @@ PRELUDE = r"""
     remove: function __workbench_remove(p) { call("remove", p); },
   });
   globalThis.scriptArgs = Object.freeze(JSON.parse(args));
-})(__workbench_write, __workbench_fs_call, ARGS);
+  if (fetchCall === undefined) return;
+  const response = function __workbench_response(r) {
+    return Object.freeze({
+      status: r.status, statusText: r.statusText, ok: r.status >= 200 && r.status < 300,
+      url: r.url, redirected: false, headers: Object.freeze(r.headers),
+      text: function __workbench_text() { return Promise.resolve(r.body); },
+      json: function __workbench_json() { return Promise.resolve(r.body).then(JSON.parse); },
+    });
+  };
+  // The request runs in a promise job, so code after `fetch()` runs first, as with real fetch.
+  globalThis.fetch = function __workbench_fetch(url, init) {
+    return Promise.resolve().then(function __workbench_fetchJob() {
+      const o = init ?? {};
+      const headers = Object.entries(o.headers ?? {}).map(
+        ([k, v]) => [wellFormed(String(k)), wellFormed(String(v))]);
+      const body = o.body === undefined || o.body === null ? null : wellFormed(String(o.body));
+      const request = [wellFormed(String(url)), String(o.method ?? "GET"), headers, body];
+      const r = JSON.parse(fetchCall(JSON.stringify(request)));
+      if ("e" in r) throw new TypeError(r.e);
+      return response(r.v);
+    });
+  };
+})(__workbench_write, __workbench_fs_call, globalThis.__workbench_fetch_call, ARGS);
 delete globalThis.__workbench_write;
 delete globalThis.__workbench_fs_call;
+delete globalThis.__workbench_fetch_call;
 """
 
 # Watches the script's completion value: when the script ends in a promise (`main();` with an
@@ -100,105 +121,6 @@ TRACK_COMPLETION = r"""
   };
 })()
 """
-
-
-class FsRefused(Exception):
-    """An fs call the workspace policy refuses; its text is shown to the script."""
-
-
-class WorkspaceFs:
-    """File access confined to one workspace folder, with size and count caps."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root.resolve(strict=True)
-        self.files_created = 0
-        self.bytes_written = 0
-
-    def resolve(self, rel: str) -> Path:
-        """The real path of workspace-relative `rel`; `FsRefused` for any escape."""
-        try:
-            real = (self.root / checked(rel)).resolve()
-        except (RuntimeError, OSError) as error:  # a symlink loop, an unreadable folder
-            raise FsRefused(f"path {rel!r} cannot be resolved: {error}") from None
-        if real != self.root and self.root not in real.parents:
-            raise FsRefused(f"path {rel!r} refused: it resolves outside the workspace")
-        return real
-
-    def call(self, op: str, rel: str, data: str | None) -> Any:
-        """Perform one fs operation; the value goes back to JavaScript as JSON."""
-        if op == "remove":
-            self.remove(rel)
-            return None
-        path = self.resolve(rel)
-        if op == "exists":
-            return path.exists()
-        if op == "list":
-            names = sorted(entry.name for entry in os.scandir(path))
-            if len(names) > MAX_LIST_ENTRIES:
-                raise FsRefused(f"{rel!r} has more than {MAX_LIST_ENTRIES} entries")
-            return names
-        if op == "readText":
-            return read_capped(path, rel).decode("utf-8", errors="replace")
-        if op == "writeText":
-            self.write_text(path, rel, data or "")
-            return None
-        raise FsRefused(f"unknown operation {op!r}")
-
-    def remove(self, rel: str) -> None:
-        """Remove a file, a symlink (not its target) or an empty folder."""
-        pure = checked(rel)
-        if pure.name in ("", "."):
-            raise FsRefused("the workspace itself cannot be removed")
-        path = self.resolve(str(pure.parent)) / pure.name
-        if path.is_dir() and not path.is_symlink():
-            path.rmdir()
-        else:
-            path.unlink()
-
-    def write_text(self, path: Path, rel: str, text: str) -> None:
-        """Write `text` as UTF-8, creating parent folders inside the workspace."""
-        data = text.encode()
-        if len(data) > MAX_WRITE_BYTES:
-            raise FsRefused(f"writing {rel!r} refused: {len(data)} bytes exceed the 16 MiB cap")
-        if self.bytes_written + len(data) > MAX_WRITTEN_BYTES:
-            raise FsRefused(f"writing {rel!r} refused: a run writes at most 256 MiB in all")
-        if not path.exists():
-            if self.files_created >= MAX_FILES_CREATED:
-                raise FsRefused(f"writing {rel!r} refused: {MAX_FILES_CREATED} new files cap")
-            self.files_created += 1
-        path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(path, flags, 0o644)
-        try:
-            write_all(fd, data)
-        finally:
-            os.close(fd)
-        self.bytes_written += len(data)
-
-
-def checked(rel: str) -> PurePosixPath:
-    """`rel` as a relative path without `..`; `FsRefused` otherwise."""
-    if not rel or "\0" in rel:
-        raise FsRefused(f"invalid path {rel!r}")
-    pure = PurePosixPath(rel)
-    if pure.is_absolute():
-        raise FsRefused(f"absolute path {rel!r} refused: paths are relative to the workspace")
-    if ".." in pure.parts:
-        raise FsRefused(f"path {rel!r} refused: '..' is not allowed")
-    return pure
-
-
-def read_capped(path: Path, rel: str) -> bytes:
-    """The bytes of a regular file no larger than `MAX_READ_BYTES`."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            data = file.read(MAX_READ_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_READ_BYTES:
-        raise FsRefused(f"reading {rel!r} refused: larger than the 16 MiB cap")
-    return data
 
 
 class Host:
@@ -251,9 +173,12 @@ def clean_stack(text: str, display_name: str) -> str:
     return "\n".join(lines)
 
 
-def run(request: dict[str, Any]) -> dict[str, Any]:
+def run(request: dict[str, Any], control_fd: int) -> dict[str, Any]:
     """Evaluate the request's script in a fresh context; the result message to send."""
-    import quickjs  # imported after the rlimits are in place
+    # After the rlimits are in place. The engine itself, not the `quickjs` package: that
+    # wrapper only adds a thread-pool helper this worker does not use, and its imports
+    # (concurrent.futures, logging, threading) cost 12-18 ms of every run's start.
+    import _quickjs as quickjs  # type: ignore[import-not-found]
 
     display = str(request["display_name"])
     host = Host(WorkspaceFs(Path(request["workspace"])))
@@ -262,6 +187,17 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     context.set_max_stack_size(int(request["stack_limit"]))
     context.add_callable("__workbench_write", host.write)
     context.add_callable("__workbench_fs_call", host.fs_call)
+    if request["fetch"] is not None:
+        from workbench.jsworker.fetch import Fetcher  # only a run that may fetch imports it
+
+        def report(message: dict[str, Any]) -> None:
+            try:
+                write_all(control_fd, encode_message(message))
+            except OSError:
+                os._exit(1)  # the app closed the control pipe: nobody watches this run any more
+
+        fetcher = Fetcher(request["fetch"], request["started_at"], request["deadline"], report)
+        context.add_callable("__workbench_fetch_call", fetcher.call)
     context.eval(PRELUDE.replace("ARGS", json.dumps(json.dumps(request["args"]))))
     try:
         source = read_capped(Path(request["script_path"]), display).decode()
@@ -304,7 +240,7 @@ def main(argv: list[str]) -> int:
     control_fd = int(spec["control_fd"])
     apply_rlimits(spec["rlimits"])
     write_all(control_fd, encode_message({"type": "ready"}))
-    result = run(spec["run"])
+    result = run(spec["run"], control_fd)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     result["cpu_seconds"] = usage.ru_utime + usage.ru_stime
     result["peak_rss_bytes"] = usage.ru_maxrss * 1024
