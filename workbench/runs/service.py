@@ -134,16 +134,43 @@ class RunService:
 
     def _snapshot_before(self, workspace: Path, run_dir: Path) -> Snapshot:
         """The "before" snapshot, reusing the hashes of the last run in the same workspace."""
+        exclude = self._data_folder_inside(workspace)
         last_run = self.history.last_run_dir(workspace)
         previous = None
         if last_run is not None:
             with contextlib.suppress(WorkspaceError):
                 previous = load_snapshot(last_run / AFTER_SNAPSHOT)
-        return self._snapshot(workspace, previous, run_dir / BEFORE_SNAPSHOT)
+        return self._snapshot(workspace, previous, run_dir / BEFORE_SNAPSHOT, exclude)
 
-    def _snapshot(self, workspace: Path, previous: Snapshot | None, path: Path) -> Snapshot:
+    def _data_folder_inside(self, workspace: Path) -> tuple[str, ...]:
+        """The workbench's data folder, relative to `workspace` when it lies inside it.
+
+        It is left out of the workspace's snapshots: the run's own records and kept files
+        are not the run's changes, and a restore must never roll the history back.
+        """
+        try:
+            inside = self.layout.root.resolve().relative_to(workspace.resolve())
+        except ValueError:
+            return ()
+        if not inside.parts:
+            raise WorkspaceError(
+                f"The workspace {workspace} is the workbench's own data folder; choose another."
+            )
+        return (inside.as_posix(),)
+
+    def _snapshot(
+        self,
+        workspace: Path,
+        previous: Snapshot | None,
+        path: Path,
+        exclude: tuple[str, ...] | None = None,
+    ) -> Snapshot:
         snapshot = take_snapshot(
-            workspace, previous=previous, store=self.layout.blobs, limits=self.limits
+            workspace,
+            previous=previous,
+            store=self.layout.blobs,
+            limits=self.limits,
+            exclude=exclude,
         )
         save_snapshot(snapshot, path)
         return snapshot

@@ -26,6 +26,7 @@ def save_snapshot(snapshot: Snapshot, path: Path) -> None:
         "truncated": snapshot.truncated,
         "unlisted": list(snapshot.unlisted),
         "unstored": list(snapshot.unstored),
+        "excluded": list(snapshot.excluded),
         "entries": [_entry_row(e) for e in snapshot.entries.values()],
     }
     tmp = path.with_name(path.name + ".tmp")
@@ -50,6 +51,7 @@ def load_snapshot(path: Path) -> Snapshot:
             truncated=document["truncated"],
             unlisted=tuple(document["unlisted"]),
             unstored=tuple(document["unstored"]),
+            excluded=tuple(document.get("excluded", ())),
         )
     except (OSError, ValueError, KeyError, IndexError, TypeError, EOFError) as error:
         raise WorkspaceError(f"Cannot read the workspace record {path}: {error}") from None

@@ -12,6 +12,8 @@ content change disguised by resetting the mtime), unless its times were within `
 the previous snapshot, where a coarse file-system clock could hide a later write. With a
 `BlobStore`, every file that gets hashed is also kept in the store (within the size caps);
 the ones that were not are listed in `unstored`, so a restore knows it will be partial.
+Paths in `exclude` (e.g. the workbench's own data folder inside a workspace) are skipped
+entirely; a snapshot taken against a `previous` one excludes what that one excluded.
 """
 
 import os
@@ -83,6 +85,7 @@ class Snapshot:
     truncated: bool = False
     unlisted: tuple[str, ...] = ()
     unstored: tuple[str, ...] = ()
+    excluded: tuple[str, ...] = ()
 
 
 def take_snapshot(
@@ -91,12 +94,15 @@ def take_snapshot(
     previous: Snapshot | None = None,
     store: BlobStore | None = None,
     limits: SnapshotLimits = DEFAULT_SNAPSHOT_LIMITS,
+    exclude: tuple[str, ...] | None = None,
 ) -> Snapshot:
     """Snapshot the workspace at `root` (see the module doc); raises only if it is unreadable."""
+    if exclude is None:
+        exclude = previous.excluded if previous else ()
     if store is None:
-        return _Walker(root, previous, None, limits).run()
+        return _Walker(root, previous, None, limits, exclude).run()
     with store.session() as blobs:
-        return _Walker(root, previous, blobs, limits).run()
+        return _Walker(root, previous, blobs, limits, exclude).run()
 
 
 @dataclass(slots=True)
@@ -116,11 +122,14 @@ class _Walker:
         previous: Snapshot | None,
         blobs: BlobSession | None,
         limits: SnapshotLimits,
+        exclude: tuple[str, ...],
     ) -> None:
         self.root = root
         self.previous = previous
         self.blobs = blobs
         self.limits = limits
+        self.exclude = exclude
+        self.excluded = frozenset(exclude)
         self.entries: dict[str, Entry] = {}
         self.notes: list[str] = []
         self.unlisted: list[str] = []
@@ -171,6 +180,7 @@ class _Walker:
             truncated=self.truncated,
             unlisted=tuple(self.unlisted),
             unstored=tuple(self.unstored),
+            excluded=self.exclude,
         )
 
     def _open_dir(self, parent: _Frame, name: str, inode: int) -> int | None:
@@ -214,6 +224,8 @@ class _Walker:
         for item in items:
             name = item.name
             rel = prefix + name
+            if rel in self.excluded:
+                continue
             try:
                 st = item.stat(follow_symlinks=False)
                 mode = st.st_mode

@@ -161,3 +161,23 @@ def test_next_run_in_the_same_workspace_reuses_hashes(
     done = asyncio.run(service.run_once(_plan(workspace, "touch", "new"), _ignore, CancelToken()))
     assert len(reads) == 1  # only the new file was read: the rest reused the last run's hashes
     assert [c.path for c in done.result.changes] == ["new"]
+
+
+def test_data_folder_inside_the_workspace_is_left_out(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path / "ws")
+    layout = DataLayout(workspace / ".local" / "workbench")
+    service = RunService(layout, RunHistory(layout.history_path), build_executor)
+
+    done = asyncio.run(service.run_once(_plan(workspace, "touch", "x"), _ignore, CancelToken()))
+
+    assert [c.path for c in done.result.changes] == ["x"]
+    assert service.restore(service.history.get(done.record.run_id)).complete
+    assert not (workspace / "x").exists()
+    assert service.history.resolve("last").run_id == done.record.run_id  # history intact
+
+
+def test_the_data_folder_itself_is_refused_as_a_workspace(tmp_path: Path) -> None:
+    layout = DataLayout(tmp_path / "data")
+    service = RunService(layout, RunHistory(layout.history_path), build_executor)
+    with pytest.raises(WorkspaceError, match="own data folder"):
+        asyncio.run(service.run_once(_plan(layout.root, "true"), _ignore, CancelToken()))
