@@ -12,16 +12,17 @@ import shlex
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.cli.output import emit_json, warn
 from workbench.errors import WorkspaceError
-from workbench.executors import build_executor
-from workbench.runs.export import EXPORT_FORMATS, ExportFormat, export_record, plain_text
-from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
-from workbench.runs.record import RunRecord, record_to_dict
-from workbench.runs.service import RunService
+from workbench.runs.record import RunRecord, plain_text, record_to_dict
+
+if TYPE_CHECKING:  # the rest is imported by the handlers that use it: every command loads us
+    from workbench.runs.history import RunHistory
+
+EXPORT_FORMATS = ("html", "json", "md")
 
 
 def register(commands: "argparse._SubParsersAction[Any]") -> None:
@@ -34,7 +35,7 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
     show = actions.add_parser("show", help="one run: outcome, posture, warnings, changes")
     show.set_defaults(handler=_show)
     export = actions.add_parser("export", help="write a run's report (html, json or md)")
-    export.add_argument("--format", required=True, choices=[f.value for f in EXPORT_FORMATS])
+    export.add_argument("--format", required=True, choices=EXPORT_FORMATS)
     export.add_argument("--output", type=Path, metavar="FILE", help="default: stdout")
     export.set_defaults(handler=_export)
     restore = actions.add_parser("restore", help="put the workspace back as before the run")
@@ -46,7 +47,9 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
         action.add_argument("--json", action="store_true", help="print one JSON document")
 
 
-def _open() -> tuple[DataLayout, RunHistory]:
+def _open() -> "tuple[DataLayout, RunHistory]":
+    from workbench.runs.history import RunHistory
+
     layout = DataLayout.default()
     return layout, RunHistory(layout.history_path)
 
@@ -84,6 +87,8 @@ def _one_line(text: str, width: int = 60) -> str:
 
 
 def _show(args: argparse.Namespace) -> int:
+    from workbench.runs.export import ExportFormat, export_record
+
     layout, history = _open()
     record = history.resolve(args.run)
     if args.json:
@@ -94,6 +99,8 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from workbench.runs.export import ExportFormat, export_record
+
     layout, history = _open()
     record = history.resolve(args.run)
     report = export_record(record, ExportFormat(args.format), layout.blobs)
@@ -109,11 +116,12 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _restore(args: argparse.Namespace) -> int:
+    from workbench.runs.restore import restore_run
+
     layout, history = _open()
     record = history.resolve(args.run)
-    service = RunService(layout, history, build_executor)
     try:
-        report = service.restore(record, force=args.force)
+        report = restore_run(layout, record, force=args.force)
     except WorkspaceError as error:
         if args.json:
             emit_json("restore", {"run_id": record.run_id, "restored": False, "error": str(error)})

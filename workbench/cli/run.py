@@ -11,24 +11,22 @@ and 125 when the workbench itself could not run it.
 """
 
 import argparse
-import asyncio
 import re
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.cli.output import emit_json, warn
 from workbench.errors import PostureError, UsageError, WorkbenchError
-from workbench.executors import build_executor
-from workbench.executors.types import CancelToken, OutputChunk, RunResult, RunStatus, Stream
 from workbench.postures import Network, Posture, Severity, assess, parse_posture_id
-from workbench.runs.export import plain_text
-from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
-from workbench.runs.record import new_run_id, record_to_dict
-from workbench.runs.service import CompletedRun, RunPlan, RunService
+from workbench.runs.record import new_run_id, plain_text, record_to_dict
 from workbench.skills import default_roots, find_skill
+
+if TYPE_CHECKING:  # imported when a run happens: they are heavy, and every command loads us
+    from workbench.executors.types import OutputChunk, RunResult
+    from workbench.runs.service import CompletedRun, RunPlan, RunService
 
 EXIT_TIMEOUT = 124
 EXIT_NOT_RUN = 125
@@ -72,6 +70,12 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from workbench.executors import build_executor
+    from workbench.runs.history import RunHistory
+    from workbench.runs.service import RunPlan, RunService
+
     argv = tuple(args.command[1:] if args.command[:1] == ["--"] else args.command)
     if not argv:
         raise UsageError("workbench run: give the command to run after `--`")
@@ -124,7 +128,11 @@ def _posture(args: argparse.Namespace) -> Posture:
     return posture.with_limits(**limits)
 
 
-async def _run_with_signals(service: RunService, plan: RunPlan, live: bool) -> CompletedRun:
+async def _run_with_signals(service: "RunService", plan: "RunPlan", live: bool) -> "CompletedRun":
+    import asyncio
+
+    from workbench.executors.types import CancelToken
+
     cancel = CancelToken()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -136,18 +144,20 @@ async def _run_with_signals(service: RunService, plan: RunPlan, live: bool) -> C
             loop.remove_signal_handler(signum)
 
 
-def _live_output(chunk: OutputChunk) -> None:
-    stream = sys.stdout if chunk.stream is Stream.STDOUT else sys.stderr
+def _live_output(chunk: "OutputChunk") -> None:
+    stream = sys.stdout if chunk.stream == "stdout" else sys.stderr  # a `Stream` is a str
     stream.buffer.write(chunk.data)
     stream.buffer.flush()
 
 
-def _no_output(chunk: OutputChunk) -> None:
+def _no_output(chunk: "OutputChunk") -> None:
     del chunk  # with --json the output is in the document, not streamed
 
 
-def exit_code(result: RunResult) -> int:
+def exit_code(result: "RunResult") -> int:
     """The process exit code for a finished run (see the module doc)."""
+    from workbench.executors.types import RunStatus
+
     fixed = {
         RunStatus.OK: 0,
         RunStatus.TIMED_OUT: EXIT_TIMEOUT,
@@ -162,7 +172,9 @@ def exit_code(result: RunResult) -> int:
     return 128 + result.signal if result.signal else 1
 
 
-def _summary(done: CompletedRun) -> None:
+def _summary(done: "CompletedRun") -> None:
+    from workbench.executors.types import RunStatus
+
     result = done.result
     if result.status is RunStatus.ERROR:
         warn(f"error: the workbench could not run the command: {plain_text(result.cause)}")

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from workbench.runs.record import RunRecord, json_text, record_to_dict
+from workbench.runs.record import RunRecord, json_text, plain_text, record_to_dict
 from workbench.workspace.blobs import BlobStore
 from workbench.workspace.changes import ChangeKind
 from workbench.workspace.diff import text_diff
@@ -36,9 +36,6 @@ class ExportFormat(StrEnum):
     JSON = "json"
     MD = "md"
     TEXT = "text"  # for a terminal: control characters shown as escapes
-
-
-EXPORT_FORMATS = (ExportFormat.HTML, ExportFormat.JSON, ExportFormat.MD)  # `history export`
 
 
 @dataclass(slots=True)
@@ -217,14 +214,6 @@ def _render_md(title: str, sections: list[_Section]) -> str:
             fence = _fence(code)
             parts += [f"**{_md(caption)}**", "", fence, code.rstrip("\n"), fence, ""]
     return "\n".join(parts)
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def plain_text(text: str) -> str:
-    """Text safe for a terminal: control characters shown as `\\xNN` (newline, tab kept)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _render_text(title: str, sections: list[_Section]) -> str:

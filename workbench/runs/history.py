@@ -14,13 +14,15 @@ import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
 from workbench.errors import HistoryError, UsageError
-from workbench.executors.types import RunResult, RunStatus
 from workbench.runs.record import RunRecord, RunState, result_to_dict
+
+if TYPE_CHECKING:  # the executors package is heavy to import; this module only names it
+    from workbench.executors.types import RunResult, RunStatus
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -98,12 +100,12 @@ class RunHistory:
                 ),
             )
 
-    def finish(self, run_id: str, result: RunResult, notes: tuple[str, ...] = ()) -> RunRecord:
+    def finish(self, run_id: str, result: "RunResult", notes: tuple[str, ...] = ()) -> RunRecord:
         """Complete a run's record with its result; returns the completed record."""
         self._end(run_id, result.status, result.cause, result.exit_code, notes, result)
         return self.get(run_id)
 
-    def abandon(self, run_id: str, status: RunStatus, cause: str) -> RunRecord:
+    def abandon(self, run_id: str, status: "RunStatus", cause: str) -> RunRecord:
         """Complete a run that ended without a result (the workbench failed or was cancelled)."""
         self._end(run_id, status, cause, None, (), None)
         return self.get(run_id)
@@ -111,11 +113,11 @@ class RunHistory:
     def _end(
         self,
         run_id: str,
-        status: RunStatus,
+        status: "RunStatus",
         cause: str,
         exit_code: int | None,
         notes: tuple[str, ...],
-        result: RunResult | None,
+        result: "RunResult | None",
     ) -> None:
         document = None if result is None else json.dumps(result_to_dict(result))
         with self._transaction() as db:

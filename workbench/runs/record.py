@@ -6,14 +6,17 @@ stray bytes) is written with backslash escapes, so every document is valid UTF-8
 """
 
 import dataclasses
+import re
 import secrets
 import time
 from enum import Enum, StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workbench.executors.types import RunResult
 from workbench.workspace.changes import ChangeKind, EntryType, FileChange
+
+if TYPE_CHECKING:  # the executors package is heavy to import; these modules only name it
+    from workbench.executors.types import RunResult
 
 
 def new_run_id(now: float | None = None) -> str:
@@ -100,7 +103,15 @@ def json_text(text: str) -> str:
     return text
 
 
-def result_to_dict(result: RunResult) -> dict[str, Any]:
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def plain_text(text: str) -> str:
+    """Text safe for a terminal: control characters shown as `\\xNN` (newline, tab kept)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def result_to_dict(result: "RunResult") -> dict[str, Any]:
     """The JSON form of a `RunResult` (see the module doc)."""
     document: dict[str, Any] = to_jsonable(result)
     return document

@@ -7,7 +7,7 @@ workspace again, diffs the two into the result's `changes` and records the finis
 Blocking work (hashing, copying, sqlite) runs in threads, so the GUI's loop stays responsive.
 If the workbench itself fails (a `WorkbenchError`, e.g. the executor cannot start) the record
 is completed with status `error` and the error is raised; if the task is cancelled the record
-says `cancelled`. `restore` puts a run's workspace back as it was before the run.
+says `cancelled`. (Undoing a run is `workbench.runs.restore.restore_run`.)
 """
 
 import asyncio
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from workbench.errors import WorkbenchError, WorkspaceError
-from workbench.executors import Executor
+from workbench.executors.base import Executor
 from workbench.executors.types import (
     CancelToken,
     OutputSink,
@@ -31,10 +31,9 @@ from workbench.monitor.sample import ResourceSample
 from workbench.postures import Posture, assess
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import AFTER_SNAPSHOT, BEFORE_SNAPSHOT, DataLayout
-from workbench.runs.record import RunRecord, RunState, new_run_id
+from workbench.runs.record import RunRecord, new_run_id
 from workbench.workspace.diff import diff_snapshots
 from workbench.workspace.manifest import load_snapshot, save_snapshot
-from workbench.workspace.restore import RestoreReport, restore_workspace
 from workbench.workspace.snapshot import (
     DEFAULT_SNAPSHOT_LIMITS,
     Snapshot,
@@ -197,33 +196,3 @@ class RunService:
             return await executor.run(request, sink, cancel)
         finally:
             await executor.stop()
-
-    def restore(self, record: RunRecord, *, force: bool = False) -> RestoreReport:
-        """Put `record`'s workspace back as it was before that run. Blocking: use a thread.
-
-        Unless `force`, refuses (`WorkspaceError`) when the workspace changed after the run
-        ended, or when that cannot be known (the run was interrupted), since restoring would
-        throw those later changes away.
-        """
-        if record.state is RunState.RUNNING:
-            raise WorkspaceError(f"Run {record.run_id} is still running; stop it first.")
-        before = load_snapshot(record.run_dir / BEFORE_SNAPSHOT)
-        if not force:
-            self._refuse_if_changed_since(record)
-        return restore_workspace(record.workspace, before, self.layout.blobs)
-
-    def _refuse_if_changed_since(self, record: RunRecord) -> None:
-        after_path = record.run_dir / AFTER_SNAPSHOT
-        if not after_path.is_file():
-            raise WorkspaceError(
-                f"Run {record.run_id} did not finish recording its workspace, so it is unknown "
-                "whether restoring would lose later changes. Use --force to restore anyway."
-            )
-        after = load_snapshot(after_path)
-        later = diff_snapshots(after, take_snapshot(record.workspace, previous=after))
-        if later:
-            examples = ", ".join(f"{c.path} ({c.kind.value})" for c in later[:5])
-            raise WorkspaceError(
-                f"The workspace changed after run {record.run_id} ended ({len(later)} paths: "
-                f"{examples}). Restoring would lose those changes; use --force to restore anyway."
-            )

@@ -21,6 +21,7 @@ from workbench.postures import Posture, PostureId
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.record import RunState
+from workbench.runs.restore import restore_run
 from workbench.runs.service import RunPlan, RunService
 from workbench.workspace.blobs import BlobSession
 from workbench.workspace.changes import ChangeKind
@@ -80,7 +81,7 @@ def test_run_reports_changes_records_them_and_restores(tmp_path: Path) -> None:
     stored = service.history.get(plan.run_id)
     assert [c.path for c in stored.changes] == [c.path for c in done.result.changes]
 
-    report = service.restore(stored)
+    report = restore_run(service.layout, stored)
 
     assert report.complete
     assert sorted(p.name for p in workspace.iterdir()) == [
@@ -100,9 +101,9 @@ def test_restore_refuses_when_the_workspace_changed_since(tmp_path: Path) -> Non
     done = asyncio.run(service.run_once(_plan(workspace, "touch", "x"), _ignore, CancelToken()))
     (workspace / "edit.txt").write_text("my later work\n")
     with pytest.raises(WorkspaceError, match=r"changed after run .* edit.txt \(modified\)"):
-        service.restore(done.record)
+        restore_run(service.layout, done.record)
     assert (workspace / "edit.txt").read_text() == "my later work\n"
-    assert service.restore(done.record, force=True).complete
+    assert restore_run(service.layout, done.record, force=True).complete
     assert not (workspace / "x").exists()
 
 
@@ -171,7 +172,7 @@ def test_data_folder_inside_the_workspace_is_left_out(tmp_path: Path) -> None:
     done = asyncio.run(service.run_once(_plan(workspace, "touch", "x"), _ignore, CancelToken()))
 
     assert [c.path for c in done.result.changes] == ["x"]
-    assert service.restore(service.history.get(done.record.run_id)).complete
+    assert restore_run(layout, service.history.get(done.record.run_id)).complete
     assert not (workspace / "x").exists()
     assert service.history.resolve("last").run_id == done.record.run_id  # history intact
 

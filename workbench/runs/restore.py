@@ -1,0 +1,42 @@
+"""Undoing a recorded run: putting its workspace back as it was before the run.
+
+`restore_run` refuses (`WorkspaceError`) unless `force` when the workspace changed after the
+run ended, or when that cannot be known (the run was interrupted before its "after" snapshot),
+since restoring would throw those later changes away. It is blocking: the GUI calls it through
+`asyncio.to_thread`.
+"""
+
+from workbench.errors import WorkspaceError
+from workbench.runs.layout import AFTER_SNAPSHOT, BEFORE_SNAPSHOT, DataLayout
+from workbench.runs.record import RunRecord, RunState
+from workbench.workspace.diff import diff_snapshots
+from workbench.workspace.manifest import load_snapshot
+from workbench.workspace.restore import RestoreReport, restore_workspace
+from workbench.workspace.snapshot import take_snapshot
+
+
+def restore_run(layout: DataLayout, record: RunRecord, *, force: bool = False) -> RestoreReport:
+    """Put `record`'s workspace back as it was before that run (see the module doc)."""
+    if record.state is RunState.RUNNING:
+        raise WorkspaceError(f"Run {record.run_id} is still running; stop it first.")
+    before = load_snapshot(record.run_dir / BEFORE_SNAPSHOT)
+    if not force:
+        _refuse_if_changed_since(record)
+    return restore_workspace(record.workspace, before, layout.blobs)
+
+
+def _refuse_if_changed_since(record: RunRecord) -> None:
+    after_path = record.run_dir / AFTER_SNAPSHOT
+    if not after_path.is_file():
+        raise WorkspaceError(
+            f"Run {record.run_id} did not finish recording its workspace, so it is unknown "
+            "whether restoring would lose later changes. Use --force to restore anyway."
+        )
+    after = load_snapshot(after_path)
+    later = diff_snapshots(after, take_snapshot(record.workspace, previous=after))
+    if later:
+        examples = ", ".join(f"{c.path} ({c.kind.value})" for c in later[:5])
+        raise WorkspaceError(
+            f"The workspace changed after run {record.run_id} ended ({len(later)} paths: "
+            f"{examples}). Restoring would lose those changes; use --force to restore anyway."
+        )
