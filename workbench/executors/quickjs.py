@@ -26,6 +26,18 @@ else is refused before a worker starts.
 and the worker enforces them (`workbench.jsworker.fetch`). Every call the worker makes or
 refuses comes back as a `host_call` message and lands in `RunResult.host_calls`, even when the
 run is later killed; the card lists the allowed hosts and the caps.
+
+Start-up, and why there is no warm worker (measured with `tests/perf/quickjs_startup.py` on a
+loaded 2-CPU machine, medians of 30): the worker used to live in this package, and importing
+`workbench.executors` (the registry, asyncio, psutil, the posture models) was most of its
+start: 75 of 89 ms when first measured, ~145 ms today. It now lives in `workbench.jsworker`,
+imports the stdlib only, and loads the engine module `_quickjs` without the `quickjs` wrapper's
+thread-pool imports: spawn to `result` is 30-40 ms, of which a bare `python -I` is 15 ms, json
+~10 ms, pathlib and typing ~4 ms each. A warm worker (pre-spawned, one run each) would pay 0.6
+ms per run, cutting a whole `QuickJsExecutor.run()` from ~47 ms to ~10 ms. It is not built: of
+a `workbench run` (~340 ms end to end) the worker is ~40 ms, below what a person notices, and
+`run_process` starts the wall clock, output capture, sampling and the run's kill tag at spawn,
+so adopting a pre-spawned worker means changing the shared runner of every local posture.
 """
 
 import asyncio

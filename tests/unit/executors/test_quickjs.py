@@ -4,9 +4,12 @@ Each outcome of issue 5 is produced by a script: streaming console output, JS er
 and line, the wall-clock timeout (infinite loop, catastrophic regex, promise-job flood),
 RLIMIT_CPU, the engine's memory limit, a stack overflow, an engine crash (SIGSEGV), Stop, no
 state shared between runs, output that forges control messages, and the workspace-confined fs.
+Last, the worker's start stays import-light (its cost is in `tests/perf/quickjs_startup.py`).
 """
 
 import asyncio
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -335,3 +338,13 @@ def test_card_reads_back_the_worker_rlimits(env: Env) -> None:
     assert checks["RLIMIT_CORE 0"] is True
     assert checks["QuickJS memory limit 64 MiB"] is True
     assert checks["QuickJS in-VM time limit (off: it refuses host calls)"] is False
+
+
+def test_the_worker_start_imports_nothing_heavy() -> None:
+    """Its imports are every run's start: no executors package, asyncio, psutil, nor HTTP."""
+    code = "import sys, workbench.jsworker.worker; print(*sys.modules)"
+    argv = [sys.executable, "-I", "-c", code]
+    loaded = set(subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split())
+    heavy = {"workbench.executors", "asyncio", "psutil", "quickjs", "concurrent.futures"}
+    assert heavy.isdisjoint(loaded)
+    assert "http.client" not in loaded  # imported by the first fetch only
