@@ -1,1 +1,1 @@
-"""Runs: the headless run service, run records, the sqlite3 history and report export."""
+"""Runs: the headless run service, run records, the sqlite3 history, reports and restore."""

@@ -189,6 +189,8 @@ print(json.dumps({"entries": sorted(snap.entries), "notes": list(snap.notes)}))
 
 
 def test_unreadable_folder_becomes_a_note(tmp_path: Path) -> None:
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("root reads every folder, and setpriv is missing to drop that power")
     (tmp_path / "open.txt").write_text("fine")
     locked = tmp_path / "locked"
     locked.mkdir()
