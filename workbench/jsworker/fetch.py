@@ -135,7 +135,7 @@ class Fetcher:
                     break
                 received += chunk
         except TimeoutError:
-            raise FetchFailed(f"timed out after {timeout:g} s") from None
+            raise FetchFailed(f"timed out after {timeout:.3g} s") from None
         finally:
             connection.close()
         if len(received) > self.max_bytes:

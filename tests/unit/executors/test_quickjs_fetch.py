@@ -21,6 +21,7 @@ import pytest
 from tests.contract.conftest import Harness
 from workbench.executors import quickjs
 from workbench.executors.types import RunResult, RunStatus
+from workbench.jsworker.fetch import Fetcher
 from workbench.postures import Posture, PostureId
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
@@ -218,12 +219,19 @@ def test_calls_past_the_cap_are_refused_and_logged_once(
 
 
 def test_subdomain_wildcards_match_subdomains_only() -> None:
-    from workbench.jsworker.fetch import Fetcher
-
     assert Fetcher.host_allowed("*.example.org", "api.example.org")
     assert not Fetcher.host_allowed("*.example.org", "example.org")
     assert not Fetcher.host_allowed("*.example.org", "evilexample.org")
     assert not Fetcher.host_allowed("example.org", "api.example.org")
+
+
+def test_a_call_gets_no_more_time_than_the_run_has_left() -> None:
+    log: list[dict[str, object]] = []
+    config = {"hosts": ["127.0.0.1"], "timeout_s": 10, "max_bytes": 1024, "max_calls": 5}
+    fetcher = Fetcher(config, time.time() - 5, time.time() - 0.1, log.append)
+    answer = json.loads(fetcher.call(json.dumps(["http://127.0.0.1:9/", "GET", [], None])))
+    assert answer == {"e": "fetch http://127.0.0.1:9/: the run has no time left"}
+    assert (log[0]["allowed"], log[0]["outcome"]) == (True, "error: the run has no time left")
 
 
 def test_host_calls_reach_the_history_and_its_json(js: Harness, server: Server) -> None:
