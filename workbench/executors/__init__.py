@@ -1,10 +1,26 @@
 """Executors: run a skill's command under a posture and report what happened.
 
 `build_executor(posture)` returns an `Executor` (see `base.py`); the data it speaks is in
-`types.py`.
+`types.py`. The registry imports every executor (docker-py, psutil, ...), so it loads only
+when one of these names is first used: importing `workbench.executors.types` stays cheap.
 """
 
-from workbench.executors.base import Executor
-from workbench.executors.registry import build_executor, implemented_postures
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workbench.executors.base import Executor
+    from workbench.executors.registry import build_executor, implemented_postures
 
 __all__ = ["Executor", "build_executor", "implemented_postures"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "Executor":
+        from workbench.executors import base
+
+        return base.Executor
+    if name in ("build_executor", "implemented_postures"):
+        from workbench.executors import registry
+
+        return getattr(registry, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

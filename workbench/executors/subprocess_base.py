@@ -7,8 +7,6 @@ run in flight (they finish as cancelled) and waits for their kill to complete.
 """
 
 import asyncio
-import secrets
-import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,10 +138,10 @@ class SubprocessExecutor(ABC):
         """The launch of this run, or a sentence saying why it cannot run."""
 
     def _new_context(self, session: SessionSpec, request: RunRequest) -> RunContext:
-        run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"
+        run_id = request.run_id
         run_dir = session.runs_dir / run_id
         try:
-            run_dir.mkdir(parents=True)
+            run_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise ExecutorError(f"Cannot create the run folder {run_dir}: {error}.") from error
         return RunContext(run_id, run_dir, session, request)

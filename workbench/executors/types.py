@@ -6,6 +6,8 @@ sentence naming the control that ended the run. Outcomes are never encoded in ex
 """
 
 import asyncio
+import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -15,6 +17,12 @@ from typing import Protocol
 from workbench.monitor.sample import ResourceSample
 from workbench.postures import Posture, PostureWarning
 from workbench.workspace.changes import FileChange
+
+
+def new_run_id(now: float | None = None) -> str:
+    """A sortable, unique run id such as `20261122-134415-3f9a1c` (UTC)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
+    return f"{stamp}-{secrets.token_hex(3)}"
 
 
 class RunStatus(StrEnum):
@@ -86,6 +94,7 @@ class RunRequest:
     """One command to run in the session's workspace."""
 
     argv: tuple[str, ...]
+    run_id: str = field(default_factory=new_run_id)  # names the run's folder under runs_dir
     env: dict[str, str] = field(default_factory=dict)  # extra variables the user asked for
     output_cap_bytes: int = 4 * 1024 * 1024  # per stream, kept in memory
     on_sample: Callable[[ResourceSample], None] | None = None  # live monitor samples

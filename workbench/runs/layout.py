@@ -31,9 +31,14 @@ class DataLayout:
         """The content-addressed copies of workspace files, shared by every run."""
         return BlobStore(self.root / "blobs")
 
+    @property
+    def runs_root(self) -> Path:
+        """The parent of every run's folder."""
+        return self.root / "runs"
+
     def run_dir(self, run_id: str) -> Path:
         """One run's folder: its workspace snapshots and the executor's logs and home."""
-        return self.root / "runs" / run_id
+        return self.runs_root / run_id
 
     def fresh_workspace(self, run_id: str) -> Path:
         """The workspace folder made for a run that was not given one."""

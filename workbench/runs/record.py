@@ -1,4 +1,4 @@
-"""Run records: run ids, the history's view of one run, and the one JSON form of a result.
+"""Run records: the history's view of one run, and the one JSON form of a result.
 
 `result_to_dict` is the only serialisation of a `RunResult`: the history stores it, exports
 and `--json` print it (inside `record_to_dict`). Text that is not valid Unicode (file names with
@@ -7,22 +7,15 @@ stray bytes) is written with backslash escapes, so every document is valid UTF-8
 
 import dataclasses
 import re
-import secrets
-import time
 from enum import Enum, StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench.executors.types import new_run_id as new_run_id  # callers name it from here
 from workbench.workspace.changes import ChangeKind, EntryType, FileChange
 
 if TYPE_CHECKING:  # the executors package is heavy to import; these modules only name it
     from workbench.executors.types import RunResult
-
-
-def new_run_id(now: float | None = None) -> str:
-    """A sortable, unique run id such as `20261122-134415-3f9a1c` (UTC)."""
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if now is None else now))
-    return f"{stamp}-{secrets.token_hex(3)}"
 
 
 class RunState(StrEnum):

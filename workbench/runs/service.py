@@ -189,10 +189,12 @@ class RunService:
                     skill_dir=plan.skill_dir,
                     skill_name=plan.skill_name,
                     workspace=plan.workspace,
-                    runs_dir=run_dir,
+                    runs_dir=self.layout.runs_root,
                 )
             )
-            request = RunRequest(argv=plan.argv, env=dict(plan.env), on_sample=on_sample)
+            request = RunRequest(
+                argv=plan.argv, run_id=plan.run_id, env=dict(plan.env), on_sample=on_sample
+            )
             return await executor.run(request, sink, cancel)
         finally:
             await executor.stop()

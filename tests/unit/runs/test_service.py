@@ -182,3 +182,15 @@ def test_the_data_folder_itself_is_refused_as_a_workspace(tmp_path: Path) -> Non
     service = RunService(layout, RunHistory(layout.history_path), build_executor)
     with pytest.raises(WorkspaceError, match="own data folder"):
         asyncio.run(service.run_once(_plan(layout.root, "true"), _ignore, CancelToken()))
+
+
+def test_the_executor_logs_into_the_run_folder_of_the_history_id(tmp_path: Path) -> None:
+    workspace = _workspace(tmp_path / "ws")
+    service = _service(tmp_path)
+    plan = _plan(workspace, "sh", "-c", "echo logged")
+    completed = asyncio.run(service.run_once(plan, _ignore, CancelToken()))
+    assert completed.result.run_id == plan.run_id
+    log_path = completed.result.stdout.log_path
+    assert log_path is not None
+    assert log_path.parent == service.layout.run_dir(plan.run_id)
+    assert log_path.read_text() == "logged\n"
