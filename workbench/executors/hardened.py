@@ -33,6 +33,7 @@ from workbench.executors.readback import limit_checks, parse_status, requested_r
 from workbench.executors.runner import Launch
 from workbench.executors.subprocess_base import PreparedRun, RunContext, SubprocessExecutor
 from workbench.executors.types import PostureCard, SessionSpec
+from workbench.interpreter import child_argv
 from workbench.monitor.process import RUN_TAG_ENV
 from workbench.postures import Limits
 
@@ -209,7 +210,7 @@ class HardenedExecutor(SubprocessExecutor):
         requested = requested_rlimits(limits, _own_tasks() if run_uid is None else 0)
         read_fd, write_fd = os.pipe()
         spec = limits_exec.spec_args(requested, run_uid, write_fd, [*env.kept, RUN_TAG_ENV])
-        argv = (sys.executable, "-I", "-S", str(WRAPPER), *spec)
+        argv = (*child_argv(limits_exec.__name__, WRAPPER), *spec)
         launch = Launch(
             argv + context.request.argv, env.env, session.workspace, pass_fds=(write_fd,)
         )

@@ -46,7 +46,6 @@ import json
 import os
 import re
 import signal
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -56,6 +55,7 @@ from workbench.executors.outcome import classify, format_bytes
 from workbench.executors.runner import EndedBy, Launch, ProcessOutcome
 from workbench.executors.subprocess_base import PreparedRun, RunContext, SubprocessExecutor
 from workbench.executors.types import HostCall, PostureCard, RunResult, RunStatus, SessionSpec
+from workbench.interpreter import child_argv
 from workbench.jsworker.protocol import MessageDecoder, ProtocolError
 from workbench.postures import MIB, Limits, PostureWarning
 
@@ -266,7 +266,7 @@ class QuickJsExecutor(SubprocessExecutor):
             },
         }
         # -I: the working folder is the workspace, so it must never be on the worker's path.
-        argv = (sys.executable, "-I", "-m", WORKER_MODULE, json.dumps(spec))
+        argv = (*child_argv(WORKER_MODULE), json.dumps(spec))
         env = context.command_env()
         launch = Launch(argv, env, context.session.workspace, pass_fds=(write_fd,))
         checks = [

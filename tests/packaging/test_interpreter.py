@@ -1,0 +1,67 @@
+"""Starting the workbench's own modules as children, from source and as a frozen app would."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench import interpreter
+from workbench.executors import limits_exec
+
+# What a frozen entry script does first (see packaging/pyinstaller/entry.py).
+ENTRY = "import sys; from workbench.interpreter import run_internal; run_internal(sys.argv); "
+
+
+def test_a_module_runs_isolated_by_name(tmp_path: Path) -> None:
+    source = tmp_path / "in.json"
+    source.write_text('{"b": [1, 2]}')
+    argv = interpreter.child_argv("json.tool")
+    assert argv[:2] == (sys.executable, "-I")
+    done = subprocess.run(
+        [*argv, "--compact", str(source)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout == '{"b":[1,2]}\n'
+
+
+def test_a_stdlib_only_module_runs_by_its_file_without_site() -> None:
+    argv = interpreter.child_argv(limits_exec.__name__, Path(limits_exec.__file__))
+    assert argv == (sys.executable, "-I", "-S", limits_exec.__file__)
+    spec = ["fd=2", "env=PATH", "--", "echo", "exec'd"]
+    done = subprocess.run([*argv, *spec], capture_output=True, text=True, check=True)
+    assert done.stdout == "exec'd\n"
+
+
+def test_a_frozen_app_runs_its_modules_through_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    script = Path(limits_exec.__file__)
+    assert interpreter.child_argv("a.module", script) == (
+        sys.executable,
+        interpreter.INTERNAL_FLAG,
+        "a.module",
+    )
+
+
+def test_the_entry_runs_the_named_module_with_its_arguments_and_exits(tmp_path: Path) -> None:
+    source = tmp_path / "in.json"
+    source.write_text(json.dumps({"a": 1}))
+    code = ENTRY + "print('the app itself')"
+    internal = [interpreter.INTERNAL_FLAG, "json.tool", "--compact", str(source)]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *internal], capture_output=True, text=True, check=True
+    )
+    assert done.stdout == '{"a":1}\n'
+    done = subprocess.run(
+        [sys.executable, "-c", code, "skills", "list"], capture_output=True, text=True, check=True
+    )
+    assert done.stdout == "the app itself\n"
+
+
+def test_the_entry_passes_a_module_s_exit_code_on() -> None:
+    code = ENTRY + "print('the app itself')"
+    internal = [interpreter.INTERNAL_FLAG, limits_exec.__name__, "fd=2", "--", "/no/such/program"]
+    done = subprocess.run([sys.executable, "-c", code, *internal], capture_output=True, text=True)
+    assert done.returncode == 127, done.stderr
+    assert "command not found: /no/such/program" in done.stderr
+    assert done.stdout == ""

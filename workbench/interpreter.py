@@ -1,0 +1,37 @@
+"""How the workbench starts one of its own modules as a child process, from source or frozen.
+
+From source (a wheel or the checkout) a child runs on the app's interpreter, `sys.executable`,
+in isolated mode (`-I`: no user site, no PYTHON* variables, the working folder not on the path).
+In a frozen build (PyInstaller) `sys.executable` is the app itself, which has neither `-m` nor a
+script mode: the child is the app with `INTERNAL_FLAG MODULE`, and the frozen entry script calls
+`run_internal()` before anything else, which runs MODULE as `__main__` and exits.
+"""
+
+import runpy
+import sys
+from pathlib import Path
+
+INTERNAL_FLAG = "--workbench-internal-module"
+
+
+def child_argv(module: str, script: Path | None = None) -> tuple[str, ...]:
+    """The argv prefix that runs `module` as `__main__`; the module's own arguments follow.
+
+    Given `script`, the module's file (for a module that imports only the standard library), a
+    source install runs that file with `-S`: no `workbench` package or site import, a faster
+    start. A frozen build runs every module by name.
+    """
+    if getattr(sys, "frozen", False):
+        return (sys.executable, INTERNAL_FLAG, module)
+    if script is not None:
+        return (sys.executable, "-I", "-S", str(script))
+    return (sys.executable, "-I", "-m", module)
+
+
+def run_internal(argv: list[str]) -> None:
+    """If `argv` is `[app, INTERNAL_FLAG, MODULE, ARG...]`, run MODULE with `ARG...` and exit."""
+    if len(argv) < 3 or argv[1] != INTERNAL_FLAG:
+        return
+    sys.argv = [argv[0], *argv[3:]]
+    runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
+    sys.exit(0)
