@@ -25,7 +25,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtWidgets import QApplication
 
-from workbench import __version__, paths
+from workbench import __version__, desktop, paths
 from workbench.errors import WorkbenchError
 from workbench.executors import build_executor, implemented_postures
 from workbench.postures import (
@@ -60,6 +60,7 @@ def run_gui(extra_roots: list[Path], screenshot: Path | None) -> int:
     QCoreApplication.setOrganizationName(paths.APP_AUTHOR)
     QCoreApplication.setApplicationName(paths.APP_NAME)
     QCoreApplication.setApplicationVersion(__version__)
+    QApplication.setDesktopFileName(desktop.APP_ID)  # the launcher entry, the Wayland app id
     app = QApplication.instance() or QApplication(sys.argv[:1])
     assert isinstance(app, QApplication)
     app.setApplicationDisplayName("Skill Workbench")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from workbench import __version__
-from workbench.cli import gui, history, postures, run, skills
+from workbench.cli import desktop, gui, history, postures, run, skills
 from workbench.errors import UsageError, WorkbenchError
 
 EXIT_USAGE = 2
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         "With no command, opens the desktop app.",
     )
     parser.add_argument("--version", action="version", version=f"workbench {__version__}")
+    desktop.register_flags(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in (skills, postures, run, history, gui):
         module.register(commands)
