@@ -15,6 +15,7 @@ import pytest
 from workbench.cli.run import exit_code, parse_size
 from workbench.executors.types import CapturedOutput, PostureCard, RunResult, RunStatus
 from workbench.postures import Posture, PostureId
+from workbench.runs.layout import DataLayout
 
 MUTATE = (
     "echo out; echo err >&2; echo new > added.txt; printf more >> edit.txt; rm gone.txt; "
@@ -100,7 +101,7 @@ def test_output_streams_live_to_the_matching_stream(
     assert "workspace: no changes" in done.stderr
 
 
-def test_fresh_workspace_is_made_under_the_data_folder(
+def test_fresh_workspace_is_made_where_the_layout_says(
     env: dict[str, str], skill: Path, tmp_path: Path
 ) -> None:
     done = workbench(
@@ -108,7 +109,8 @@ def test_fresh_workspace_is_made_under_the_data_folder(
     )
     assert done.returncode == 0, done.stderr
     made = Path(done.stdout.strip())
-    assert made.parent == tmp_path / "xdg" / "skill-workbench" / "workspaces"
+    data_root = tmp_path / "xdg" / "skill-workbench"
+    assert made.parent == DataLayout(data_root).fresh_workspace("any").parent
     assert (made / "made").is_file()
     assert f"workspace: {made}" in done.stderr
 

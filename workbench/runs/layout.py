@@ -1,13 +1,17 @@
 """`DataLayout`: where the run history, kept file contents, run folders and workspaces live."""
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.executors.ownership import can_reach
 from workbench.paths import data_dir
 from workbench.workspace.blobs import BlobStore
 
 BEFORE_SNAPSHOT = "workspace-before.json.gz"
 AFTER_SNAPSHOT = "workspace-after.json.gz"
+SHARED_WORKSPACES = Path("/var/tmp/skill-workbench/workspaces")
+NOBODY = 65534  # any uid other than the folders' owners: only the "other" bits count
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,5 +45,20 @@ class DataLayout:
         return self.runs_root / run_id
 
     def fresh_workspace(self, run_id: str) -> Path:
-        """The workspace folder made for a run that was not given one."""
+        """The workspace folder made for a run that was not given one.
+
+        It sits in the data folder, except when the app runs as root and other users cannot
+        enter the data folder (root's home is private): the hardened posture then runs the
+        command as a throwaway uid, which must reach the workspace, so it goes under
+        /var/tmp/skill-workbench/workspaces instead.
+        """
+        if os.geteuid() == 0 and not can_reach(_existing(self.root), NOBODY, NOBODY):
+            return SHARED_WORKSPACES / run_id
         return self.root / "workspaces" / run_id
+
+
+def _existing(path: Path) -> Path:
+    """`path`, or its nearest ancestor that exists."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path

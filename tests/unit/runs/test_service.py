@@ -1,6 +1,8 @@
 """The run service: snapshot, run, diff, record and restore, over the real local executor."""
 
 import asyncio
+import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -19,7 +21,7 @@ from workbench.executors.types import (
 )
 from workbench.postures import Posture, PostureId
 from workbench.runs.history import RunHistory
-from workbench.runs.layout import DataLayout
+from workbench.runs.layout import SHARED_WORKSPACES, DataLayout
 from workbench.runs.record import RunState
 from workbench.runs.restore import restore_run
 from workbench.runs.service import RunPlan, RunService
@@ -194,3 +196,17 @@ def test_the_executor_logs_into_the_run_folder_of_the_history_id(tmp_path: Path)
     assert log_path is not None
     assert log_path.parent == service.layout.run_dir(plan.run_id)
     assert log_path.read_text() == "logged\n"
+
+
+def test_fresh_workspaces_stay_reachable_for_the_hardened_posture_as_root() -> None:
+    with tempfile.TemporaryDirectory() as base:  # /tmp itself is open to everyone
+        Path(base).chmod(0o755)
+        private = Path(base) / "private"
+        private.mkdir(mode=0o700)
+        in_private = DataLayout(private / "data").fresh_workspace("r1")
+        in_open = DataLayout(Path(base) / "data").fresh_workspace("r2")
+    assert in_open == Path(base) / "data" / "workspaces" / "r2"
+    if os.geteuid() == 0:
+        assert in_private == SHARED_WORKSPACES / "r1"
+    else:
+        assert in_private == private / "data" / "workspaces" / "r1"
