@@ -13,8 +13,8 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QGuiApplication, QImage, QPainter
 from PySide6.QtSvg import QSvgRenderer
 
-APP_ID = "io.github.skillworkbench.SkillWorkbench"
-SIZES = (48, 128, 256, 512)
+from workbench.desktop import APP_ID, ICON_SIZES
+
 HICOLOR = Path(__file__).resolve().parents[2] / "resources" / "icons" / "hicolor"
 
 
@@ -26,7 +26,7 @@ def main() -> int:
     if not renderer.isValid():
         print("error: the SVG does not load", file=sys.stderr)
         return 1
-    for size in SIZES:
+    for size in ICON_SIZES:
         image = QImage(size, size, QImage.Format.Format_ARGB32)
         image.fill(Qt.GlobalColor.transparent)
         painter = QPainter(image)
