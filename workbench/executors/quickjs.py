@@ -27,17 +27,17 @@ and the worker enforces them (`workbench.jsworker.fetch`). Every call the worker
 refuses comes back as a `host_call` message and lands in `RunResult.host_calls`, even when the
 run is later killed; the card lists the allowed hosts and the caps.
 
-Start-up, and why there is no warm worker (measured with `tests/perf/quickjs_startup.py` on a
-loaded 2-CPU machine, medians of 30): the worker used to live in this package, and importing
-`workbench.executors` (the registry, asyncio, psutil, the posture models) was most of its
-start: 75 of 89 ms when first measured, ~145 ms today. It now lives in `workbench.jsworker`,
-imports the stdlib only, and loads the engine module `_quickjs` without the `quickjs` wrapper's
-thread-pool imports: spawn to `result` is 30-40 ms, of which a bare `python -I` is 15 ms, json
-~10 ms, pathlib and typing ~4 ms each. A warm worker (pre-spawned, one run each) would pay 0.6
-ms per run, cutting a whole `QuickJsExecutor.run()` from ~47 ms to ~10 ms. It is not built: of
-a `workbench run` (~340 ms end to end) the worker is ~40 ms, below what a person notices, and
-`run_process` starts the wall clock, output capture, sampling and the run's kill tag at spawn,
-so adopting a pre-spawned worker means changing the shared runner of every local posture.
+Start-up, and why there is no warm worker (`tests/perf/quickjs_startup.py`, medians of 30-40 on
+a shared 2-CPU machine, three sessions): the worker used to start as a module of this package,
+whose `__init__` then imported the registry, asyncio and psutil: 75 of its 89 ms from spawn to
+`ready`. It now lives in `workbench.jsworker`, imports the stdlib only, and loads the engine
+module `_quickjs` without the `quickjs` wrapper's thread-pool imports: spawn to `result` is
+29-39 ms, of which a bare `python -I` is 11-16 ms and json (with re and enum) about 10. A warm
+worker (pre-spawned, one run each) would pay 0.5-0.7 ms per run, cutting a whole
+`QuickJsExecutor.run()` from 38-47 ms to about 8. It is not built: a `workbench run` takes
+0.3-1 s end to end here, so the 30 ms are not something a person notices, and `run_process`
+starts the wall clock, output capture, sampling and the run's kill tag at spawn, so adopting a
+pre-spawned worker means changing the shared runner of every local posture.
 """
 
 import asyncio
