@@ -180,7 +180,7 @@ POSTURE_INFO: dict[PostureId, PostureInfo] = {
         "worker process.",
         guarantees=(
             "No host API beyond console output and a workspace-confined file API.",
-            "A memory cap, an in-engine interrupt and a wall-clock kill of the worker.",
+            "The engine's memory cap, a CPU-time limit and a wall-clock kill of the worker.",
         ),
         does_not=(
             "Run anything but JavaScript (no shell, no Python).",
