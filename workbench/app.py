@@ -39,6 +39,8 @@ from workbench.runs.layout import DataLayout
 from workbench.runs.service import RunService
 from workbench.skills import default_roots, discover, load_skill
 from workbench.ui.mainwindow import MainWindow
+from workbench.ui.scene import Scene as Scene  # re-exported for `workbench gui --run`
+from workbench.ui.scene import stage
 from workbench.ui.services import PostureProbe, Services
 from workbench.ui.theme import apply_theme
 
@@ -47,10 +49,11 @@ log = logging.getLogger("workbench")
 _Hook = Callable[[type[BaseException], BaseException, TracebackType | None], object]
 
 
-def run_gui(extra_roots: list[Path], screenshot: Path | None) -> int:
+def run_gui(extra_roots: list[Path], screenshot: Path | None, scene: Scene | None = None) -> int:
     """Open the desktop app on the default and `extra_roots` skill roots; returns the exit code.
 
-    With `screenshot`, render the window to that PNG file once the catalog has loaded, and exit.
+    With `screenshot`, render the window to that PNG file once the catalog has loaded (and,
+    with `scene`, once that example has run), and exit.
     """
     if screenshot is not None:
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -74,7 +77,7 @@ def run_gui(extra_roots: list[Path], screenshot: Path | None) -> int:
         probe_postures=_probe_postures,
         runs=RunService(layout, RunHistory(layout.history_path), build_executor),
     )
-    code: int = qasync.run(_main(app, services, screenshot))
+    code: int = qasync.run(_main(app, services, screenshot, scene))
     return code
 
 
@@ -83,7 +86,9 @@ def main() -> int:
     return run_gui(extra_roots=[], screenshot=None)
 
 
-async def _main(app: QApplication, services: Services, screenshot: Path | None) -> int:
+async def _main(
+    app: QApplication, services: Services, screenshot: Path | None, scene: Scene | None
+) -> int:
     window = MainWindow(services, QSettings())
     done = asyncio.Event()
     app.aboutToQuit.connect(done.set)
@@ -101,6 +106,8 @@ async def _main(app: QApplication, services: Services, screenshot: Path | None) 
             window.resize(1400, 860)
         window.show()
         await window.load()
+        if scene is not None:
+            await stage(window, scene)
         if screenshot is not None:
             await asyncio.sleep(0.2)  # let layouts settle before painting
             if not window.grab().save(str(screenshot), "PNG"):

@@ -1,12 +1,17 @@
-"""The run panel: suggested command, live plain-text output, outcome and cause, Stop."""
+"""The run panel: command and history, limits, live output, outcome banner and Stop."""
 
 import asyncio
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextCursor
+
 from workbench.postures import PostureId
+from workbench.ui.ansi import BASIC_COLOURS
 from workbench.ui.mainwindow import MainWindow
+from workbench.ui.theme import status_colors
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]
 
@@ -16,6 +21,15 @@ def _select(window: MainWindow, name: str) -> None:
     assert window.browser.select_path(skill.path)
 
 
+def _colour_of(window: MainWindow, needle: str) -> str:
+    document = window.run_panel.output.text.document()
+    cursor = document.find(needle)
+    assert not cursor.isNull(), needle
+    probe = QTextCursor(document)
+    probe.setPosition(cursor.selectionStart() + 1)
+    return probe.charFormat().foreground().color().name()
+
+
 def test_command_is_prefilled_from_the_skill(window: MainWindow) -> None:
     _select(window, "workspace-report")
     assert window.run_panel.command.text() == 'python3 "$SKILL_DIR/scripts/report.py"'
@@ -23,21 +37,39 @@ def test_command_is_prefilled_from_the_skill(window: MainWindow) -> None:
     assert window.run_panel.run_button.isEnabled()
 
 
-def test_run_streams_plain_text_and_reports_the_outcome(window: MainWindow, run: Run) -> None:
+def test_run_streams_coloured_text_and_reports_the_outcome(window: MainWindow, run: Run) -> None:
     _select(window, "workspace-report")
     panel = window.run_panel
     panel.set_posture(PostureId.LOCAL)  # hardened's throwaway uid cannot enter pytest's tmp
-    panel.command.setText("echo '<b>out</b>'; printf '\\033[31mred\\033[0m\\n' >&2; exit 3")
+    panel.command.setText(
+        "echo '<b>out</b>'; printf '\\033]0;title\\007\\033[32mgreen\\033[0m\\n';"
+        " printf 'plain err\\n' >&2; exit 3"
+    )
     task = panel.start()
     assert task is not None and panel.is_running()
     assert not panel.run_button.isEnabled() and panel.stop_button.isEnabled()
+    assert not panel.limits.isEnabled()
     run(task)
+    _wait_idle(panel, run)
     assert not panel.is_running() and not panel.stop_button.isEnabled()
-    text = panel.output.toPlainText()
-    assert "<b>out</b>" in text, panel.outcome.text()
-    assert "red" in text and "\x1b" not in text
-    assert panel.outcome.text().startswith("✘ failed:")
-    assert "3" in panel.outcome.text()
+    text = panel.output.text.toPlainText()
+    assert "<b>out</b>" in text
+    assert "green" in text and "\x1b" not in text and "title" not in text
+    assert _colour_of(window, "green") == BASIC_COLOURS[2]
+    assert _colour_of(window, "plain err") == status_colors(panel.palette()).danger.name()
+    assert panel.banner.sentence.text() == "Failed: exited with code 3"
+    assert panel.banner.status() == "warning"
+    assert "nothing left running" in panel.banner.details.text()
+    assert "NO SANDBOX" in panel.banner.warnings.text()
+    assert panel.output.open_stdout.isEnabled()
+
+
+def _wait_idle(panel: Any, run: Run) -> None:
+    async def idle() -> None:
+        while not panel.output.is_idle():
+            await asyncio.sleep(0.02)
+
+    run(idle())
 
 
 def test_stop_ends_the_run(window: MainWindow, run: Run) -> None:
@@ -49,13 +81,15 @@ def test_stop_ends_the_run(window: MainWindow, run: Run) -> None:
     async def start_then_stop() -> None:
         task = panel.start()
         assert task is not None
-        while "started" not in panel.output.toPlainText():
+        while "started" not in panel.output.text.toPlainText():
             await asyncio.sleep(0.05)
+        assert "timeout in" in panel.countdown.text()
         panel.stop_button.click()
         await task
 
     run(start_then_stop())
-    assert panel.outcome.text().startswith("✘ cancelled:")
+    assert panel.banner.sentence.text() == "Cancelled: stopped by the user"
+    assert panel.countdown.text() == ""
 
 
 def test_an_unavailable_executor_is_reported_not_raised(window: MainWindow, run: Run) -> None:
@@ -64,7 +98,8 @@ def test_an_unavailable_executor_is_reported_not_raised(window: MainWindow, run:
     task = window.run_panel.start()
     assert task is not None
     run(task)
-    assert window.run_panel.outcome.text().startswith("Not run:")
+    assert window.run_panel.banner.sentence.text().startswith("Not run:")
+    assert window.run_panel.banner.status() == "danger"
 
 
 def test_suggested_command_does_not_overwrite_an_edit_on_reselect(window: MainWindow) -> None:
@@ -75,3 +110,46 @@ def test_suggested_command_does_not_overwrite_an_edit_on_reselect(window: MainWi
     window.run_panel.set_skill(current)
     assert window.run_panel.command.text() == "ls"
     assert Path(current.path).is_dir()
+
+
+def test_commands_are_remembered_per_skill(window: MainWindow, run: Run, qtbot: Any) -> None:
+    _select(window, "workspace-report")
+    panel = window.run_panel
+    panel.set_posture(PostureId.LOCAL)
+    for command in ("echo one", "echo two"):
+        panel.command.setText(command)
+        task = panel.start()
+        assert task is not None
+        run(task)
+    panel.command.setText("")
+    panel.command.setFocus()
+    qtbot.keyClick(panel.command, Qt.Key.Key_Up)
+    assert panel.command.text() == "echo two"
+    qtbot.keyClick(panel.command, Qt.Key.Key_Up)
+    assert panel.command.text() == "echo one"
+    qtbot.keyClick(panel.command, Qt.Key.Key_Down)
+    qtbot.keyClick(panel.command, Qt.Key.Key_Down)
+    assert panel.command.text() == 'python3 "$SKILL_DIR/scripts/report.py"'
+    _select(window, "runaway")
+    qtbot.keyClick(panel.command, Qt.Key.Key_Up)
+    assert panel.command.text() == 'python3 "$SKILL_DIR/scripts/runaway.py" cpu'
+
+
+def test_loosened_limits_are_flagged_and_network_is_for_containers(window: MainWindow) -> None:
+    panel = window.run_panel
+    panel.set_posture(PostureId.HARDENED)
+    assert not panel.loosened.isVisible()
+    assert not panel.limits.network.isEnabled()
+    panel.limits.memory.setValue(2048)
+    assert panel.limits.memory.property("status") == "warning"
+    assert panel.loosened.isVisible()
+    assert "Memory limit raised to 2048 MiB" in panel.loosened.text()
+    assert panel.limits.posture(PostureId.HARDENED).limits.memory_bytes == 2048 * 1024 * 1024
+    panel.limits.memory.setValue(256)
+    assert panel.limits.memory.property("status") == ""
+    assert not panel.loosened.isVisible()
+    panel.set_posture(PostureId.DOCKER)
+    assert panel.limits.network.isEnabled()
+    panel.limits.network.setCurrentIndex(1)
+    assert "Network is ON" in panel.loosened.text()
+    assert panel.loosened.property("status") == "danger"

@@ -4,6 +4,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from workbench.errors import UsageError
+from workbench.postures import parse_posture_id
+
 
 def register(commands: "argparse._SubParsersAction[Any]") -> None:
     """Add the `gui` subcommand."""
@@ -14,6 +17,17 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
     parser.add_argument(
         "--screenshot", type=Path, metavar="FILE", help="render the window to FILE and exit"
     )
+    scene = parser.add_argument_group("screenshot scene (with --screenshot: run an example first)")
+    scene.add_argument("--run", metavar="SKILL", help="run this skill's command, then shoot")
+    scene.add_argument("--posture", type=parse_posture_id, metavar="ID", help="posture to run")
+    scene.add_argument("--command", help="command to run instead of the skill's suggestion")
+    scene.add_argument("--memory", type=int, metavar="MIB", help="memory limit of the run")
+    scene.add_argument(
+        "--show", default="output", choices=("output", "changes", "card"), help="tab to show"
+    )
+    scene.add_argument(
+        "--during", type=float, metavar="S", help="shoot S seconds into the run, not after it"
+    )
     parser.set_defaults(handler=_gui)
 
 
@@ -21,4 +35,9 @@ def _gui(args: argparse.Namespace) -> int:
     # Imported here, not at the top: every other command must work where Qt cannot load.
     from workbench import app
 
-    return app.run_gui(extra_roots=list(args.skills), screenshot=args.screenshot)
+    scene = None
+    if args.run is not None:
+        if args.screenshot is None:
+            raise UsageError("--run stages a screenshot: give --screenshot FILE too.")
+        scene = app.Scene(args.run, args.posture, args.command, args.memory, args.show, args.during)
+    return app.run_gui(extra_roots=list(args.skills), screenshot=args.screenshot, scene=scene)

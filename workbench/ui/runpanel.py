@@ -1,48 +1,52 @@
 """The run panel: run the selected skill's command under the chosen posture and watch it.
 
-The command field starts with the skill's suggested command (`metadata.command`), run with
-`sh -c` in a fresh workspace (for QuickJS: a .js file and its arguments). Output streams into
-a read-only plain-text view: chunks are buffered and flushed every 50 ms, escape sequences
-are dropped, lines and the number of blocks are capped, stderr is tinted. The outcome line
-gives the run's status and the cause that ended it. Run is Ctrl+Return, Stop is Ctrl+.
+The command field starts with the skill's suggested command (`metadata.command`) and keeps a
+per-skill history (Up/Down, or the completer); it runs with `sh -c` in a fresh workspace (for
+QuickJS: a .js file and its arguments). Limits and network come from `LimitControls`; loosened
+ones are flagged before the run. While it runs: the countdown to the timeout, live output
+(`OutputView`) and live CPU/memory charts fed by the monitor's samples. After it: the outcome
+banner, the workspace changes with diffs and Restore, and the effective posture card. Run is
+Ctrl+Return, Stop is Ctrl+.; nothing here blocks the event loop.
 """
 
 import asyncio
-import re
 import shlex
 import sys
-from collections import deque
+import time
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QFontDatabase, QKeySequence, QShortcut, QTextCharFormat, QTextCursor
+from PySide6.QtCore import QSettings, QStringListModel, Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
-    QDoubleSpinBox,
+    QCompleter,
     QHBoxLayout,
     QLineEdit,
-    QPlainTextEdit,
     QPushButton,
+    QSplitter,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
 from workbench.errors import UsageError, WorkbenchError
-from workbench.executors.types import CancelToken, OutputChunk, RunStatus, Stream
-from workbench.postures import DEFAULT_LIMITS, POSTURE_INFO, Posture, PostureId
+from workbench.executors.types import CancelToken
+from workbench.postures import POSTURE_INFO, Posture, PostureId
 from workbench.runs.record import new_run_id
 from workbench.runs.service import CompletedRun, RunPlan, RunService
 from workbench.skills import Skill
-from workbench.ui.text import format_size, plural
-from workbench.ui.theme import status_colors
+from workbench.ui.cardview import CardView
+from workbench.ui.changesview import ChangesView
+from workbench.ui.charts import ResourceCharts
+from workbench.ui.outcome import OutcomeBanner
+from workbench.ui.outputview import OutputView
+from workbench.ui.runcontrols import CommandHistory, LimitControls, warning_text
 from workbench.ui.widgets import plain_label, set_status
 
-MAX_BLOCKS = 20_000
-MAX_LINE = 4_000
-FLUSH_MS = 50
-_ESCAPES = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+COUNTDOWN_MS = 200
+OUTPUT_TAB, CHANGES_TAB, CARD_TAB = range(3)
 
 
 class RunPanel(QWidget):
-    """Command, timeout, Run/Stop, live output and the outcome of the last run.
+    """Command and limits, Run/Stop with a countdown, and everything a run shows.
 
     Signals:
         run_finished(object): the `CompletedRun` of a run that ended (any status).
@@ -50,60 +54,83 @@ class RunPanel(QWidget):
 
     run_finished = Signal(object)
 
-    def __init__(self, service: RunService, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, service: RunService, settings: QSettings, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self._service = service
+        self._history = CommandHistory(settings)
         self._skill: Skill | None = None
         self._posture: PostureId | None = None
         self._cancel: CancelToken | None = None
         self._task: asyncio.Task[None] | None = None
-        self._pending: deque[OutputChunk] = deque()
-        self._flush_timer = QTimer(self)
-        self._flush_timer.setInterval(FLUSH_MS)
+        self._started = 0.0
+        self._timeout = 0.0
+        self._browse = -1  # position in the command history while browsing with Up/Down
+        self.last_run: CompletedRun | None = None
+        self._countdown_timer = QTimer(self)
+        self._countdown_timer.setInterval(COUNTDOWN_MS)
 
         self.posture_label = plain_label("No posture", self)
         self.posture_label.setToolTip("The posture the next run uses (choose it on the right)")
         self.command = QLineEdit(self)
         self.command.setPlaceholderText("Command to run in the workspace (sh -c)")
         self.command.setAccessibleName("Command")
-        self.timeout = QDoubleSpinBox(self)
-        self.timeout.setRange(1, 3600)
-        self.timeout.setDecimals(0)
-        self.timeout.setSuffix(" s timeout")
-        self.timeout.setValue(DEFAULT_LIMITS.timeout_s)
-        self.timeout.setAccessibleName("Timeout in seconds")
+        self.command.setToolTip("Up and Down go through the commands run before for this skill")
+        self._recent = QStringListModel(self)
+        self._completer = QCompleter(self._recent, self)
+        self._completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self._completer.setFilterMode(Qt.MatchFlag.MatchContains)
+        self.command.setCompleter(self._completer)
         self.run_button = QPushButton("Run", self)
         self.run_button.setToolTip("Run the command (Ctrl+Return)")
         self.stop_button = QPushButton("Stop", self)
         self.stop_button.setToolTip("Stop the run and everything it started (Ctrl+.)")
-        self.stop_button.setEnabled(False)
+        self.countdown = plain_label("", self)
+        self.limits = LimitControls(self)
+        self.loosened = plain_label("", self, wrap=True)
+        self.banner = OutcomeBanner(self)
+        self.output = OutputView(self)
+        self.changes = ChangesView(service, self)
+        self.card_view = CardView(self)
+        self.charts = ResourceCharts(self)
+        self.tabs = QTabWidget(self)
+        self.tabs.addTab(self.output, "Output")
+        self.tabs.addTab(self.changes, "Workspace changes")
+        self.tabs.addTab(self.card_view, "Posture card")
+        self.tabs.setAccessibleName("Run details")
         self._run_shortcut = QShortcut(QKeySequence("Ctrl+Return"), self)
         self._stop_shortcut = QShortcut(QKeySequence("Ctrl+."), self)
-
-        self.output = QPlainTextEdit(self)
-        self.output.setReadOnly(True)
-        self.output.setUndoRedoEnabled(False)
-        self.output.setMaximumBlockCount(MAX_BLOCKS)
-        self.output.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-        self.output.setPlaceholderText("The command's output appears here.")
-        self.output.setAccessibleName("Run output")
-        self.outcome = plain_label("No run yet.", self, wrap=True)
-        self.outcome.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        set_status(self.outcome, "muted")
+        self._up = QShortcut(QKeySequence(Qt.Key.Key_Up), self.command)
+        self._down = QShortcut(QKeySequence(Qt.Key.Key_Down), self.command)
+        for shortcut in (self._up, self._down):
+            shortcut.setContext(Qt.ShortcutContext.WidgetShortcut)
 
         controls = QHBoxLayout()
         controls.setSpacing(6)
         controls.addWidget(self.posture_label)
         controls.addWidget(self.command, 1)
-        controls.addWidget(self.timeout)
         controls.addWidget(self.run_button)
         controls.addWidget(self.stop_button)
+        settings_row = QHBoxLayout()
+        settings_row.addWidget(self.limits, 1)
+        settings_row.addWidget(self.countdown)
+        body = QSplitter(Qt.Orientation.Horizontal, self)
+        body.setChildrenCollapsible(False)
+        body.addWidget(self.tabs)
+        body.addWidget(self.charts)
+        body.setStretchFactor(0, 3)
+        body.setStretchFactor(1, 1)
+        body.setSizes([720, 230])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 6, 0, 0)
         layout.setSpacing(6)
         layout.addLayout(controls)
-        layout.addWidget(self.output, 1)
-        layout.addWidget(self.outcome)
+        layout.addLayout(settings_row)
+        layout.addWidget(self.loosened)
+        layout.addWidget(self.banner)
+        layout.addWidget(body, 1)
+        self.loosened.hide()
         self._connect_signals()
         self._update_buttons()
 
@@ -112,9 +139,12 @@ class RunPanel(QWidget):
         self.stop_button.clicked.connect(self.on_stop_button_clicked)
         self._run_shortcut.activated.connect(self.on_run_button_clicked)
         self._stop_shortcut.activated.connect(self.on_stop_button_clicked)
+        self._up.activated.connect(self.on_up_activated)
+        self._down.activated.connect(self.on_down_activated)
         self.command.returnPressed.connect(self.on_run_button_clicked)
         self.command.textChanged.connect(self._update_buttons)
-        self._flush_timer.timeout.connect(self.on_flush_timer_timeout)
+        self.limits.changed.connect(self.on_limits_changed)
+        self._countdown_timer.timeout.connect(self.on_countdown_timer_timeout)
 
     # Public API -------------------------------------------------------------------------
 
@@ -129,6 +159,8 @@ class RunPanel(QWidget):
                 else "This skill suggests no command: type one to run in the workspace (sh -c)"
             )
         self._skill = skill
+        self._browse = -1
+        self._recent.setStringList(self._commands())
         self._update_buttons()
 
     def set_posture(self, posture_id: PostureId | None) -> None:
@@ -137,6 +169,7 @@ class RunPanel(QWidget):
         title = POSTURE_INFO[posture_id].title if posture_id is not None else "No posture"
         self.posture_label.setText(f"{title}:")
         set_status(self.posture_label, "danger" if posture_id is PostureId.LOCAL else "")
+        self.limits.set_posture(posture_id)
         self._update_buttons()
 
     def is_running(self) -> bool:
@@ -149,8 +182,9 @@ class RunPanel(QWidget):
         if not self.run_button.isEnabled() or skill is None or posture_id is None:
             return None
         self._cancel = CancelToken()
+        posture = self.limits.posture(posture_id)
         self._task = asyncio.ensure_future(
-            self._run(skill, posture_id, self.command.text().strip(), self._cancel)
+            self._run(skill, posture, self.command.text().strip(), self._cancel)
         )
         self._task.add_done_callback(self._on_task_done)
         self._update_buttons()
@@ -160,15 +194,15 @@ class RunPanel(QWidget):
         """Stop the run in progress (the executor kills everything it started)."""
         if self._cancel is not None and not self._cancel.cancelled:
             self._cancel.cancel()
-            self.outcome.setText("Stopping…")
+            self.banner.show_message("Stopping: killing the command and all it started…", "muted")
 
     async def shutdown(self, grace_s: float = 15.0) -> None:
         """Stop the run in progress and wait (at most `grace_s`) until it has been cleaned up."""
         task = self._task
-        if task is None:
-            return
-        self.stop()
-        await asyncio.wait([task], timeout=grace_s)
+        if task is not None:
+            self.stop()
+            await asyncio.wait([task], timeout=grace_s)
+        await self.changes.settle()
 
     # Slots ------------------------------------------------------------------------------
 
@@ -178,44 +212,64 @@ class RunPanel(QWidget):
     def on_stop_button_clicked(self) -> None:
         self.stop()
 
-    def on_flush_timer_timeout(self) -> None:
-        if not self._pending:
-            return
-        cursor = QTextCursor(self.output.document())
-        cursor.movePosition(QTextCursor.MoveOperation.End)
-        plain = QTextCharFormat()
-        tinted = QTextCharFormat()
-        tinted.setForeground(status_colors(self.palette()).danger)
-        while self._pending:
-            chunk = self._pending.popleft()
-            text = _clean(chunk.data.decode("utf-8", errors="replace"))
-            cursor.insertText(text, tinted if chunk.stream is Stream.STDERR else plain)
-        self.output.ensureCursorVisible()
-        scrollbar = self.output.verticalScrollBar()
-        scrollbar.setValue(scrollbar.maximum())
+    def on_up_activated(self) -> None:
+        self._step_history(+1)
+
+    def on_down_activated(self) -> None:
+        self._step_history(-1)
+
+    def on_limits_changed(self) -> None:
+        text, status = warning_text(self.limits.loosened())
+        self.loosened.setText(text)
+        set_status(self.loosened, status)
+        self.loosened.setVisible(bool(text))
+
+    def on_countdown_timer_timeout(self) -> None:
+        elapsed = time.monotonic() - self._started
+        left = max(0.0, self._timeout - elapsed)
+        self.countdown.setText(f"{elapsed:.1f} s · timeout in {left:.0f} s")
+        set_status(self.countdown, "warning" if left <= min(10.0, self._timeout / 4) else "")
 
     # Internals --------------------------------------------------------------------------
 
-    async def _run(
-        self, skill: Skill, posture_id: PostureId, text: str, cancel: CancelToken
-    ) -> None:
-        self.output.clear()
-        self._pending.clear()
-        self._flush_timer.start()
-        self.outcome.setText(f"Running under {posture_id}…")
-        set_status(self.outcome, "muted")
+    async def _run(self, skill: Skill, posture: Posture, text: str, cancel: CancelToken) -> None:
+        self._history.remember(skill.name, text)
+        self._recent.setStringList(self._commands())
+        self.output.begin()
+        limited = posture.id is not PostureId.LOCAL
+        self.charts.reset(posture.limits.memory_bytes if limited else None)
+        self.changes.set_run(None)
+        self.card_view.set_card(None)
+        self.tabs.setTabText(CHANGES_TAB, "Workspace changes")
+        self.tabs.setCurrentIndex(OUTPUT_TAB)
+        self.banner.show_message(f"Running under {POSTURE_INFO[posture.id].title}…", "muted")
+        self._started, self._timeout = time.monotonic(), posture.limits.timeout_s
+        self._countdown_timer.start()
+        self.on_countdown_timer_timeout()
         try:
-            plan = _plan(skill, posture_id, text, self.timeout.value(), self._service)
-            done = await self._service.run_once(plan, self._pending.append, cancel)
+            plan = _plan(skill, posture, text, self._service)
+            done = await self._service.run_once(
+                plan, self.output.append, cancel, self.charts.add_sample
+            )
         except WorkbenchError as error:
-            self.outcome.setText(f"Not run: {error}")
-            set_status(self.outcome, "danger")
+            self.banner.show_message(f"Not run: {error}", "danger")
         else:
-            self._show_outcome(done)
+            self._show_result(done)
             self.run_finished.emit(done)
         finally:
-            self._flush_timer.stop()
-            self.on_flush_timer_timeout()
+            self._countdown_timer.stop()
+            self.countdown.setText("")
+            self.output.finish()
+
+    def _show_result(self, done: CompletedRun) -> None:
+        result = done.result
+        self.last_run = done
+        self.banner.show_result(result)
+        self.charts.set_peaks(result.peak_rss_bytes, result.peak_processes)
+        self.output.set_logs(result.stdout.log_path, result.stderr.log_path)
+        self.changes.set_run(done)
+        self.card_view.set_card(result.card)
+        self.tabs.setTabText(CHANGES_TAB, f"Workspace changes ({len(result.changes)})")
 
     def _on_task_done(self, task: "asyncio.Task[None]") -> None:
         self._task = None
@@ -230,29 +284,22 @@ class RunPanel(QWidget):
         self.run_button.setEnabled(not running and ready and bool(self.command.text().strip()))
         self.stop_button.setEnabled(running)
         self.command.setReadOnly(running)
-        self.timeout.setEnabled(not running)
+        self.limits.set_running(running)
 
-    def _show_outcome(self, done: CompletedRun) -> None:
-        result = done.result
-        ok = result.status is RunStatus.OK
-        parts = [f"{'✔' if ok else '✘'} {result.status.value}: {result.cause}"]
-        parts.append(f"{result.wall_seconds:.1f} s")
-        if result.peak_rss_bytes:
-            parts.append(f"peak memory {format_size(result.peak_rss_bytes)}")
-        parts.append(
-            f"{plural(len(result.changes), 'file')} changed in workspace {done.record.workspace}"
-        )
-        if result.leftover_processes:
-            parts.append(f"{plural(result.leftover_processes, 'process')} left over")
-        self.outcome.setText(" · ".join(parts))
-        set_status(self.outcome, "ok" if ok else "danger")
+    def _commands(self) -> list[str]:
+        return self._history.commands(self._skill.name) if self._skill is not None else []
+
+    def _step_history(self, step: int) -> None:
+        commands = self._commands()
+        if self.is_running() or not commands:
+            return
+        self._browse = max(-1, min(len(commands) - 1, self._browse + step))
+        suggested = self._skill.command if self._skill is not None else ""
+        self.command.setText(commands[self._browse] if self._browse >= 0 else suggested or "")
 
 
-def _plan(
-    skill: Skill, posture_id: PostureId, text: str, timeout: float, service: RunService
-) -> RunPlan:
-    posture = Posture(posture_id).with_limits(timeout_s=timeout)
-    if posture_id is PostureId.QUICKJS:
+def _plan(skill: Skill, posture: Posture, text: str, service: RunService) -> RunPlan:
+    if posture.id is PostureId.QUICKJS:
         try:
             argv = tuple(shlex.split(text))
         except ValueError as error:
@@ -263,10 +310,3 @@ def _plan(
     run_id = new_run_id()
     workspace = service.layout.fresh_workspace(run_id)
     return RunPlan(skill.name, skill.path, posture, argv, workspace, run_id=run_id)
-
-
-def _clean(text: str) -> str:
-    """Drop terminal escape sequences, turn lone carriage returns into new lines, cap lines."""
-    text = _ESCAPES.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
-    lines = text.split("\n")
-    return "\n".join(line if len(line) <= MAX_LINE else line[:MAX_LINE] + "…" for line in lines)

@@ -1,0 +1,92 @@
+"""The ANSI decoder: SGR colours kept, every other escape dropped, carriage returns, UTF-8."""
+
+from workbench.ui.ansi import BASIC_COLOURS, PLAIN, AnsiDecoder, Piece, Style, apply_sgr
+
+
+def _text(pieces: list[Piece]) -> str:
+    return "".join("⟲" if p.rewrite else p.text for p in pieces)
+
+
+def test_sgr_colours_are_kept_on_the_text_they_cover() -> None:
+    pieces = AnsiDecoder().feed(b"a\x1b[1;31mred\x1b[0mb")
+    assert pieces == [
+        Piece("a", PLAIN),
+        Piece("red", Style(fg=BASIC_COLOURS[1], bold=True)),
+        Piece("b", PLAIN),
+    ]
+
+
+def test_256_and_true_colour_and_resets() -> None:
+    style = apply_sgr(PLAIN, "38;5;196;48;2;1;2;3;4")
+    assert style == Style(fg="#ff0000", bg="#010203", underline=True)
+    assert apply_sgr(style, "39;24") == Style(bg="#010203")
+    assert apply_sgr(style, "") == PLAIN
+    assert apply_sgr(style, "38;5") == style  # incomplete: ignored, no crash
+
+
+def test_osc_titles_clipboard_and_hyperlinks_are_dropped_with_their_payload() -> None:
+    data = (
+        b"\x1b]0;evil title\x07"
+        b"\x1b]52;c;cm0gLXJmIH4=\x1b\\"
+        b"\x1b]8;;https://x.example\x07link\x1b]8;;\x07"
+        b"\x1bPdevice control\x1b\\"
+        b"\xc2\x9d8;;c1-osc\xc2\x9c"
+        b"done"
+    )
+    assert _text(AnsiDecoder().feed(data)) == "linkdone"
+
+
+def test_cursor_moves_and_other_controls_are_dropped() -> None:
+    data = b"\x1b[2J\x1b[Hhome\x1b[10;5Hx\x1b[?25l\x1b(B\x1b7\x07\x08\tok\n"
+    assert _text(AnsiDecoder().feed(data)) == "homex\tok\n"
+
+
+def test_carriage_return_rewrites_the_line_but_crlf_is_a_newline() -> None:
+    decoder = AnsiDecoder()
+    assert _text(decoder.feed(b"10%\r20%\r\ndone\r\n")) == "10%⟲20%\ndone\n"
+
+
+def test_a_carriage_return_at_a_chunk_end_waits_for_a_possible_newline() -> None:
+    decoder = AnsiDecoder()
+    assert _text(decoder.feed(b"line\r")) == "line"
+    assert _text(decoder.feed(b"\nnext\r")) == "\nnext"
+    assert _text(decoder.feed(b"over")) == "⟲over"
+    assert _text(decoder.feed(b"end\r")) == "end"
+    assert _text(decoder.flush()) == "⟲"
+
+
+def test_escapes_split_across_chunks_are_completed_by_the_next_chunk() -> None:
+    decoder = AnsiDecoder()
+    first = decoder.feed(b"a\x1b[3")
+    second = decoder.feed(b"2mgreen\x1b]0;ti")
+    third = decoder.feed(b"tle\x07z")
+    assert _text(first) == "a"
+    assert second == [Piece("green", Style(fg=BASIC_COLOURS[2]))]
+    assert _text(third) == "z"
+
+
+def test_invalid_and_split_utf8_is_safe() -> None:
+    decoder = AnsiDecoder()
+    euro = "€".encode()
+    assert _text(decoder.feed(b"bad \xff\xfe " + euro[:1])) == "bad \ufffd\ufffd "
+    assert _text(decoder.feed(euro[1:] + b"!")) == "€!"
+    assert _text(decoder.feed(b"\xe2\x82")) == ""
+    assert _text(decoder.flush()) == "\ufffd"
+
+
+def test_an_escape_string_that_never_ends_does_not_grow_without_bound() -> None:
+    decoder = AnsiDecoder()
+    decoder.feed(b"\x1b]52;c;")
+    for _ in range(40):
+        assert _text(decoder.feed(b"A" * 10_000)) == ""
+    assert _text(decoder.feed(b"\x07visible")) == "visible"
+
+
+def test_plain_mode_drops_colours_but_remembers_them() -> None:
+    decoder = AnsiDecoder()
+    assert decoder.feed(b"\x1b[31mred", colour=False) == [Piece("red", PLAIN)]
+    assert decoder.feed(b"still") == [Piece("still", Style(fg=BASIC_COLOURS[1]))]
+
+
+def test_html_looking_text_is_just_text() -> None:
+    assert _text(AnsiDecoder().feed(b"<b>bold</b> &amp;")) == "<b>bold</b> &amp;"

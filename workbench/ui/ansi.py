@@ -1,0 +1,173 @@
+"""Terminal output made safe to show: SGR colours kept, every other escape sequence dropped.
+
+`AnsiDecoder` turns one stream's bytes, chunk by chunk, into `Piece`s of text with a `Style`.
+It keeps only SGR (colours, bold, italic, underline); OSC (titles, clipboard writes through
+OSC 52, hyperlinks), DCS/SOS/PM/APC strings, cursor moves and every other CSI or escape are
+dropped, and so are C0/C1 control characters other than newline and tab. A lone carriage
+return becomes a `rewrite` piece (the view clears the current line, so progress bars
+collapse); `\\r\\n` is a plain newline. Invalid UTF-8 becomes U+FFFD, and sequences split
+across chunks are completed by the next chunk. Qt-free, so it is cheap to test.
+"""
+
+import codecs
+import re
+from dataclasses import dataclass, replace
+
+MAX_PENDING = 64 * 1024  # an unterminated escape string longer than this is dropped
+
+# The 16 basic colours (xterm's defaults, a little softened to read on light and dark).
+BASIC_COLOURS = (
+    "#3b3b3b", "#cd3131", "#0dbc79", "#b59a00", "#2472c8", "#bc3fbc", "#11a8cd", "#a0a0a0",
+    "#767676", "#f14c4c", "#23d18b", "#d7ba3d", "#3b8eea", "#d670d6", "#29b8db", "#e5e5e5",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Style:
+    """How a piece of text looks; colours are `#rrggbb` strings, None for the default."""
+
+    fg: str | None = None
+    bg: str | None = None
+    bold: bool = False
+    italic: bool = False
+    underline: bool = False
+
+
+PLAIN = Style()
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """Text to append in `style`, or (`rewrite`) an order to clear the current line first."""
+
+    text: str
+    style: Style = PLAIN
+    rewrite: bool = False
+
+
+_TOKEN = re.compile(
+    r"(?P<csi>(?:\x1b\[|\x9b)(?P<params>[0-?]*)[ -/]*(?P<final>[@-~]))"
+    r"|(?P<string>(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c))"
+    r"|(?P<esc>\x1b[ -/]*[0-~])"
+    r"|(?P<crlf>\r+\n)"
+    r"|(?P<cr>\r)"
+    r"|(?P<control>[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f])"
+)
+# An escape that may still be completed by the next chunk: held back until it is.
+_INCOMPLETE = re.compile(
+    r"(?:\x1b(?:\[[0-?]*[ -/]*|[\]PX^_][^\x07\x1b\x9c]*\x1b?|[ -/]*)?"
+    r"|\x9b[0-?]*[ -/]*|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c]*\x1b?|\r)\Z"
+)
+
+
+class AnsiDecoder:
+    """Decodes one output stream (keep one per stream: styles do not cross streams)."""
+
+    def __init__(self) -> None:
+        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._held = ""
+        self.style = PLAIN
+
+    def feed(self, data: bytes, *, colour: bool = True) -> list[Piece]:
+        """The pieces `data` adds; with `colour` False, SGR is dropped too (plain text)."""
+        return self._parse(self._held + self._utf8.decode(data), colour)
+
+    def flush(self) -> list[Piece]:
+        """What is still held back at the end of the stream; an incomplete escape is dropped."""
+        tail = self._held + self._utf8.decode(b"", final=True)
+        self._held = ""
+        if tail.startswith("\r"):
+            return [Piece("", self.style, rewrite=True)]
+        return [] if tail.startswith(_INTRODUCERS) else self._parse(tail, True)
+
+    def _parse(self, text: str, colour: bool) -> list[Piece]:
+        held = _INCOMPLETE.search(text)
+        if held is not None and held.start() < len(text):
+            self._held = text[held.start() :]
+            text = text[: held.start()]
+            if len(self._held) > MAX_PENDING:  # an escape that never ends: drop what it holds
+                self._held = _string_introducer(self._held)
+        else:
+            self._held = ""
+        pieces: list[Piece] = []
+        start = 0
+        shown = self.style if colour else PLAIN
+        for match in _TOKEN.finditer(text):
+            if match.start() > start:
+                pieces.append(Piece(text[start : match.start()], shown))
+            start = match.end()
+            kind = match.lastgroup
+            if kind == "crlf":
+                pieces.append(Piece("\n", shown))
+            elif kind == "cr":
+                pieces.append(Piece("", shown, rewrite=True))
+            elif kind == "csi" and match.group("final") == "m":
+                self.style = apply_sgr(self.style, match.group("params"))
+                shown = self.style if colour else PLAIN
+        if start < len(text):
+            pieces.append(Piece(text[start:], shown))
+        return pieces
+
+
+_INTRODUCERS = ("\x1b", "\x9b", "\x90", "\x98", "\x9d", "\x9e", "\x9f")
+
+
+def _string_introducer(held: str) -> str:
+    """The introducer of an escape *string* (OSC, DCS, ...) that `held` starts, else ''."""
+    if held[:1] == "\x1b" and held[1:2] in ("]", "P", "X", "^", "_"):
+        return held[:2]
+    return held[:1] if held[:1] in _INTRODUCERS[2:] else ""
+
+
+def apply_sgr(style: Style, params: str) -> Style:
+    """`style` after one SGR sequence's parameters (e.g. `1;31`, `38;5;208`, `0`)."""
+    if not params.replace(";", "").isdigit():
+        return PLAIN if params.strip(";") == "" else style
+    codes = [int(code) if code else 0 for code in params.split(";")]
+    i = 0
+    while i < len(codes):
+        code = codes[i]
+        if code == 0:
+            style = PLAIN
+        elif code in (1, 22):
+            style = replace(style, bold=code == 1)
+        elif code in (3, 23):
+            style = replace(style, italic=code == 3)
+        elif code in (4, 24):
+            style = replace(style, underline=code == 4)
+        elif 30 <= code <= 37 or 90 <= code <= 97:
+            style = replace(style, fg=BASIC_COLOURS[code % 10 + (8 if code >= 90 else 0)])
+        elif 40 <= code <= 47 or 100 <= code <= 107:
+            style = replace(style, bg=BASIC_COLOURS[code % 10 + (8 if code >= 100 else 0)])
+        elif code in (39, 49):
+            style = replace(style, **{"fg" if code == 39 else "bg": None})
+        elif code in (38, 48):
+            colour, used = _extended_colour(codes[i + 1 :])
+            i += used
+            if colour is not None:
+                style = replace(style, **{"fg" if code == 38 else "bg": colour})
+        i += 1
+    return style
+
+
+def _extended_colour(rest: list[int]) -> tuple[str | None, int]:
+    """A 256-colour (`5;n`) or true-colour (`2;r;g;b`) argument and how many codes it used."""
+    if rest[:1] == [5] and len(rest) >= 2:
+        return _colour_256(rest[1]), 2
+    if rest[:1] == [2] and len(rest) >= 4:
+        r, g, b = (min(max(v, 0), 255) for v in rest[1:4])
+        return f"#{r:02x}{g:02x}{b:02x}", 4
+    return None, len(rest)
+
+
+def _colour_256(n: int) -> str | None:
+    if not 0 <= n <= 255:
+        return None
+    if n < 16:
+        return BASIC_COLOURS[n]
+    if n >= 232:
+        level = 8 + (n - 232) * 10
+        return f"#{level:02x}{level:02x}{level:02x}"
+    n -= 16
+    steps = [0 if v == 0 else 55 + v * 40 for v in (n // 36, n // 6 % 6, n % 6)]
+    return "#{:02x}{:02x}{:02x}".format(*steps)

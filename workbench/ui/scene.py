@@ -1,0 +1,56 @@
+"""Staging the window for `workbench gui --screenshot FILE --run SKILL ...`.
+
+A `Scene` names an example to run before the screenshot: the skill, the posture, the command,
+the memory limit, which run tab to show, and whether to shoot while it runs (`during_s`
+seconds in) or after it ended. `stage()` plays it on a loaded window, so the screenshots in the
+README are of the real app doing the real thing.
+"""
+
+import asyncio
+from dataclasses import dataclass
+
+from workbench.errors import UsageError
+from workbench.postures import PostureId
+from workbench.ui.mainwindow import MainWindow
+from workbench.ui.runpanel import CARD_TAB, CHANGES_TAB, OUTPUT_TAB
+
+TABS = {"output": OUTPUT_TAB, "changes": CHANGES_TAB, "card": CARD_TAB}
+
+
+@dataclass(frozen=True, slots=True)
+class Scene:
+    """What to run before the screenshot is taken."""
+
+    skill: str
+    posture: PostureId | None = None
+    command: str | None = None
+    memory_mib: int | None = None
+    show: str = "output"
+    during_s: float | None = None
+
+
+async def stage(window: MainWindow, scene: Scene) -> None:
+    """Run `scene` in `window` and leave it in the state to photograph."""
+    skill = next((s for s in window.browser.skills() if s.name == scene.skill), None)
+    if skill is None or not window.browser.select_path(skill.path):
+        raise UsageError(f"No skill named {scene.skill!r} to run for the screenshot.")
+    if scene.show not in TABS:
+        raise UsageError(f"--show takes one of {', '.join(TABS)}, not {scene.show!r}.")
+    panel = window.run_panel
+    if scene.posture is not None:
+        # Asked for on the command line: no confirmation box for `local` in a screenshot.
+        window.on_postures_posture_changed(scene.posture)
+    if scene.command is not None:
+        panel.command.setText(scene.command)
+    if scene.memory_mib is not None:
+        panel.limits.memory.setValue(scene.memory_mib)
+    task = panel.start()
+    if task is None:
+        raise UsageError(f"The {scene.skill} example cannot run here (no posture or command).")
+    if scene.during_s is not None:
+        await asyncio.wait([task], timeout=scene.during_s)
+    else:
+        await task
+        await panel.changes.settle()
+    panel.tabs.setCurrentIndex(TABS[scene.show])
+    await asyncio.sleep(0.3)  # let the output pane and the charts draw
