@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMenu,
     QSplitter,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -29,6 +30,8 @@ from workbench.errors import WorkbenchError
 from workbench.postures import POSTURE_INFO, PostureId
 from workbench.runs.service import CompletedRun
 from workbench.skills import Skill
+from workbench.ui.compareview import CompareView
+from workbench.ui.historyview import HistoryView
 from workbench.ui.messagebar import MessageBar
 from workbench.ui.posturepicker import PosturePicker
 from workbench.ui.runpanel import RunPanel
@@ -69,8 +72,13 @@ class MainWindow(QMainWindow):
         self.message_bar = MessageBar(self)
         self.browser = SkillBrowser(self)
         self.view = SkillView(self)
-        self.run_panel = RunPanel(services.runs, settings, self)
+        self.run_panel = RunPanel(services.runs, self)
         self.postures = PosturePicker(self)
+        self.history = HistoryView(services.runs, self)
+        self.compare = CompareView(services.runs, self)
+        self.pages = QTabWidget(self)
+        self.pages.setDocumentMode(True)
+        self.pages.setAccessibleName("Views: run, history, compare")
         self._splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self._splitter.setObjectName("mainSplitter")
         self._splitter.setChildrenCollapsible(False)
@@ -78,9 +86,9 @@ class MainWindow(QMainWindow):
         self._center.setChildrenCollapsible(False)
         self._center.addWidget(self.view)
         self._center.addWidget(self.run_panel)
-        self._center.setStretchFactor(0, 2)
-        self._center.setStretchFactor(1, 3)
-        self._center.setSizes([300, 520])
+        self._center.setStretchFactor(0, 3)
+        self._center.setStretchFactor(1, 2)
+        self._center.setSizes([500, 300])
         for widget, stretch in ((self.browser, 0), (self._center, 1), (self.postures, 0)):
             self._splitter.addWidget(widget)
             self._splitter.setStretchFactor(self._splitter.indexOf(widget), stretch)
@@ -90,7 +98,13 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(8, 8, 8, 4)
         layout.setSpacing(6)
         layout.addWidget(self.message_bar)
-        layout.addWidget(self._splitter, 1)
+        for page, title in (
+            (self._splitter, "Run"),
+            (self.history, "History"),
+            (self.compare, "Compare"),
+        ):
+            self.pages.addTab(page, title)
+        layout.addWidget(self.pages, 1)
         self.setCentralWidget(central)
 
         self._docker_label = plain_label("Docker: checking…", self)
@@ -122,6 +136,11 @@ class MainWindow(QMainWindow):
         file_menu.addAction(self.quit_action)
         edit_menu = self.menuBar().addMenu("&Edit")
         edit_menu.addAction(self.find_action)
+        view_menu = self.menuBar().addMenu("&View")
+        for index in range(self.pages.count()):
+            action = view_menu.addAction(self.pages.tabText(index))
+            action.setShortcut(QKeySequence(f"Ctrl+{index + 1}"))
+            action.triggered.connect(lambda _=False, i=index: self.pages.setCurrentIndex(i))
         self._rebuild_recent_menu()
 
     def _connect_signals(self) -> None:
@@ -136,6 +155,8 @@ class MainWindow(QMainWindow):
         self.view.status_message.connect(self.on_view_status_message)
         self.postures.posture_changed.connect(self.on_postures_posture_changed)
         self.run_panel.run_finished.connect(self.on_run_panel_run_finished)
+        self.pages.currentChanged.connect(self.on_pages_current_changed)
+        self.compare.run_activated.connect(self.on_compare_run_activated)
 
     # Start-up and state -----------------------------------------------------------------
 
@@ -180,13 +201,14 @@ class MainWindow(QMainWindow):
 
     async def shutdown(self) -> None:
         """Stop the run in progress and end every background task (after the window closed)."""
-        await self.run_panel.shutdown()
+        await asyncio.gather(self.run_panel.shutdown(), self.compare.shutdown())
+        await self.history.shutdown()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def restore_state(self) -> None:
-        """Restore the window geometry and splitter sizes saved by the last session."""
+        """Restore the window geometry, splitter sizes and page saved by the last session."""
         if self._settings.value("window/version") != str(STATE_VERSION):
             self.resize(1400, 860)
             return
@@ -199,6 +221,7 @@ class MainWindow(QMainWindow):
             value = self._settings.value(key)
             if isinstance(value, QByteArray):
                 restore(value)
+        self.pages.setCurrentIndex(self._settings.value("window/page", 0, type=int))
 
     def show_error(self, message: str) -> None:
         """Show an error in the message bar (never a modal dialog)."""
@@ -210,6 +233,7 @@ class MainWindow(QMainWindow):
         self._settings.setValue("window/state", self.saveState())
         self._settings.setValue("window/splitter", self._splitter.saveState())
         self._settings.setValue("window/center", self._center.saveState())
+        self._settings.setValue("window/page", self.pages.currentIndex())
         self.run_panel.stop()
         super().closeEvent(event)
         self.closed.emit()
@@ -256,6 +280,7 @@ class MainWindow(QMainWindow):
     def on_browser_skill_selected(self, skill: Skill | None) -> None:
         self.view.show_skill(skill)
         self.run_panel.set_skill(skill)
+        self.compare.set_skill(skill)
         self.setWindowTitle(f"{skill.name} — {TITLE}" if skill is not None else TITLE)
 
     def on_view_status_message(self, message: str) -> None:
@@ -264,6 +289,14 @@ class MainWindow(QMainWindow):
     def on_run_panel_run_finished(self, done: CompletedRun) -> None:
         QApplication.alert(self)
         self.statusBar().showMessage(f"Run {done.record.run_id}: {done.result.status}", 8000)
+
+    def on_pages_current_changed(self, index: int) -> None:
+        if self.pages.widget(index) is self.history:
+            self._spawn(self.history.refresh())
+
+    def on_compare_run_activated(self, run_id: str) -> None:
+        self.pages.setCurrentWidget(self.history)
+        self._spawn(self.history.show_run(run_id))
 
     def on_postures_posture_changed(self, posture_id: PostureId) -> None:
         self.run_panel.set_posture(posture_id)
@@ -292,6 +325,7 @@ class MainWindow(QMainWindow):
     async def _probe_postures(self) -> None:
         probe: PostureProbe = await asyncio.to_thread(self._services.probe_postures)
         self.postures.set_availability(probe.availability)
+        self.compare.set_availability(probe.availability)
         if probe.docker_runtimes is None:
             self._docker_label.setText("Docker engine: not reachable")
             self._docker_label.setToolTip("The docker and gvisor postures need a Docker engine.")

@@ -1,0 +1,88 @@
+"""The compare view: posture choices, one command under each, the table, links to the history."""
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from PySide6.QtWidgets import QMessageBox
+
+from workbench.postures import POSTURE_INFO, PostureId
+from workbench.ui.compareview import FIGURES, CompareView
+from workbench.ui.mainwindow import MainWindow
+
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+
+
+async def _until(condition: Callable[[], object]) -> None:
+    while not condition():
+        await asyncio.sleep(0.02)
+
+
+def _column(view: CompareView, column: int) -> dict[str, str]:
+    return {figure: view.table.item(row, column).text() for row, figure in enumerate(FIGURES)}
+
+
+def _open_compare(window: MainWindow, skill_name: str) -> CompareView:
+    skill = next(s for s in window.browser.skills() if s.name == skill_name)
+    assert window.browser.select_path(skill.path)
+    window.pages.setCurrentWidget(window.compare)
+    return window.compare
+
+
+def test_offers_available_postures_and_never_ticks_local_by_itself(window: MainWindow) -> None:
+    view = _open_compare(window, "workspace-report")
+    assert view.chosen() == [PostureId.HARDENED, PostureId.QUICKJS]
+    assert view.boxes[PostureId.LOCAL].isEnabled() and not view.boxes[PostureId.LOCAL].isChecked()
+    assert not view.boxes[PostureId.DOCKER].isEnabled()
+    assert view.boxes[PostureId.DOCKER].toolTip() == "No engine."
+    assert view.command.text() == 'python3 "$SKILL_DIR/scripts/report.py"'
+    assert view.skill_label.text() == "workspace-report:"
+    view.command.clear()
+    assert not view.run_button.isEnabled()
+
+
+def test_compares_side_by_side_and_a_cell_opens_its_run_in_the_history(
+    window: MainWindow, run: Run
+) -> None:
+    view = _open_compare(window, "workspace-report")
+    view.boxes[PostureId.HARDENED].setChecked(False)
+    view.boxes[PostureId.LOCAL].setChecked(True)
+    view.run_button.click()
+    box = view.question()
+    assert box is not None and box.isVisible() and "local posture" in box.text()
+    (yes,) = [b for b in box.buttons() if box.buttonRole(b) == QMessageBox.ButtonRole.AcceptRole]
+    yes.click()
+    run(_until(lambda: len(view.records()) == 2 and view.stop_button.isEnabled() is False))
+
+    titles = [view.table.horizontalHeaderItem(i).text() for i in range(2)]
+    assert titles == [POSTURE_INFO[PostureId.QUICKJS].title, POSTURE_INFO[PostureId.LOCAL].title]
+    quickjs, local = _column(view, 0), _column(view, 1)
+    assert quickjs["Status"] == "error" and "JavaScript" in quickjs["Cause"]
+    assert quickjs["Changed files"] == "0"
+    assert local["Status"] == "ok" and local["Cause"] == "exited with code 0"
+    assert local["Changed files"] == "1" and local["Wall time"].endswith(" s")
+    assert local["Peak processes"] != "-"
+    assert view.status.text().startswith("1 of 2 runs ended ok")
+
+    local_run = view.records()[1]
+    view.table.itemActivated.emit(view.table.item(FIGURES.index("Cause"), 1))
+    run(_until(lambda: window.history.current_record() is not None))
+    assert window.pages.currentWidget() is window.history
+    assert window.history.current_record() == local_run
+
+
+def test_stop_ends_the_run_in_progress_and_skips_the_rest(window: MainWindow, run: Run) -> None:
+    view = _open_compare(window, "workspace-report")
+    view.boxes[PostureId.QUICKJS].setChecked(False)
+    view.boxes[PostureId.LOCAL].setChecked(True)
+    view.command.setText("sleep 30")
+    task = view.start()  # what Compare does once local is confirmed
+    assert task is not None and not view.run_button.isEnabled()
+    run(_until(lambda: view.table.item(0, 0).text() == "running…"))
+    assert view.table.item(0, 1).text() == "waiting…"
+    view.stop_button.click()
+    run(task)
+    assert _column(view, 0)["Status"] == "cancelled"
+    assert _column(view, 1)["Status"] == "skipped (stopped)"
+    assert view.status.text().startswith("Stopped: 0 of 1 run ended ok")
+    assert view.run_button.isEnabled()

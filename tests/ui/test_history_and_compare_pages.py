@@ -1,0 +1,74 @@
+"""The main window's pages (run, history, compare): names for assistive tools, saved state."""
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QAccessible, QKeySequence
+from PySide6.QtWidgets import QAbstractSpinBox, QSplitter, QWidget
+
+from workbench.ui.mainwindow import MainWindow
+from workbench.ui.services import Services
+
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+
+
+def _accessible_name(widget: QWidget) -> str:
+    interface = QAccessible.queryAccessibleInterface(widget)
+    return interface.text(QAccessible.Text.Name) if interface is not None else ""
+
+
+def test_every_focusable_widget_on_every_page_has_an_accessible_name(
+    window: MainWindow, run: Run
+) -> None:
+    """A spin box's own line edit is part of the spin box, which assistive tools name."""
+    unnamed: list[str] = []
+    for index in range(window.pages.count()):
+        window.pages.setCurrentIndex(index)
+        run(asyncio.sleep(0.05))  # the history page reads the history when shown
+        unnamed += [
+            f"{window.pages.tabText(index)}: {type(widget).__name__} {widget.objectName()!r}"
+            for widget in window.findChildren(QWidget)
+            if widget.isVisible()
+            and widget.focusPolicy() != Qt.FocusPolicy.NoFocus
+            and not _accessible_name(widget).strip()
+            and not isinstance(widget.parent(), QAbstractSpinBox)
+        ]
+    assert unnamed == []
+
+
+def test_view_menu_shortcuts_switch_pages(window: MainWindow) -> None:
+    view_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&View")
+    shortcuts = {a.text(): a.shortcut() for a in view_menu.actions()}
+    assert shortcuts == {
+        "Run": QKeySequence("Ctrl+1"),
+        "History": QKeySequence("Ctrl+2"),
+        "Compare": QKeySequence("Ctrl+3"),
+    }
+    next(a for a in view_menu.actions() if a.text() == "Compare").trigger()
+    assert window.pages.currentWidget() is window.compare
+
+
+def test_geometry_splitters_and_page_survive_a_restart(
+    window: MainWindow, services: Services, settings: QSettings, qtbot, run: Run
+) -> None:
+    window.resize(780, 580)  # within the offscreen screen (800 x 600)
+    splitter = window.findChild(QSplitter, "mainSplitter")
+    assert isinstance(splitter, QSplitter)
+    splitter.setSizes([150, 460, 150])
+    run(asyncio.sleep(0.05))  # let the layout apply the panes' minimum widths
+    sizes = splitter.sizes()
+    window.pages.setCurrentWidget(window.compare)
+    window.close()
+
+    again = MainWindow(services, settings)
+    qtbot.addWidget(again)
+    again.restore_state()
+    again.show()
+    run(again.load())
+    assert (again.width(), again.height()) == (780, 580)
+    assert again.pages.currentWidget() is again.compare
+    again.pages.setCurrentIndex(0)  # a hidden splitter has no sizes yet
+    restored = again.findChild(QSplitter, "mainSplitter")
+    assert isinstance(restored, QSplitter) and restored.sizes() == sizes

@@ -1,0 +1,296 @@
+"""The compare view, the teaching view: one command under several postures, side by side.
+
+The user ticks postures (every available one except `local`, which is only ever ticked by
+the user and asks before it runs), edits the command (the selected skill's suggestion) and
+the timeout, and starts the comparison: `run_compare` runs the command under each posture in
+turn, each in its own fresh workspace. The table has one column per posture and one row per
+figure (status, cause, wall time, peak memory, peak processes, changed files); a column fills
+in as its run ends. Activating a cell (double-click or Enter) opens that run in the history.
+"""
+
+import asyncio
+import sys
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLineEdit,
+    QMessageBox,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.errors import WorkbenchError
+from workbench.executors.types import CancelToken, RunStatus
+from workbench.postures import DEFAULT_LIMITS, POSTURE_INFO, Availability, Posture, PostureId
+from workbench.runs.compare import CompareRequest, compare_row, run_compare, shell_command
+from workbench.runs.record import RunRecord
+from workbench.runs.service import RunService
+from workbench.skills import Skill
+from workbench.ui.historyview import ask
+from workbench.ui.posturepicker import CARD_ORDER
+from workbench.ui.text import format_size, plural
+from workbench.ui.theme import status_colors
+from workbench.ui.widgets import plain_label, set_status
+
+FIGURES = ("Status", "Cause", "Wall time", "Peak memory", "Peak processes", "Changed files")
+_RUN_ID = Qt.ItemDataRole.UserRole
+
+
+class CompareView(QWidget):
+    """Posture choices and the command above, the side-by-side table below.
+
+    Signals:
+        run_activated(str): the user opened the run with this id from a cell.
+        compare_finished(object): the list of `RunRecord`s of a comparison that ended.
+    """
+
+    run_activated = Signal(str)
+    compare_finished = Signal(object)
+
+    def __init__(self, service: RunService, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._service = service
+        self._skill: Skill | None = None
+        self._cancel: CancelToken | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._question: QMessageBox | None = None
+        self._records: list[RunRecord] = []
+
+        self.skill_label = plain_label("No skill selected", self)
+        self.command = QLineEdit(self)
+        self.command.setAccessibleName("Command to compare")
+        self.command.setPlaceholderText("Command to run under each posture (sh -c)")
+        self.timeout = QDoubleSpinBox(self)
+        self.timeout.setRange(1, 3600)
+        self.timeout.setDecimals(0)
+        self.timeout.setSuffix(" s timeout")
+        self.timeout.setValue(DEFAULT_LIMITS.timeout_s)
+        self.timeout.setAccessibleName("Timeout in seconds for each run")
+        self.run_button = QPushButton("Compare", self)
+        self.run_button.setToolTip("Run the command under every ticked posture (Ctrl+Return)")
+        self.run_button.setShortcut("Ctrl+Return")
+        self.stop_button = QPushButton("Stop", self)
+        self.stop_button.setToolTip("Stop the run in progress and skip the rest")
+        self.boxes: dict[PostureId, QCheckBox] = {}
+        for posture_id in CARD_ORDER:
+            box = QCheckBox(POSTURE_INFO[posture_id].title, self)
+            box.setAccessibleName(f"Compare under {POSTURE_INFO[posture_id].title}")
+            box.setEnabled(False)
+            box.setToolTip("Checking whether this posture can run here…")
+            if posture_id is PostureId.LOCAL:
+                set_status(box, "danger")
+            self.boxes[posture_id] = box
+        self.table = QTableWidget(len(FIGURES), 0, self)
+        self.table.setAccessibleName("Comparison results")
+        self.table.setVerticalHeaderLabels(list(FIGURES))
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setWordWrap(True)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.status = plain_label(
+            "Tick postures and press Compare. Double-click a cell (or press Enter) to open its "
+            "run in the history.",
+            self,
+            wrap=True,
+        )
+        set_status(self.status, "muted")
+
+        command_row = QHBoxLayout()
+        command_row.addWidget(self.skill_label)
+        command_row.addWidget(self.command, 1)
+        command_row.addWidget(self.timeout)
+        command_row.addWidget(self.run_button)
+        command_row.addWidget(self.stop_button)
+        postures_row = QHBoxLayout()
+        postures_row.addWidget(plain_label("Postures:", self))
+        for box in self.boxes.values():
+            postures_row.addWidget(box)
+        postures_row.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(command_row)
+        layout.addLayout(postures_row)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.status)
+        self._connect_signals()
+        self._update_buttons()
+
+    def _connect_signals(self) -> None:
+        self.run_button.clicked.connect(self.on_run_button_clicked)
+        self.stop_button.clicked.connect(self.on_stop_button_clicked)
+        self.command.textChanged.connect(self._update_buttons)
+        self.command.returnPressed.connect(self.on_run_button_clicked)
+        self.table.itemActivated.connect(self.on_table_item_activated)
+        for box in self.boxes.values():
+            box.toggled.connect(self._update_buttons)
+
+    # Public API -------------------------------------------------------------------------
+
+    def set_skill(self, skill: Skill | None) -> None:
+        """Compare commands of `skill` from now on; the command field takes its suggestion."""
+        if skill is not None and (self._skill is None or skill.path != self._skill.path):
+            self.command.setText(skill.command or "")
+            self.command.setCursorPosition(0)
+        self._skill = skill
+        self.skill_label.setText(f"{skill.name}:" if skill is not None else "No skill selected")
+        self._update_buttons()
+
+    def set_availability(self, availability: dict[PostureId, Availability]) -> None:
+        """Offer the postures that can run here; tick every one of them but `local`."""
+        for posture_id, box in self.boxes.items():
+            found = availability[posture_id]
+            box.setEnabled(found.available)
+            box.setChecked(found.available and posture_id is not PostureId.LOCAL)
+            box.setToolTip(found.reason)
+        self._update_buttons()
+
+    def chosen(self) -> list[PostureId]:
+        """The ticked postures, strongest first."""
+        return [p for p, box in self.boxes.items() if box.isChecked() and box.isEnabled()]
+
+    def records(self) -> list[RunRecord]:
+        """The records of the last comparison so far."""
+        return list(self._records)
+
+    def question(self) -> QMessageBox | None:
+        """The open "run without a sandbox?" question, if one is open."""
+        return self._question
+
+    def start(self) -> "asyncio.Task[None] | None":
+        """Start the comparison (what Compare does, after `local` was confirmed)."""
+        if self._skill is None or not self.run_button.isEnabled():
+            return None
+        try:
+            text = self.command.text().strip()
+            runs = tuple(
+                (Posture(p).with_limits(timeout_s=self.timeout.value()), shell_command(p, text))
+                for p in self.chosen()
+            )
+        except WorkbenchError as error:
+            self._show(str(error), "danger")
+            return None
+        request = CompareRequest(self._skill.name, self._skill.path, runs)
+        self._cancel = CancelToken()
+        self._task = asyncio.ensure_future(self._compare(request, self._cancel))
+        self._task.add_done_callback(self._on_task_done)
+        self._update_buttons()
+        return self._task
+
+    def stop(self) -> None:
+        """Stop the run in progress; the postures not yet run are skipped."""
+        if self._cancel is not None and not self._cancel.cancelled:
+            self._cancel.cancel()
+            self._show("Stopping…", "muted")
+
+    async def shutdown(self, grace_s: float = 15.0) -> None:
+        """Stop the comparison in progress and wait (at most `grace_s`) for it to clean up."""
+        if self._task is not None:
+            self.stop()
+            await asyncio.wait([self._task], timeout=grace_s)
+
+    # Slots ------------------------------------------------------------------------------
+
+    def on_run_button_clicked(self) -> None:
+        if not self.run_button.isEnabled() or self._question is not None:
+            return
+        if PostureId.LOCAL not in self.chosen():
+            self.start()
+            return
+        self._question = ask(
+            self,
+            "Run without a sandbox?",
+            "The comparison includes the local posture: there the command runs as you, with "
+            "access to all your files, your network and every secret in your environment.",
+            "Compare, local included",
+            self.start,
+        )
+        self._question.finished.connect(self.on_question_finished)
+
+    def on_question_finished(self, _result: int) -> None:
+        self._question = None
+
+    def on_stop_button_clicked(self) -> None:
+        self.stop()
+
+    def on_table_item_activated(self, item: QTableWidgetItem) -> None:
+        run_id = item.data(_RUN_ID)
+        if isinstance(run_id, str):
+            self.run_activated.emit(run_id)
+
+    # Internals --------------------------------------------------------------------------
+
+    async def _compare(self, request: CompareRequest, cancel: CancelToken) -> None:
+        self._records = []
+        self.table.setColumnCount(len(request.runs))
+        titles = [POSTURE_INFO[posture.id].title for posture, _ in request.runs]
+        self.table.setHorizontalHeaderLabels(titles)
+        for column in range(len(request.runs)):
+            for row in range(len(FIGURES)):
+                self.table.setItem(row, column, QTableWidgetItem("waiting…" if row == 0 else ""))
+        self.table.item(0, 0).setText("running…")
+        self._show(f"Comparing under {plural(len(request.runs), 'posture')}…", "muted")
+        records = await run_compare(self._service, request, cancel, self._on_record)
+        stopped = len(records) < len(request.runs)
+        for column in range(len(records), len(request.runs)):
+            self.table.item(0, column).setText("skipped (stopped)")
+        ok = sum(1 for r in records if r.outcome == RunStatus.OK)
+        self._show(
+            f"{'Stopped: ' if stopped else ''}{ok} of {plural(len(records), 'run')} ended ok. "
+            "Double-click a cell (or press Enter) to open its run in the history.",
+            "muted",
+        )
+        self.compare_finished.emit(records)
+
+    def _on_record(self, record: RunRecord) -> None:
+        column = len(self._records)
+        self._records.append(record)
+        row = compare_row(record)
+        wall = "-" if row.wall_seconds is None else f"{row.wall_seconds:.2f} s"
+        memory = "-" if not row.peak_rss_bytes else format_size(row.peak_rss_bytes)
+        processes = "-" if not row.peak_processes else str(row.peak_processes)
+        values = (row.outcome, row.cause, wall, memory, processes, str(row.changes))
+        for index, value in enumerate(values):
+            item = QTableWidgetItem(value)
+            item.setData(_RUN_ID, row.run_id)
+            item.setToolTip(f"Run {row.run_id}: double-click or press Enter to open it")
+            if index == 0:
+                colors = status_colors(self.palette())
+                item.setForeground(colors.ok if row.outcome == RunStatus.OK else colors.danger)
+            self.table.setItem(index, column, item)
+        if column + 1 < self.table.columnCount():
+            self.table.item(0, column + 1).setText("running…")
+
+    def _on_task_done(self, task: "asyncio.Task[None]") -> None:
+        self._task = None
+        self._cancel = None
+        self._update_buttons()
+        if task.cancelled() or (error := task.exception()) is None:
+            return
+        if isinstance(error, WorkbenchError):
+            self._show(f"Not compared: {error}", "danger")
+        else:
+            sys.excepthook(type(error), error, error.__traceback__)
+
+    def _show(self, text: str, status: str) -> None:
+        self.status.setText(text)
+        set_status(self.status, status)
+
+    def _update_buttons(self) -> None:
+        running = self._task is not None
+        ready = (
+            self._skill is not None and bool(self.chosen()) and bool(self.command.text().strip())
+        )
+        self.run_button.setEnabled(ready and not running)
+        self.stop_button.setEnabled(running)
+        self.command.setReadOnly(running)
+        self.timeout.setEnabled(not running)
+        for box in self.boxes.values():
+            box.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, running)

@@ -1,0 +1,365 @@
+"""The history view: past runs, one run's record, re-run, export a report, restore a workspace.
+
+The list shows the newest runs first (time, status, cause, posture, skill, changes); selecting
+one shows its report as plain text (the same text `workbench history show` prints). Re-run runs
+the same command under the same posture and limits in the same workspace (a local run asks
+first, naming the risk). Export writes the report as HTML, Markdown or JSON to a file chosen in
+a save dialog opened with `open()`. Restore puts the run's workspace back as it was before the
+run; when the workspace changed since, it asks before throwing those changes away. All blocking
+work (sqlite, hashing, writing) runs in threads; every task is kept and its errors shown here.
+"""
+
+import asyncio
+import dataclasses
+import sys
+from collections.abc import Callable, Coroutine
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QMessageBox,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.errors import WorkbenchError, WorkspaceError
+from workbench.executors.types import CancelToken
+from workbench.postures import Limits, Posture, PostureId
+from workbench.runs.export import ExportFormat, export_record
+from workbench.runs.record import RunRecord, RunState, new_run_id
+from workbench.runs.restore import restore_run
+from workbench.runs.service import RunPlan, RunService
+from workbench.ui.text import plural, tooltip
+from workbench.ui.widgets import plain_label, set_status
+
+COLUMNS = ("Started", "Status", "Cause", "Posture", "Skill", "Changes")
+EXPORT_FILTERS = {
+    "HTML report (*.html)": ExportFormat.HTML,
+    "Markdown report (*.md)": ExportFormat.MD,
+    "JSON record (*.json)": ExportFormat.JSON,
+}
+_RUN_ID = Qt.ItemDataRole.UserRole
+
+
+class HistoryView(QWidget):
+    """Past runs on the left, the selected run's record on the right, actions above."""
+
+    def __init__(self, service: RunService, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._service = service
+        self._records: dict[str, RunRecord] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._dialog: QFileDialog | None = None
+        self._question: QMessageBox | None = None
+
+        self.refresh_button = QPushButton("Refresh", self)
+        self.refresh_button.setToolTip("Read the run history again")
+        self.rerun_button = QPushButton("Re-run", self)
+        self.rerun_button.setToolTip("Run the same command under the same posture again")
+        self.export_button = QPushButton("Export Report…", self)
+        self.export_button.setToolTip("Save this run's report as HTML, Markdown or JSON")
+        self.restore_button = QPushButton("Restore Workspace", self)
+        self.restore_button.setToolTip("Put the workspace back as it was before this run")
+        self.runs = QTreeWidget(self)
+        self.runs.setAccessibleName("Past runs")
+        self.runs.setHeaderLabels(list(COLUMNS))
+        self.runs.setRootIsDecorated(False)
+        self.runs.setUniformRowHeights(True)
+        self.runs.setAlternatingRowColors(True)
+        header = self.runs.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(COLUMNS.index("Cause"), QHeaderView.ResizeMode.Stretch)
+        self.details = QPlainTextEdit(self)
+        self.details.setReadOnly(True)
+        self.details.setAccessibleName("Run record")
+        self.details.setPlaceholderText("Select a run to see its record.")
+        self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.status = plain_label("", self, wrap=True)
+        set_status(self.status, "muted")
+
+        buttons = QHBoxLayout()
+        for button in (self.refresh_button, self.rerun_button, self.export_button):
+            buttons.addWidget(button)
+        buttons.addWidget(self.restore_button)
+        buttons.addStretch(1)
+        splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        splitter.setChildrenCollapsible(False)
+        splitter.addWidget(self.runs)
+        splitter.addWidget(self.details)
+        splitter.setSizes([640, 560])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(buttons)
+        layout.addWidget(splitter, 1)
+        layout.addWidget(self.status)
+        self._connect_signals()
+        self._update_buttons()
+
+    def _connect_signals(self) -> None:
+        self.refresh_button.clicked.connect(self.on_refresh_button_clicked)
+        self.rerun_button.clicked.connect(self.on_rerun_button_clicked)
+        self.export_button.clicked.connect(self.on_export_button_clicked)
+        self.restore_button.clicked.connect(self.on_restore_button_clicked)
+        self.runs.currentItemChanged.connect(self.on_runs_current_item_changed)
+
+    # Public API -------------------------------------------------------------------------
+
+    async def refresh(self) -> None:
+        """Read the newest runs from the history again, keeping the selected run selected."""
+        records = await asyncio.to_thread(self._service.history.recent)
+        selected = self.current_record()  # after the wait: another refresh may have selected
+        self._records = {record.run_id: record for record in records}
+        self.runs.clear()
+        self.runs.addTopLevelItems([_item(record) for record in records])
+        if selected is None or not self.select_run(selected.run_id):
+            self.on_runs_current_item_changed(None)
+        self.status.setText(f"{plural(len(records), 'run')} in the history.")
+
+    async def show_run(self, run_id: str) -> None:
+        """Read the history again and select the run `run_id`."""
+        await self.refresh()
+        self.select_run(run_id)
+
+    def select_run(self, run_id: str) -> bool:
+        """Select the run `run_id` if it is listed; returns whether it is."""
+        for index in range(self.runs.topLevelItemCount()):
+            item = self.runs.topLevelItem(index)
+            if item.data(0, _RUN_ID) == run_id:
+                self.runs.setCurrentItem(item)
+                return True
+        return False
+
+    def current_record(self) -> RunRecord | None:
+        """The selected run's record."""
+        item = self.runs.currentItem()
+        return None if item is None else self._records.get(item.data(0, _RUN_ID))
+
+    async def rerun(self, record: RunRecord) -> RunRecord:
+        """Run `record`'s command again under its posture and limits, in its workspace."""
+        run_id = new_run_id()
+        plan = RunPlan(
+            record.skill_name,
+            record.skill_dir,
+            _posture(record),
+            record.argv,
+            record.workspace,
+            run_id=run_id,
+        )
+        self.status.setText(f"Re-running {record.run_id} under {record.posture}…")
+        try:
+            done = await self._service.run_once(plan, _ignore_output, CancelToken())
+            again = done.record
+        except WorkbenchError:
+            again = await asyncio.to_thread(self._service.history.get, run_id)
+        await self.refresh()
+        self.select_run(again.run_id)
+        self.status.setText(f"Re-run {again.run_id}: {again.outcome} — {again.cause}")
+        return again
+
+    async def restore(self, record: RunRecord, force: bool = False) -> None:
+        """Restore `record`'s workspace; a refusal (it changed since) asks to force it."""
+        try:
+            layout = self._service.layout
+            report = await asyncio.to_thread(restore_run, layout, record, force=force)
+        except WorkspaceError as error:
+            if force:
+                raise
+            self._ask(
+                "Restore anyway?",
+                str(error),
+                "Restore and lose those changes",
+                lambda: self._spawn(self.restore(record, force=True)),
+            )
+            return
+        state = "Restored" if report.complete else "Partly restored"
+        notes = "".join(f" {note}" for note in report.notes)
+        self.status.setText(f"{state} {record.workspace} as before run {record.run_id}.{notes}")
+        set_status(self.status, "ok" if report.complete else "warning")
+
+    async def export(self, record: RunRecord, path: Path, fmt: ExportFormat) -> None:
+        """Write `record`'s report in `fmt` to `path`."""
+        text = await asyncio.to_thread(export_record, record, fmt, self._service.layout.blobs)
+        try:
+            await asyncio.to_thread(path.write_text, text, encoding="utf-8")
+        except OSError as error:
+            raise WorkspaceError(f"Cannot write {path}: {error.strerror}.") from None
+        self.status.setText(f"Wrote the report of run {record.run_id} to {path}.")
+        set_status(self.status, "ok")
+
+    def export_dialog(self) -> QFileDialog | None:
+        """The open "export report" save dialog, if one is open."""
+        return self._dialog
+
+    def question(self) -> QMessageBox | None:
+        """The open question (local re-run, forced restore), if one is open."""
+        return self._question
+
+    async def shutdown(self) -> None:
+        """End every task this view started."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    # Slots ------------------------------------------------------------------------------
+
+    def on_refresh_button_clicked(self) -> None:
+        self._spawn(self.refresh())
+
+    def on_runs_current_item_changed(self, item: QTreeWidgetItem | None) -> None:
+        record = self.current_record() if item is not None else None
+        self.details.setPlainText(
+            "" if record is None else export_record(record, ExportFormat.TEXT)
+        )
+        self._update_buttons()
+
+    def on_rerun_button_clicked(self) -> None:
+        record = self.current_record()
+        if record is None:
+            return
+        if record.posture != PostureId.LOCAL:
+            self._spawn(self.rerun(record))
+            return
+        self._ask(
+            "Run without a sandbox?",
+            "This run used the local posture: the command runs as you, with access to all "
+            "your files, your network and every secret in your environment.",
+            "Re-run locally — no sandbox",
+            lambda: self._spawn(self.rerun(record)),
+        )
+
+    def on_restore_button_clicked(self) -> None:
+        record = self.current_record()
+        if record is not None:
+            self._spawn(self.restore(record))
+
+    def on_export_button_clicked(self) -> None:
+        record = self.current_record()
+        if record is None or self._dialog is not None:
+            return
+        dialog = QFileDialog(self, "Export Run Report")
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setNameFilters(list(EXPORT_FILTERS))
+        dialog.selectFile(f"run-{record.run_id}.html")
+        dialog.filterSelected.connect(self.on_dialog_filter_selected)
+        dialog.fileSelected.connect(
+            lambda path: self.on_dialog_file_selected(record, dialog.selectedNameFilter(), path)
+        )
+        dialog.finished.connect(self.on_dialog_finished)
+        self._dialog = dialog
+        dialog.open()
+
+    def on_dialog_filter_selected(self, name_filter: str) -> None:
+        if self._dialog is not None:
+            suffix = EXPORT_FILTERS[name_filter].value
+            self._dialog.setDefaultSuffix(suffix)
+
+    def on_dialog_file_selected(self, record: RunRecord, name_filter: str, path: str) -> None:
+        target = Path(path)
+        by_suffix = {fmt.value: fmt for fmt in EXPORT_FILTERS.values()}
+        fmt = by_suffix.get(target.suffix.lstrip(".").lower(), EXPORT_FILTERS.get(name_filter))
+        self._spawn(self.export(record, target, fmt or ExportFormat.HTML))
+
+    def on_dialog_finished(self, _result: int) -> None:
+        if self._dialog is not None:
+            self._dialog.deleteLater()
+            self._dialog = None
+
+    # Internals --------------------------------------------------------------------------
+
+    def on_question_finished(self, _result: int) -> None:
+        self._question = None
+
+    # Internals --------------------------------------------------------------------------
+
+    def _ask(self, title: str, text: str, accept: str, then: Callable[[], None]) -> None:
+        if self._question is None:
+            self._question = ask(self, title, text, accept, then)
+            self._question.finished.connect(self.on_question_finished)
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        self._update_buttons()
+        task.add_done_callback(self._on_task_done)
+
+    def _on_task_done(self, task: "asyncio.Task[Any]") -> None:
+        self._tasks.discard(task)
+        self._update_buttons()
+        if task.cancelled() or (error := task.exception()) is None:
+            return
+        if isinstance(error, WorkbenchError):
+            self.status.setText(str(error))
+            set_status(self.status, "danger")
+        else:
+            sys.excepthook(type(error), error, error.__traceback__)
+
+    def _update_buttons(self) -> None:
+        record = self.current_record()
+        busy = bool(self._tasks)
+        finished = record is not None and record.state is not RunState.RUNNING
+        self.refresh_button.setEnabled(not busy)
+        self.rerun_button.setEnabled(finished and not busy)
+        self.restore_button.setEnabled(finished and not busy)
+        self.export_button.setEnabled(record is not None)
+
+
+def _item(record: RunRecord) -> QTreeWidgetItem:
+    started = datetime.fromtimestamp(record.started_at).strftime("%Y-%m-%d %H:%M:%S")
+    cause = " ".join(record.cause.split())  # one line in the list; the record has it all
+    values = (started, record.outcome, cause, record.posture, record.skill_name)
+    item = QTreeWidgetItem([*values, str(len(record.changes))])
+    item.setData(0, _RUN_ID, record.run_id)
+    item.setToolTip(COLUMNS.index("Cause"), tooltip(record.cause))
+    item.setTextAlignment(COLUMNS.index("Changes"), Qt.AlignmentFlag.AlignRight)
+    return item
+
+
+def _posture(record: RunRecord) -> Posture:
+    """The posture a run used, with its limits (other settings take their safe defaults)."""
+    posture = Posture(PostureId(record.posture))
+    stored = ((record.result or {}).get("card") or {}).get("posture") or {}
+    limits = stored.get("limits")
+    if not isinstance(limits, dict):
+        return posture
+    names = {field.name for field in dataclasses.fields(Limits)}
+    return posture.with_limits(**{k: v for k, v in limits.items() if k in names})
+
+
+def _ignore_output(chunk: object) -> None:
+    del chunk  # a re-run's output is kept in its record
+
+
+def ask(
+    parent: QWidget, title: str, text: str, accept: str, then: Callable[[], None]
+) -> QMessageBox:
+    """Ask a question window-modally, opened with `open()` (never `exec()`); `then()` runs
+    only if the user clicks `accept` (Cancel is the default and Escape answer)."""
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Warning)
+    box.setWindowTitle(title)
+    box.setTextFormat(Qt.TextFormat.PlainText)
+    box.setText(text)
+    yes = box.addButton(accept, QMessageBox.ButtonRole.AcceptRole)
+    keep = box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(keep)
+    box.setEscapeButton(keep)
+
+    def finished(_result: int) -> None:
+        box.deleteLater()
+        if box.clickedButton() is yes:
+            then()
+
+    box.finished.connect(finished)
+    box.open()
+    return box
