@@ -5,8 +5,8 @@ M modified, D deleted, T type changed, P permissions), the size before and after
 type and permission changes, what changed. Selecting a file computes its diff with
 `workbench.workspace.diff.text_diff` in a thread and shows it in a `DiffView`; a file over the
 diff caps can be diffed anyway up to the hard cap. "Restore workspace" first names what will be
-lost, in a window-modal box opened with `open()`, then calls `RunService.restore` in a thread
-and says what it did. Paths are hostile text: they are shown as plain text.
+lost, in a window-modal box opened with `open()`, then calls `runs.restore.restore_run` in a
+thread and says what it did. Paths are hostile text: they are shown as plain text.
 """
 
 import asyncio
@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError
+from workbench.runs.restore import restore_run
 from workbench.runs.service import CompletedRun, RunService
 from workbench.ui.diffview import DiffView
 from workbench.ui.text import format_size, plural
@@ -242,7 +243,9 @@ class ChangesView(QWidget):
         self.restore_status.setText("Restoring the workspace…")
         set_status(self.restore_status, "muted")
         try:
-            report: RestoreReport = await asyncio.to_thread(self._service.restore, done.record)
+            report: RestoreReport = await asyncio.to_thread(
+                restore_run, self._service.layout, done.record
+            )
         except WorkbenchError as error:
             self.restore_status.setText(f"Not restored: {error}")
             set_status(self.restore_status, "danger")

@@ -1,0 +1,199 @@
+"""The changes view: badges and counts, diffs and placeholders, and Restore workspace."""
+
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtWidgets import QMessageBox, QTreeWidgetItem
+
+from workbench.executors.types import CancelToken, OutputChunk
+from workbench.postures import Posture, PostureId
+from workbench.runs.service import CompletedRun, RunPlan
+from workbench.ui.changesview import CHANGE_ROLE, ChangesView, losses, summary
+from workbench.ui.diffview import DiffView, split_rows
+from workbench.ui.services import Services
+
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+
+COMMAND = (
+    "echo new > keep.txt; rm gone.txt; printf 'x\\000y' > blob.bin; mkdir sub;"
+    " python3 -c \"open('sub/big.txt', 'w').write('line of text\\n' * 90000)\""
+)
+
+
+def _ignore(_chunk: OutputChunk) -> None:
+    pass
+
+
+@pytest.fixture
+def done(services: Services, tmp_path: Path, run: Run) -> CompletedRun:
+    """A local run that modified, deleted and added files in a prepared workspace."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "keep.txt").write_text("old\n")
+    (workspace / "gone.txt").write_text("bye\n")
+    plan = RunPlan("test", tmp_path, Posture(PostureId.LOCAL), ("sh", "-c", COMMAND), workspace)
+    completed: CompletedRun = run(services.runs.run_once(plan, _ignore, CancelToken()))
+    assert completed.result.status == "ok", completed.result.cause
+    return completed
+
+
+@pytest.fixture
+def view(qtbot: Any, services: Services) -> ChangesView:
+    changes = ChangesView(services.runs)
+    qtbot.addWidget(changes)
+    changes.resize(1500, 500)
+    changes.show()
+    return changes
+
+
+def _items(view: ChangesView) -> dict[str, QTreeWidgetItem]:
+    found: dict[str, QTreeWidgetItem] = {}
+
+    def walk(item: QTreeWidgetItem, prefix: str) -> None:
+        path = f"{prefix}{item.text(0)}"
+        found[path] = item
+        for i in range(item.childCount()):
+            walk(item.child(i), f"{path}/")
+
+    for i in range(view.tree.topLevelItemCount()):
+        walk(view.tree.topLevelItem(i), "")
+    return found
+
+
+def _show(view: ChangesView, done: CompletedRun, run: Run) -> None:
+    view.set_run(done)
+    run(view.settle())  # the first file's diff
+
+
+async def _restore(view: ChangesView) -> None:
+    assert view.restore_now() is not None
+    await view.settle()
+
+
+def _select(view: ChangesView, path: str, run: Run) -> None:
+    view.tree.setCurrentItem(_items(view)[path])
+    run(view.settle())
+
+
+def test_the_tree_has_badges_and_counts(view: ChangesView, done: CompletedRun, run: Run) -> None:
+    view.set_run(done)
+    run(view.settle())
+    assert view.counts.text() == "5 changes: 3 added · 1 modified · 1 deleted"
+    items = _items(view)
+    assert items["keep.txt"].text(1) == "M  modified"
+    assert items["gone.txt"].text(1) == "D  deleted"
+    assert items["blob.bin"].text(1) == "A  added"
+    assert items["sub/big.txt"].text(1) == "A  added"
+    assert items["keep.txt"].text(2) == "4 B"
+    assert items["keep.txt"].data(0, CHANGE_ROLE).path == "keep.txt"
+    assert view.restore_button.isEnabled()
+
+
+def test_a_text_diff_and_the_binary_placeholder(
+    view: ChangesView, done: CompletedRun, run: Run
+) -> None:
+    _show(view, done, run)
+    view.diff.layout_choice.setCurrentText("Unified")
+    _select(view, "keep.txt", run)
+    text = view.diff.unified.toPlainText()
+    assert "-old" in text and "+new" in text
+    assert view.diff.title.text() == "keep.txt (modified)"
+    _select(view, "blob.bin", run)
+    assert view.diff.placeholder.text().startswith("Binary file")
+    assert view.diff.show_anyway_button.isHidden()
+
+
+def test_a_large_text_file_can_be_shown_anyway(
+    view: ChangesView, done: CompletedRun, run: Run
+) -> None:
+    _show(view, done, run)
+    _select(view, "sub/big.txt", run)
+    assert view.diff.placeholder.text().startswith("Too large to diff")
+    assert not view.diff.show_anyway_button.isHidden()
+    view.diff.show_anyway_button.click()
+    run(view.settle())
+    assert view.diff.is_split()  # the view is wide
+    assert view.diff.right.document().blockCount() > 90_000
+
+
+def test_restore_asks_naming_the_losses_then_brings_files_back(
+    view: ChangesView, done: CompletedRun, run: Run
+) -> None:
+    _show(view, done, run)
+    view.restore_button.click()
+    box = view.confirmation_box()
+    assert box is not None
+    assert "gone.txt: deleted by the run, will come back" in box.informativeText()
+    assert "blob.bin: created by the run, will be deleted" in box.informativeText()
+    box.button(QMessageBox.StandardButton.Cancel).click()
+    assert view.confirmation_box() is None
+    workspace = done.record.workspace
+    assert not (workspace / "gone.txt").exists()  # cancelled: nothing restored
+
+    async def confirm() -> None:
+        view.restore_button.click()
+        box = view.confirmation_box()
+        assert box is not None
+        next(b for b in box.buttons() if b.text() == "Restore workspace").click()
+        await view.settle()
+
+    run(confirm())
+    assert view.restore_status.text().startswith("Restored: 5 paths put back")
+    assert (workspace / "gone.txt").read_text() == "bye\n"
+    assert (workspace / "keep.txt").read_text() == "old\n"
+    assert not (workspace / "blob.bin").exists() and not (workspace / "sub").exists()
+    assert not view.restore_button.isEnabled()
+
+
+def test_a_refused_restore_says_why(view: ChangesView, done: CompletedRun, run: Run) -> None:
+    _show(view, done, run)
+    (done.record.workspace / "later.txt").write_text("made after the run")
+    run(_restore(view))
+    assert view.restore_status.text().startswith("Not restored: The workspace changed after")
+    assert (done.record.workspace / "later.txt").exists()
+    assert view.restore_button.isEnabled()
+
+
+def test_split_rows_pair_removals_with_additions() -> None:
+    unified = "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n same\n-old\n-gone\n+new\n\\ No newline\n"
+    assert split_rows(unified) == [
+        ("@@ -1,3 +1,3 @@", "@@ -1,3 +1,3 @@"),
+        ("same", "same"),
+        ("old", "new"),
+        ("gone", None),
+    ]
+
+
+def test_auto_layout_follows_the_width(qtbot: Any) -> None:
+    diff = DiffView()
+    qtbot.addWidget(diff)
+    diff.resize(600, 300)
+    diff.show()
+    diff.show_diff("f", "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n")
+    assert not diff.is_split()
+    diff.resize(1200, 300)
+    qtbot.waitUntil(diff.is_split)
+    assert diff.left.toPlainText().splitlines()[-1] == "a"
+    assert diff.right.toPlainText().splitlines()[-1] == "b"
+
+
+def test_summary_and_losses_of_nothing() -> None:
+    assert summary(()) == "No changes in the workspace."
+    assert losses(()) == []
+
+
+def test_hostile_paths_are_plain_text(
+    view: ChangesView, services: Services, tmp_path: Path, run: Run
+) -> None:
+    workspace = tmp_path / "hostile"
+    workspace.mkdir()
+    name = "<img src=x onerror=alert(1)>&amp;.txt"
+    plan = RunPlan(
+        "test", tmp_path, Posture(PostureId.LOCAL), ("sh", "-c", f"echo x > '{name}'"), workspace
+    )
+    completed = run(services.runs.run_once(plan, _ignore, CancelToken()))
+    _show(view, completed, run)
+    assert name in _items(view)
+    assert view.diff.title.text() == f"{name} (added)"
