@@ -4,11 +4,13 @@ From source (a wheel or the checkout) a child runs on the app's interpreter, `sy
 in isolated mode (`-I`: no user site, no PYTHON* variables, the working folder not on the path).
 In a frozen build (PyInstaller) `sys.executable` is the app itself, which has neither `-m` nor a
 script mode: the child is the app with `INTERNAL_FLAG MODULE`, and the frozen entry script calls
-`run_internal()` before anything else, which runs MODULE as `__main__` and exits.
+`run_internal()` before anything else, which runs MODULE as `__main__` and exits. It also
+calls `clean_frozen_environment()`, so the bootloader's variables never reach a user's command.
 """
 
 import runpy
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
 
 INTERNAL_FLAG = "--workbench-internal-module"
@@ -35,3 +37,20 @@ def run_internal(argv: list[str]) -> None:
     sys.argv = [argv[0], *argv[3:]]
     runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
     sys.exit(0)
+
+
+def clean_frozen_environment(environ: MutableMapping[str, str]) -> None:
+    """Undo what PyInstaller's bootloader added to `environ` for itself.
+
+    The bootloader points `LD_LIBRARY_PATH` at the bundle (keeping the user's value in
+    `LD_LIBRARY_PATH_ORIG`) and sets `_PYI_*` variables; left in place, every command the local
+    posture runs and every program the app opens would load the bundle's libraries. The
+    running app keeps working: the dynamic loader read `LD_LIBRARY_PATH` when it started.
+    """
+    original = environ.pop("LD_LIBRARY_PATH_ORIG", None)
+    if original is None:
+        environ.pop("LD_LIBRARY_PATH", None)
+    else:
+        environ["LD_LIBRARY_PATH"] = original
+    for name in [name for name in environ if name.startswith("_PYI_")]:
+        del environ[name]

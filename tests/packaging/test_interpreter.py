@@ -65,3 +65,18 @@ def test_the_entry_passes_a_module_s_exit_code_on() -> None:
     assert done.returncode == 127, done.stderr
     assert "command not found: /no/such/program" in done.stderr
     assert done.stdout == ""
+
+
+def test_the_bootloader_s_variables_are_taken_out_and_the_user_s_library_path_restored() -> None:
+    environ = {
+        "LD_LIBRARY_PATH": "/opt/app/_internal:/usr/local/lib",
+        "LD_LIBRARY_PATH_ORIG": "/usr/local/lib",
+        "_PYI_ARCHIVE_FILE": "/opt/app/workbench",
+        "_PYI_PARENT_PROCESS_LEVEL": "1",
+        "HOME": "/home/ada",
+    }
+    interpreter.clean_frozen_environment(environ)
+    assert environ == {"LD_LIBRARY_PATH": "/usr/local/lib", "HOME": "/home/ada"}
+    environ = {"LD_LIBRARY_PATH": "/opt/app/_internal", "PATH": "/usr/bin"}
+    interpreter.clean_frozen_environment(environ)
+    assert environ == {"PATH": "/usr/bin"}
