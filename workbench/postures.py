@@ -125,7 +125,7 @@ POSTURE_INFO: dict[PostureId, PostureInfo] = {
             "Isolate anything: the skill can read, change and delete any of your files.",
             "Hide secrets: it sees your whole environment, tokens and keys included.",
             "Block the network.",
-            "Limit memory, CPU or the number of processes.",
+            "Limit memory, CPU, disk use or the number of processes.",
         ),
     ),
     PostureId.HARDENED: PostureInfo(
@@ -266,7 +266,8 @@ def _assess_container(posture: Posture) -> list[PostureWarning]:
             "Containers share the host kernel; a kernel bug can break out."
             if posture.id is PostureId.DOCKER
             else "gVisor serves system calls in user space; expect slower I/O.",
-        )
+        ),
+        PostureWarning(Severity.INFO, "No size limit on the workspace: a skill can fill the disk."),
     ]
     if posture.network is not Network.NONE:
         warnings.append(
@@ -283,7 +284,10 @@ def _assess_container(posture: Posture) -> list[PostureWarning]:
 
 
 def _assess_quickjs(posture: Posture) -> list[PostureWarning]:
-    warnings = [PostureWarning(Severity.INFO, "Runs JavaScript only; shell commands are refused.")]
+    warnings = [
+        PostureWarning(Severity.INFO, "Runs JavaScript only; shell commands are refused."),
+        PostureWarning(Severity.INFO, "A run can write up to 256 MiB into the workspace."),
+    ]
     if posture.fetch_hosts:
         hosts = ", ".join(posture.fetch_hosts)
         warnings.append(

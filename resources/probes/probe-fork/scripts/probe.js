@@ -1,0 +1,4 @@
+// Probe (QuickJS): is there any API to start processes? Usage: probe.js ID COUNT.
+const [id] = scriptArgs;
+const apis = ["os", "process", "child_process"].filter((name) => typeof globalThis[name] !== "undefined");
+console.log(apis.length ? `PROBE ${id} reached process-api-${apis.join("+")}` : `PROBE ${id} blocked no-process-api`);

@@ -1,0 +1,115 @@
+"""`run_lab` over the real run service: recorded cells, promises, cancel, failures, cleanup."""
+
+import asyncio
+import os
+from pathlib import Path
+
+from workbench.errors import PostureError
+from workbench.executors import Executor, build_executor
+from workbench.executors.types import CancelToken
+from workbench.postures import Posture, PostureId
+from workbench.probes.catalogue import ProbeId
+from workbench.probes.lab import Cell, Scoreboard, run_lab, scoreboard_to_dict
+from workbench.probes.site import CANARY_ENV
+from workbench.probes.verdict import Verdict
+from workbench.runs.history import RunHistory
+from workbench.runs.layout import DataLayout
+from workbench.runs.service import ExecutorFactory, RunService
+
+QUICK = (ProbeId.ENV_SECRET, ProbeId.WRITE_OUTSIDE, ProbeId.LOOPBACK, ProbeId.DAEMON)
+
+
+def make_service(root: Path, build: ExecutorFactory = build_executor) -> RunService:
+    """A run service with its own data folder."""
+    layout = DataLayout(root / "data")
+    return RunService(layout, RunHistory(layout.history_path), build)
+
+
+def test_local_cells_are_recorded_runs_with_the_promised_verdicts(tmp_path: Path) -> None:
+    service = make_service(tmp_path)
+    lab_parent = tmp_path / "lab"
+    lab_parent.mkdir()
+    seen: list[Cell] = []
+    board = asyncio.run(
+        run_lab([PostureId.LOCAL], service, probes=QUICK, on_cell=seen.append, parent=lab_parent)
+    )
+    assert [cell.probe for cell in board.cells] == list(QUICK)
+    assert seen == list(board.cells)
+    verdicts = {cell.probe: cell.verdict for cell in board.cells}
+    assert verdicts == {
+        ProbeId.ENV_SECRET: Verdict.NOT_CONTAINED,
+        ProbeId.WRITE_OUTSIDE: Verdict.NOT_CONTAINED,
+        ProbeId.LOOPBACK: Verdict.NOT_CONTAINED,
+        ProbeId.DAEMON: Verdict.CONTAINED,
+    }
+    assert board.unexpected() == []
+    for cell in board.cells:
+        record = service.history.get(cell.run_id)
+        assert record.posture == "local"
+        assert record.result is not None
+    assert list(lab_parent.iterdir()) == []
+    assert CANARY_ENV not in os.environ
+    assert not board.interrupted
+
+
+def test_a_cancelled_lab_stops_and_still_cleans_up(tmp_path: Path) -> None:
+    cancel = CancelToken()
+    cancel.cancel()
+    lab_parent = tmp_path / "lab"
+    lab_parent.mkdir()
+    board = asyncio.run(
+        run_lab([PostureId.LOCAL], make_service(tmp_path), cancel=cancel, parent=lab_parent)
+    )
+    assert board.interrupted
+    assert board.cells == ()
+    assert list(lab_parent.iterdir()) == []
+
+
+def test_a_posture_that_cannot_run_gives_not_applicable_cells(tmp_path: Path) -> None:
+    def refuse(posture: Posture) -> Executor:
+        raise PostureError(f"The {posture.id.value} posture is not implemented yet.")
+
+    service = make_service(tmp_path, refuse)
+    board = asyncio.run(run_lab([PostureId.DOCKER], service, probes=QUICK[:2], parent=tmp_path))
+    assert [cell.verdict for cell in board.cells] == [Verdict.NOT_APPLICABLE] * 2
+    assert all("not implemented yet" in cell.detail for cell in board.cells)
+    assert all(cell.unexpected for cell in board.cells)
+    assert service.history.get(board.cells[0].run_id).status == "error"
+
+
+def test_the_json_form_names_every_cell_with_its_run(tmp_path: Path) -> None:
+    cell = Cell(
+        probe=ProbeId.LOOPBACK,
+        posture=PostureId.HARDENED,
+        verdict=Verdict.NOT_CONTAINED,
+        detail="the lab's listener on 127.0.0.1 received the probe's token",
+        note="can still reach the network",
+        expected=Verdict.NOT_CONTAINED,
+        run_id="run-1",
+        status="ok",
+    )
+    board = Scoreboard(
+        postures=(PostureId.HARDENED,),
+        probes=(ProbeId.LOOPBACK,),
+        cells=(cell,),
+        limits=Posture(PostureId.HARDENED).limits,
+        as_root=False,
+        interrupted=False,
+        seconds=1.234,
+    )
+    document = scoreboard_to_dict(board)
+    assert document["cells"] == [
+        {
+            "probe": "loopback",
+            "posture": "hardened",
+            "verdict": "not contained",
+            "expected": "not contained",
+            "unexpected": False,
+            "note": "can still reach the network",
+            "detail": cell.detail,
+            "run_id": "run-1",
+            "status": "ok",
+        }
+    ]
+    assert document["probes"][0]["skill"] == "probe-loopback"
+    assert 'the posture warns: "can still reach the network"' in cell.explanation()

@@ -1,0 +1,261 @@
+"""`run_lab`: every probe under every chosen posture, through the run service, into a scoreboard.
+
+The headless API the CLI and the GUI share. The lab plants its site (`LabSite`), runs each
+probe as an ordinary recorded run (`RunService.run_once`, so every cell keeps its run id and
+opens like any run), judges it (`judge`) against the host's own evidence, compares it with the
+posture's promise (`expected`), and removes everything it planted, also on errors and Ctrl-C.
+Probe output is never streamed anywhere (it holds escape sequences on purpose).
+
+Runs use small limits (`LAB_LIMITS`) so the whole lab stays fast: a probe that is not stopped
+by a control meets the 4-second timeout at worst.
+"""
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import WorkbenchError
+from workbench.executors.types import CancelToken, OutputChunk, RunResult, RunStatus
+from workbench.postures import MIB, Limits, Posture, PostureId
+from workbench.probes.catalogue import PROBE_BY_ID, ProbeId, probe_argv
+from workbench.probes.expected import app_is_root, expected
+from workbench.probes.site import CANARY_ENV, LabSite, host_route_off_machine
+from workbench.probes.verdict import HostEvidence, Judgement, Verdict, judge
+from workbench.runs.service import RunPlan, RunService
+
+LAB_LIMITS = Limits(
+    timeout_s=4.0,
+    memory_bytes=64 * MIB,
+    cpus=1.0,
+    pids=32,
+    cpu_seconds=1,
+    open_files=256,
+    file_size_bytes=8 * MIB,
+)
+SKILL_DIR_WORD = "SKILL_DIR"  # the write probe's word for "the skill folder as I see it"
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One probe under one posture: the verdict, its evidence and the run that shows it.
+
+    `note` is the posture's own words for the verdict (its control, or the warning that admits
+    the leak) when the verdict is the promised one, else empty.
+    """
+
+    probe: ProbeId
+    posture: PostureId
+    verdict: Verdict
+    detail: str
+    note: str
+    expected: Verdict
+    run_id: str
+    status: str
+
+    @property
+    def unexpected(self) -> bool:
+        """True when the verdict is not the one the posture's description promises."""
+        return self.verdict is not self.expected
+
+    def explanation(self) -> str:
+        """The note and the evidence in one phrase, e.g. "network none: connect-failed"."""
+        if not self.note or self.note.casefold() in self.detail.casefold():
+            return self.detail
+        if self.verdict is Verdict.NOT_CONTAINED:
+            return f'{self.detail} (the posture warns: "{self.note}")'
+        return f"{self.note}: {self.detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class Scoreboard:
+    """Every cell of one lab, with the limits it ran under."""
+
+    postures: tuple[PostureId, ...]
+    probes: tuple[ProbeId, ...]
+    cells: tuple[Cell, ...]
+    limits: Limits
+    as_root: bool
+    interrupted: bool
+    seconds: float
+
+    def cell(self, posture_id: PostureId, probe: ProbeId) -> Cell | None:
+        """The cell of `probe` under `posture_id`, if it ran."""
+        return next((c for c in self.cells if c.posture is posture_id and c.probe is probe), None)
+
+    def unexpected(self) -> list[Cell]:
+        """The cells whose verdict differs from the posture's promise."""
+        return [cell for cell in self.cells if cell.unexpected]
+
+
+def scoreboard_to_dict(board: Scoreboard) -> dict[str, Any]:
+    """The JSON form of a scoreboard (the CLI wraps it in a schema-versioned document)."""
+    return {
+        "postures": [p.value for p in board.postures],
+        "probes": [
+            {"id": p.value, "question": PROBE_BY_ID[p].question, "skill": PROBE_BY_ID[p].skill}
+            for p in board.probes
+        ],
+        "limits": {
+            "timeout_s": board.limits.timeout_s,
+            "memory_bytes": board.limits.memory_bytes,
+            "pids": board.limits.pids,
+            "cpu_seconds": board.limits.cpu_seconds,
+            "file_size_bytes": board.limits.file_size_bytes,
+        },
+        "as_root": board.as_root,
+        "interrupted": board.interrupted,
+        "seconds": round(board.seconds, 2),
+        "cells": [
+            {
+                "probe": c.probe.value,
+                "posture": c.posture.value,
+                "verdict": c.verdict.value,
+                "expected": c.expected.value,
+                "unexpected": c.unexpected,
+                "note": c.note,
+                "detail": c.detail,
+                "run_id": c.run_id,
+                "status": c.status,
+            }
+            for c in board.cells
+        ],
+    }
+
+
+async def run_lab(
+    postures: Iterable[PostureId],
+    service: RunService,
+    *,
+    probes: Iterable[ProbeId] = tuple(ProbeId),
+    limits: Limits = LAB_LIMITS,
+    cancel: CancelToken | None = None,
+    on_cell: Callable[[Cell], None] | None = None,
+    parent: Path | None = None,
+) -> Scoreboard:
+    """Run every probe under every posture (see the module doc); `cancel` ends it early.
+
+    `on_cell` is called with each cell as it is judged; `parent` is where the lab's temporary
+    folder goes (the system's temporary folder by default).
+    """
+    chosen, probe_ids = tuple(postures), tuple(probes)
+    cancel = cancel or CancelToken()
+    started, as_root, cells = time.monotonic(), app_is_root(), []
+    async with LabSite(parent) as site:
+        for posture_id in chosen:
+            posture = replace(Posture(posture_id), limits=limits)
+            for probe in probe_ids:
+                if cancel.cancelled:
+                    break
+                cell = await _run_cell(site, service, posture, probe, cancel, as_root)
+                if cell is None:
+                    break
+                cells.append(cell)
+                if on_cell is not None:
+                    on_cell(cell)
+    return Scoreboard(
+        postures=chosen,
+        probes=probe_ids,
+        cells=tuple(cells),
+        limits=limits,
+        as_root=as_root,
+        interrupted=cancel.cancelled,
+        seconds=time.monotonic() - started,
+    )
+
+
+async def _run_cell(
+    site: LabSite,
+    service: RunService,
+    posture: Posture,
+    probe: ProbeId,
+    cancel: CancelToken,
+    as_root: bool,
+) -> Cell | None:
+    """One probe run and its verdict; None when the run was cancelled."""
+    token = site.cell_token(posture.id, probe)
+    skill = PROBE_BY_ID[probe].skill
+    plan = RunPlan(
+        skill_name=skill,
+        skill_dir=site.skill_dir(skill),
+        posture=posture,
+        argv=probe_argv(posture.id, probe, _probe_args(site, posture, probe, token)),
+        workspace=site.workspace(posture.id, probe),
+    )
+    try:
+        done = await service.run_once(plan, _discard, cancel)
+    except WorkbenchError as error:
+        judgement = Judgement(Verdict.NOT_APPLICABLE, f"the workbench could not run it: {error}")
+        return _cell(probe, posture.id, judgement, plan.run_id, RunStatus.ERROR.value, as_root)
+    if done.result.status is RunStatus.CANCELLED:
+        return None
+    host = _host_evidence(site, plan, probe, token, done.result)
+    judgement = judge(probe, done.result, host)
+    return _cell(probe, posture.id, judgement, plan.run_id, done.result.status.value, as_root)
+
+
+def _cell(
+    probe: ProbeId,
+    posture_id: PostureId,
+    judgement: Judgement,
+    run_id: str,
+    status: str,
+    as_root: bool,
+) -> Cell:
+    promise = expected(posture_id, probe, as_root=as_root)
+    return Cell(
+        probe=probe,
+        posture=posture_id,
+        verdict=judgement.verdict,
+        detail=judgement.detail,
+        note=promise.note if judgement.verdict is promise.verdict else "",
+        expected=promise.verdict,
+        run_id=run_id,
+        status=status,
+    )
+
+
+def _probe_args(site: LabSite, posture: Posture, probe: ProbeId, token: str) -> tuple[str, ...]:
+    """The arguments after the probe's id; limits come from the posture the probe runs under."""
+    limits = posture.limits
+    skill_dir = SKILL_DIR_WORD
+    if posture.id is PostureId.QUICKJS:  # no environment there: name the folder itself
+        skill_dir = str(site.skill_dir(PROBE_BY_ID[probe].skill))
+    args: dict[ProbeId, tuple[str, ...]] = {
+        ProbeId.ENV_SECRET: (CANARY_ENV, site.token),
+        ProbeId.READ_OUTSIDE: (str(site.canary_file), site.token),
+        ProbeId.READ_HOME: (str(site.dotfile), site.token),
+        ProbeId.WRITE_OUTSIDE: (str(site.drop), token),
+        ProbeId.WRITE_SKILL: (skill_dir, token),
+        ProbeId.LOOPBACK: (str(site.listener.port), token),
+        ProbeId.RESOLVE: (),
+        ProbeId.CPU: ("30",),
+        ProbeId.MEMORY: (str(2 * limits.memory_bytes),),
+        ProbeId.FORK: (str(2 * limits.pids),),
+        ProbeId.DISK: (str(2 * limits.file_size_bytes),),
+        ProbeId.DAEMON: (token,),
+        ProbeId.ESCAPE: (),
+    }
+    return args[probe]
+
+
+def _host_evidence(
+    site: LabSite, plan: RunPlan, probe: ProbeId, token: str, result: RunResult
+) -> HostEvidence:
+    if probe is ProbeId.WRITE_OUTSIDE:
+        return HostEvidence(reached=site.take_written(site.drop, probe, token))
+    if probe is ProbeId.WRITE_SKILL:
+        return HostEvidence(reached=site.take_written(plan.skill_dir, probe, token))
+    if probe is ProbeId.LOOPBACK:
+        return HostEvidence(reached=site.listener.saw(token))
+    if probe is ProbeId.DAEMON:
+        survivors = site.end_survivors(token)
+        return HostEvidence(reached=survivors > 0 or result.leftover_processes > 0)
+    if probe is ProbeId.RESOLVE and not host_route_off_machine():
+        return HostEvidence(not_applicable="this machine itself has no route off it")
+    return HostEvidence()
+
+
+def _discard(chunk: OutputChunk) -> None:
+    del chunk  # probe output is judged from the result, never shown raw
