@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from workbench import __version__
-from workbench.cli import desktop, gui, history, postures, probe, run, skills
+from workbench.cli import compare, desktop, gui, history, postures, probe, run, skills
 from workbench.errors import UsageError, WorkbenchError
 
 EXIT_USAGE = 2
@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"workbench {__version__}")
     desktop.register_flags(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (skills, postures, run, history, probe, gui):
+    for module in (skills, postures, run, compare, history, probe, gui):
         module.register(commands)
     return parser
 

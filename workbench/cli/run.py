@@ -11,21 +11,23 @@ and 125 when the workbench itself could not run it.
 """
 
 import argparse
+import contextlib
 import re
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.cli.output import emit_json, warn
 from workbench.errors import PostureError, UsageError, WorkbenchError
-from workbench.postures import Network, Posture, Severity, assess, parse_posture_id
+from workbench.postures import Network, Posture, PostureId, Severity, assess, parse_posture_id
 from workbench.runs.layout import DataLayout
 from workbench.runs.record import new_run_id, plain_text, record_to_dict
 from workbench.skills import default_roots, find_skill
 
 if TYPE_CHECKING:  # imported when a run happens: they are heavy, and every command loads us
-    from workbench.executors.types import OutputChunk, RunResult
+    from workbench.executors.types import CancelToken, OutputChunk, RunResult
     from workbench.runs.service import CompletedRun, RunPlan, RunService
 
 EXIT_TIMEOUT = 124
@@ -59,6 +61,12 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
     parser.add_argument("--skill", required=True, help="a skill folder, or a skill's name")
     parser.add_argument("--posture", required=True, help="local, hardened, docker, ...")
     parser.add_argument("--workspace", type=Path, help="folder to run in (default: a fresh one)")
+    add_run_options(parser)
+    parser.set_defaults(handler=_run)
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options `run` and `compare` share: limits, network, --json and the command."""
     parser.add_argument("--timeout", type=float, metavar="S", help="wall-clock limit, seconds")
     parser.add_argument("--memory", type=parse_size, metavar="SIZE", help="e.g. 256m, 1g")
     parser.add_argument("--cpus", type=float, metavar="N")
@@ -66,7 +74,6 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
     parser.add_argument("--network", choices=[n.value for n in Network])
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
-    parser.set_defaults(handler=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -76,10 +83,8 @@ def _run(args: argparse.Namespace) -> int:
     from workbench.runs.history import RunHistory
     from workbench.runs.service import RunPlan, RunService
 
-    argv = tuple(args.command[1:] if args.command[:1] == ["--"] else args.command)
-    if not argv:
-        raise UsageError("workbench run: give the command to run after `--`")
-    posture = _posture(args)
+    argv = command_argv(args, "run")
+    posture = posture_from_args(_posture_id(args.posture), args, "run")
     skill = find_skill(args.skill, default_roots())
     if not skill.usable:
         warn(f"warning: skill {skill.name} has errors (`workbench skills show`); running anyway")
@@ -90,10 +95,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.workspace is None:
         warn(f"workspace: {workspace} (a fresh folder; use --workspace DIR for your own)")
     plan = RunPlan(skill.name, skill.path, posture, argv, workspace.absolute(), run_id=run_id)
-    for warning in assess(posture):
-        loud = warning.severity is Severity.DANGER
-        label = f"*** DANGER ({posture.id} posture)" if loud else warning.severity.value
-        warn(f"{label}: {warning.text}")
+    warn_posture(posture)
     try:
         done = asyncio.run(_run_with_signals(service, plan, live=not args.json))
     except WorkbenchError as error:
@@ -107,11 +109,31 @@ def _run(args: argparse.Namespace) -> int:
     return exit_code(done.result)
 
 
-def _posture(args: argparse.Namespace) -> Posture:
+def command_argv(args: argparse.Namespace, name: str) -> tuple[str, ...]:
+    """The command after `--`; `UsageError` when there is none."""
+    argv = tuple(args.command[1:] if args.command[:1] == ["--"] else args.command)
+    if not argv:
+        raise UsageError(f"workbench {name}: give the command to run after `--`")
+    return argv
+
+
+def _posture_id(text: str) -> PostureId:
     try:
-        posture_id = parse_posture_id(args.posture)
+        return parse_posture_id(text)
     except PostureError as error:
         raise UsageError(str(error)) from None
+
+
+def warn_posture(posture: Posture) -> None:
+    """The posture's warnings on stderr, DANGER ones loudly."""
+    for warning in assess(posture):
+        loud = warning.severity is Severity.DANGER
+        label = f"*** DANGER ({posture.id} posture)" if loud else warning.severity.value
+        warn(f"{label}: {warning.text}")
+
+
+def posture_from_args(posture_id: PostureId, args: argparse.Namespace, name: str) -> Posture:
+    """`posture_id` with the limits and network given by `add_run_options`'s options."""
     posture = Posture(posture_id, network=Network(args.network or Network.NONE))
     limits = {
         name: value
@@ -124,11 +146,20 @@ def _posture(args: argparse.Namespace) -> Posture:
         if value is not None
     }
     if any(value <= 0 for value in limits.values()):
-        raise UsageError("workbench run: --timeout, --memory, --cpus and --pids must be positive")
+        raise UsageError(
+            f"workbench {name}: --timeout, --memory, --cpus and --pids must be positive"
+        )
     return posture.with_limits(**limits)
 
 
 async def _run_with_signals(service: "RunService", plan: "RunPlan", live: bool) -> "CompletedRun":
+    with cancel_on_signals() as cancel:
+        return await service.run_once(plan, _live_output if live else _no_output, cancel)
+
+
+@contextlib.contextmanager
+def cancel_on_signals() -> Iterator["CancelToken"]:
+    """A cancel token that Ctrl-C (SIGINT) and SIGTERM cancel while the block runs."""
     import asyncio
 
     from workbench.executors.types import CancelToken
@@ -138,7 +169,7 @@ async def _run_with_signals(service: "RunService", plan: "RunPlan", live: bool) 
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, cancel.cancel)
     try:
-        return await service.run_once(plan, _live_output if live else _no_output, cancel)
+        yield cancel
     finally:
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)

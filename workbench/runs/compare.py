@@ -11,13 +11,13 @@ the rest. `CompareRow` is the one summary of an entry that the CLI and the GUI b
 import asyncio
 import shlex
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.errors import UsageError, WorkbenchError, WorkspaceError
 from workbench.executors.types import CancelToken, OutputChunk
-from workbench.postures import Posture, PostureId
+from workbench.postures import STRENGTH_ORDER, Posture, PostureId
 from workbench.runs.record import RunRecord, new_run_id
 from workbench.runs.service import RunPlan, RunService
 
@@ -61,6 +61,15 @@ def compare_row(record: RunRecord) -> CompareRow:
         peak_processes=result.get("peak_processes"),
         changes=len(record.changes),
     )
+
+
+def default_postures(available: Collection[PostureId], argv: Sequence[str]) -> list[PostureId]:
+    """What to compare `argv` under when the user names no postures: the available ones that
+    can run it, never `local` (only ever the user's choice): for a `.js` script QuickJS, for
+    anything else the sandboxing shell postures, strongest first."""
+    if argv and argv[0].endswith(".js"):
+        return [PostureId.QUICKJS] if PostureId.QUICKJS in available else []
+    return [posture_id for posture_id in STRENGTH_ORDER if posture_id in available]
 
 
 def shell_command(posture_id: PostureId, text: str) -> tuple[str, ...]:

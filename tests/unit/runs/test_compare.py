@@ -9,7 +9,13 @@ from workbench.errors import UsageError
 from workbench.executors import build_executor
 from workbench.executors.types import CancelToken
 from workbench.postures import Posture, PostureId
-from workbench.runs.compare import CompareRequest, compare_row, run_compare, shell_command
+from workbench.runs.compare import (
+    CompareRequest,
+    compare_row,
+    default_postures,
+    run_compare,
+    shell_command,
+)
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.record import RunRecord
@@ -102,3 +108,14 @@ def test_shell_command_wraps_shells_and_splits_quickjs_scripts() -> None:
     assert shell_command(PostureId.QUICKJS, "main.js 'a b' c") == ("main.js", "a b", "c")
     with pytest.raises(UsageError, match="Cannot split"):
         shell_command(PostureId.QUICKJS, "main.js 'unclosed")
+
+
+def test_default_postures_fit_the_command_and_never_include_local() -> None:
+    everything = set(PostureId)
+    shell = default_postures(everything, ("sh", "-c", "true"))
+    assert shell == [PostureId.GVISOR, PostureId.DOCKER, PostureId.HARDENED]
+    assert default_postures({PostureId.LOCAL, PostureId.HARDENED}, ("true",)) == [
+        PostureId.HARDENED
+    ]
+    assert default_postures(everything, ("main.js", "x")) == [PostureId.QUICKJS]
+    assert default_postures({PostureId.LOCAL}, ("true",)) == []
