@@ -1,13 +1,13 @@
 """The live output of a run: stdout and stderr in arrival order, coloured, capped, never stalling.
 
-Chunks are queued by the run's sink and drawn every `FLUSH_MS` by a timer, for at most
-`BUDGET_S` per tick, so a flood of output cannot stall the event loop. If more than
-`MAX_BACKLOG` bytes wait, the oldest are skipped with a notice (the view keeps only the last
-`MAX_BLOCKS` lines anyway, and the full logs on disk have everything). Each stream has its
-own `AnsiDecoder`: SGR colours are shown, every other escape is dropped, `\\r` rewrites the
-line, stderr is tinted. Above `FAST_BYTES_PER_S` colours pause (plain text is ~8x cheaper to
-draw) and a badge says so. Lines are capped at `MAX_LINE` characters. Output is always text
-in a plain-text widget: nothing in it is ever read as HTML.
+Chunks are queued by the run's sink (big reads cut into slices) and drawn every `FLUSH_MS` by
+a timer, for at most `BUDGET_S` per tick, so a flood of output cannot stall the event loop.
+If more than `MAX_BACKLOG` bytes wait, the oldest are skipped with a notice (the view keeps
+only the last `MAX_BLOCKS` lines anyway, and the full logs on disk have everything). Each
+stream has its own `AnsiDecoder`: SGR colours are shown, every other escape is dropped, `\\r`
+rewrites the line, stderr is tinted. Above `FAST_BYTES_PER_S` colours pause (plain text is
+~8x cheaper to draw) and a badge says so. Lines are capped at `MAX_LINE` characters. Output
+is always text in a plain-text widget: nothing in it is ever read as HTML.
 """
 
 import time
@@ -34,7 +34,8 @@ from workbench.ui.widgets import plain_label, set_status
 MAX_BLOCKS = 20_000
 MAX_LINE = 4_000
 FLUSH_MS = 50
-BUDGET_S = 0.025
+BUDGET_S = 0.02
+SLICE_BYTES = 32 * 1024
 MAX_BACKLOG = 1024 * 1024
 FAST_BYTES_PER_S = 512 * 1024
 RATE_WINDOW_S = 1.0
@@ -105,6 +106,7 @@ class OutputView(QWidget):
         self._pending_bytes = self._skipped = self._window_bytes = self._line_len = 0
         self._arrivals.clear()
         self._decoders = {stream: AnsiDecoder() for stream in Stream}
+        self._formats.clear()  # the palette may have switched between light and dark
         self._line_capped = self._finishing = False
         self.set_logs(None, None)
         self._set_colour_paused(False)
@@ -114,7 +116,12 @@ class OutputView(QWidget):
         """Queue a chunk (the run's output sink); it is drawn on the next tick."""
         now = time.monotonic()
         size = len(chunk.data)
-        self._pending.append(chunk)
+        if size <= SLICE_BYTES:
+            self._pending.append(chunk)
+        else:  # big reads are drawn in slices, so one tick's budget can stop between them
+            for start in range(0, size, SLICE_BYTES):
+                piece = chunk.data[start : start + SLICE_BYTES]
+                self._pending.append(OutputChunk(chunk.stream, piece, chunk.t))
         self._pending_bytes += size
         self._arrivals.append((now, size))
         self._window_bytes += size

@@ -1,0 +1,141 @@
+"""Real runs in the run panel under local and hardened: samples, output, outcome, changes, diff,
+posture card and restore; and a 100 MB output flood that must not stall the event loop.
+
+The data folder (and so every workspace) is in a world-traversable folder under /tmp: pytest's
+tmp_path is mode 0700, which the hardened posture's throwaway uid cannot enter.
+"""
+
+import asyncio
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import qasync
+from PySide6.QtCore import QTimer
+
+from workbench.postures import PostureId
+from workbench.ui.mainwindow import MainWindow
+from workbench.ui.runpanel import CARD_TAB, CHANGES_TAB, RunPanel
+
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+
+COMMAND = (
+    'python3 -c "import time; b = bytearray(48 << 20); time.sleep(1.0)";'
+    " python3 \"$SKILL_DIR/scripts/report.py\"; printf 'one\\ntwo\\n' > notes.txt"
+)
+FLOOD_MB = 100
+STALL_LIMIT_S = 0.1
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A world-traversable temporary folder (the window's data folder is made inside it)."""
+    folder = Path(tempfile.mkdtemp(prefix="workbench-ui-test-", dir="/tmp"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _prepare(window: MainWindow, posture: PostureId, command: str) -> RunPanel:
+    skill = next(s for s in window.browser.skills() if s.name == "workspace-report")
+    assert window.browser.select_path(skill.path)
+    panel = window.run_panel
+    panel.set_posture(posture)
+    panel.command.setText(command)
+    return panel
+
+
+async def _run_and_settle(panel: RunPanel) -> None:
+    task = panel.start()
+    assert task is not None
+    await task
+    await panel.changes.settle()
+    while not panel.output.is_idle():
+        await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize("posture", [PostureId.LOCAL, PostureId.HARDENED])
+def test_a_run_shows_samples_output_outcome_changes_diff_and_card(
+    window: MainWindow, run: Run, posture: PostureId
+) -> None:
+    panel = _prepare(window, posture, COMMAND)
+    run(_run_and_settle(panel))
+    assert panel.banner.sentence.text() == "Finished: exited with code 0", (
+        panel.output.text.toPlainText()
+    )
+    assert "nothing left running" in panel.banner.details.text()
+    assert "wrote report.md" in panel.output.text.toPlainText()
+    assert panel.charts.memory.point_count() >= 3
+    assert panel.charts.memory.peak() > 40 * 1024 * 1024
+    assert panel.charts.cpu_label.text().startswith("CPU ")
+    assert "peak" in panel.charts.memory_label.text()
+
+    assert panel.tabs.tabText(CHANGES_TAB) == "Workspace changes (2)"
+    assert panel.changes.counts.text() == "2 changes: 2 added"
+    assert panel.changes.diff.title.text() == "notes.txt (added)"
+    diff = panel.changes.diff
+    shown = diff.unified.toPlainText() if not diff.is_split() else diff.right.toPlainText()
+    assert "one" in shown and "two" in shown
+
+    panel.tabs.setCurrentIndex(CARD_TAB)
+    card = panel.card_view
+    assert card.tree.topLevelItemCount() == 4
+    if posture is PostureId.HARDENED:
+        assert "Hardened local" in card.heading.text()
+        checks = card.tree.topLevelItem(0)
+        texts = [checks.child(i).text(0) for i in range(checks.childCount())]
+        assert any("RLIMIT_AS" in text and text.startswith("✓") for text in texts), texts
+        dropped = card.tree.topLevelItem(3).text(0)
+        assert dropped.startswith("Environment dropped")
+
+    workspace = panel.last_run.record.workspace if panel.last_run else None
+    assert workspace is not None and (workspace / "notes.txt").is_file()
+
+    async def restore() -> None:
+        assert panel.changes.restore_now() is not None
+        await panel.changes.settle()
+
+    run(restore())
+    assert panel.changes.restore_status.text().startswith("Restored: 2 paths put back")
+    assert not (workspace / "notes.txt").exists() and not (workspace / "report.md").exists()
+
+
+@pytest.mark.slow
+def test_a_100_mb_output_flood_keeps_the_event_loop_responsive(
+    window: MainWindow, loop: qasync.QEventLoop
+) -> None:
+    line = "\\033[32mflood\\033[0m " + "x" * 89 + "\\n"  # 105 bytes, coloured
+    command = (
+        f"python3 -c \"import sys; block = b'{line}' * 10000; "
+        f'[sys.stdout.buffer.write(block) for _ in range({FLOOD_MB})]"'
+    )
+    panel = _prepare(window, PostureId.LOCAL, command)
+    stalls: list[float] = []
+    last = time.monotonic()
+
+    def tick() -> None:
+        nonlocal last
+        now = time.monotonic()
+        stalls.append(now - last)
+        last = now
+
+    timer = QTimer()
+    timer.setInterval(10)
+    timer.timeout.connect(tick)
+    timer.start()
+    started = time.monotonic()
+    loop.run_until_complete(asyncio.wait_for(_run_and_settle(panel), 90))
+    timer.stop()
+    elapsed = time.monotonic() - started
+    result = panel.last_run.result if panel.last_run else None
+    assert result is not None and result.status == "ok", panel.banner.sentence.text()
+    assert result.stdout.total_bytes >= FLOOD_MB * 1_000_000
+    assert panel.output.text.document().blockCount() <= 20_001
+    assert "skipped here to keep up" in panel.output.text.toPlainText()
+    worst = max(stalls)
+    print(f"flood: {elapsed:.1f} s, {len(stalls)} ticks, worst stall {worst * 1000:.0f} ms")
+    assert worst < STALL_LIMIT_S, f"the event loop stalled {worst * 1000:.0f} ms"
