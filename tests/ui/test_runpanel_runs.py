@@ -139,3 +139,28 @@ def test_a_100_mb_output_flood_keeps_the_event_loop_responsive(
     worst = max(stalls)
     print(f"flood: {elapsed:.1f} s, {len(stalls)} ticks, worst stall {worst * 1000:.0f} ms")
     assert worst < STALL_LIMIT_S, f"the event loop stalled {worst * 1000:.0f} ms"
+
+
+def test_changed_files_are_listed_while_the_run_goes(window: MainWindow, run: Run) -> None:
+    command = "echo a > one.txt; sleep 1.5; echo b > two.txt; sleep 1.5"
+    panel = _prepare(window, PostureId.LOCAL, command)
+
+    def listed() -> list[str]:
+        tree = panel.changes.tree
+        return [tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())]
+
+    async def watch() -> None:
+        task = panel.start()
+        assert task is not None
+        while "one.txt" not in listed():
+            await asyncio.sleep(0.05)
+        assert panel.is_running()
+        assert listed() == ["one.txt"]
+        assert panel.changes.counts.text().startswith("Running: 1 path changed so far")
+        assert panel.changes.tree.topLevelItem(0).text(2).startswith("seen at ")
+        await task
+        await panel.changes.settle()
+
+    run(watch())
+    assert sorted(listed()) == ["one.txt", "two.txt"]
+    assert panel.changes.counts.text() == "2 changes: 2 added"

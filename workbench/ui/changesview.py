@@ -6,14 +6,18 @@ type and permission changes, what changed. Selecting a file computes its diff wi
 `workbench.workspace.diff.text_diff` in a thread and shows it in a `DiffView`; a file over the
 diff caps can be diffed anyway up to the hard cap. "Restore workspace" first names what will be
 lost, in a window-modal box opened with `open()`, then calls `runs.restore.restore_run` in a
-thread and says what it did. Paths are hostile text: they are shown as plain text.
+thread and says what it did. During a run, `watch()` walks the workspace every 0.5 s with stat only
+(no hashing) and lists the paths that changed so far, with when each was first seen. Paths
+are hostile text: they are shown as plain text.
 """
 
 import asyncio
 import sys
+import time
 from functools import partial
+from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QMessageBox,
@@ -25,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.errors import WorkbenchError
+from workbench.errors import WorkbenchError, WorkspaceError
 from workbench.runs.restore import restore_run
 from workbench.runs.service import CompletedRun, RunService
 from workbench.ui.diffview import DiffView
@@ -33,8 +37,9 @@ from workbench.ui.text import format_size, plural
 from workbench.ui.theme import StatusColors, status_colors
 from workbench.ui.widgets import plain_label, set_status
 from workbench.workspace.changes import ChangeKind, EntryType, FileChange
-from workbench.workspace.diff import HARD_MAX_BYTES, TextDiff, text_diff
+from workbench.workspace.diff import HARD_MAX_BYTES, TextDiff, diff_snapshots, text_diff
 from workbench.workspace.restore import RestoreReport
+from workbench.workspace.snapshot import Snapshot, SnapshotLimits, take_snapshot
 
 BADGES = {
     ChangeKind.ADDED: ("A", "added", "ok"),
@@ -45,6 +50,9 @@ BADGES = {
 }
 CHANGE_ROLE = Qt.ItemDataRole.UserRole
 MAX_LISTED_LOSSES = 8
+WATCH_MS = 500
+LIVE_LIMITS = SnapshotLimits(max_entries=20_000, max_hash_bytes=0)  # stat only, no hashing
+MAX_LIVE_ITEMS = 500
 
 
 def summary(changes: tuple[FileChange, ...]) -> str:
@@ -81,6 +89,13 @@ class ChangesView(QWidget):
         self._tasks: set[asyncio.Task[None]] = set()
         self._shown: FileChange | None = None
         self._confirm: QMessageBox | None = None
+        self._watched: Path | None = None
+        self._watch_started = 0.0
+        self._baseline: Snapshot | None = None
+        self._first_seen: dict[str, float] = {}
+        self._polling = False
+        self._watch_timer = QTimer(self)
+        self._watch_timer.setInterval(WATCH_MS)
 
         self.counts = plain_label("No run yet.", self)
         self.restore_button = QPushButton("Restore workspace…", self)
@@ -118,6 +133,7 @@ class ChangesView(QWidget):
         self.tree.currentItemChanged.connect(self.on_tree_current_item_changed)
         self.restore_button.clicked.connect(self.on_restore_button_clicked)
         self.diff.show_anyway.connect(self.on_diff_show_anyway)
+        self._watch_timer.timeout.connect(self.on_watch_timer_timeout)
 
     # Public API -------------------------------------------------------------------------
 
@@ -142,6 +158,19 @@ class ChangesView(QWidget):
         if first is not None:
             self.tree.setCurrentItem(items[first.path])
 
+    def watch(self, workspace: Path) -> None:
+        """While a run is going: list the paths that change, from cheap stat-only walks."""
+        self.set_run(None)
+        self._watched, self._watch_started = workspace, time.monotonic()
+        self._baseline, self._first_seen = None, {}
+        self._spawn(self._poll(workspace))
+        self._watch_timer.start()
+
+    def stop_watching(self) -> None:
+        """The run ended: stop the live walks (`set_run` then shows the exact changes)."""
+        self._watch_timer.stop()
+        self._watched = None
+
     def pending(self) -> bool:
         """Whether a diff or a restore is still being computed."""
         return bool(self._tasks)
@@ -159,6 +188,10 @@ class ChangesView(QWidget):
         return self._spawn(self._restore(self._done))
 
     # Slots ------------------------------------------------------------------------------
+
+    def on_watch_timer_timeout(self) -> None:
+        if self._watched is not None and not self._polling:
+            self._spawn(self._poll(self._watched))
 
     def on_tree_current_item_changed(self, item: QTreeWidgetItem | None, _old: object) -> None:
         change = item.data(0, CHANGE_ROLE) if item is not None else None
@@ -217,6 +250,47 @@ class ChangesView(QWidget):
             parent.addChild(item)
         items[path] = item
         return item
+
+    async def _poll(self, workspace: Path) -> None:
+        self._polling = True
+        try:
+            snapshot = await asyncio.to_thread(take_snapshot, workspace, limits=LIVE_LIMITS)
+        except WorkspaceError:
+            return
+        finally:
+            self._polling = False
+        if self._watched != workspace:
+            return  # the run ended meanwhile
+        if self._baseline is None:
+            self._baseline = snapshot
+            return
+        seen = time.monotonic() - self._watch_started
+        live = [
+            c
+            for c in diff_snapshots(self._baseline, snapshot)
+            if c.kind is not ChangeKind.MODE_CHANGED  # the hardened loan changes owners and modes
+        ]
+        for change in live:
+            self._first_seen.setdefault(change.path, seen)
+        self._show_live(live)
+
+    def _show_live(self, live: list[FileChange]) -> None:
+        self.tree.clear()
+        more = len(live) - MAX_LIVE_ITEMS
+        self.counts.setText(
+            f"Running: {plural(len(live), 'path')} changed so far (stat only; the exact "
+            "changes and diffs come when the run ends)"
+        )
+        items: dict[str, QTreeWidgetItem] = {}
+        colours = status_colors(self.palette())
+        for change in live[:MAX_LIVE_ITEMS]:
+            item = self._item(change.path, items)
+            _describe(item, change, colours)
+            item.setData(0, CHANGE_ROLE, None)  # no diff before the run's final snapshot
+            item.setText(2, f"seen at {self._first_seen[change.path]:.1f} s")
+        if more > 0:
+            self.tree.addTopLevelItem(QTreeWidgetItem([f"… and {more} more", "", ""]))
+        self.tree.expandAll()
 
     async def _show(self, change: FileChange, *, full: bool) -> None:
         self._shown = change

@@ -238,7 +238,6 @@ class RunPanel(QWidget):
         self.output.begin()
         limited = posture.id is not PostureId.LOCAL
         self.charts.reset(posture.limits.memory_bytes if limited else None)
-        self.changes.set_run(None)
         self.card_view.set_card(None)
         self.tabs.setTabText(CHANGES_TAB, "Workspace changes")
         self.tabs.setCurrentIndex(OUTPUT_TAB)
@@ -248,6 +247,7 @@ class RunPanel(QWidget):
         self.on_countdown_timer_timeout()
         try:
             plan = _plan(skill, posture, text, self._service)
+            self.changes.watch(plan.workspace)
             done = await self._service.run_once(
                 plan, self.output.append, cancel, self.charts.add_sample
             )
@@ -257,6 +257,7 @@ class RunPanel(QWidget):
             self._show_result(done)
             self.run_finished.emit(done)
         finally:
+            self.changes.stop_watching()
             self._countdown_timer.stop()
             self.countdown.setText("")
             self.output.finish()
