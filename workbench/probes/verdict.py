@@ -17,6 +17,12 @@ from workbench.runs.record import plain_text
 
 ESC = "\x1b"
 CONTROL_ENDINGS = (RunStatus.TIMED_OUT, RunStatus.OOM_KILLED, RunStatus.LIMIT_EXCEEDED)
+# `blocked` details that mean the probe could not try at all, not that a control stopped it.
+UNTESTABLE = {
+    "no-tcp-client": "no TCP client (python3 or nc) to try with",
+    "workspace-not-writable": "the workspace is not writable here, so nothing could be tried",
+    "bad-arguments": "the probe was given arguments it refuses",
+}
 
 
 class Verdict(StrEnum):
@@ -65,8 +71,8 @@ def judge(probe: ProbeId, result: RunResult, host: HostEvidence) -> Judgement:
     if result.status in CONTROL_ENDINGS:
         return Judgement(Verdict.CONTAINED, result.cause)
     if blocked is not None:
-        if blocked.detail == "no-tcp-client":
-            return Judgement(Verdict.NOT_APPLICABLE, "no TCP client (python3 or nc) to try with")
+        if blocked.detail in UNTESTABLE:
+            return Judgement(Verdict.NOT_APPLICABLE, UNTESTABLE[blocked.detail])
         return Judgement(Verdict.CONTAINED, blocked.detail)
     if reached is not None:  # the probe thought it got there; the host saw nothing
         return Judgement(

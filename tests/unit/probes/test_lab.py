@@ -4,6 +4,7 @@ import asyncio
 import os
 from pathlib import Path
 
+from workbench.cli.probe import render_scoreboard
 from workbench.errors import PostureError
 from workbench.executors import Executor, build_executor
 from workbench.executors.types import CancelToken
@@ -113,3 +114,33 @@ def test_the_json_form_names_every_cell_with_its_run(tmp_path: Path) -> None:
     ]
     assert document["probes"][0]["skill"] == "probe-loopback"
     assert 'the posture warns: "can still reach the network"' in cell.explanation()
+
+
+def test_the_text_scoreboard_marks_surprises_and_keeps_hostile_text_inert() -> None:
+    contained = Cell(
+        probe=ProbeId.FORK,
+        posture=PostureId.LOCAL,
+        verdict=Verdict.CONTAINED,
+        detail="fork-failed \x1b]0;pwned\x07",
+        note="",
+        expected=Verdict.NOT_CONTAINED,
+        run_id="run-2",
+        status="ok",
+    )
+    board = Scoreboard(
+        postures=(PostureId.LOCAL, PostureId.QUICKJS),
+        probes=(ProbeId.FORK,),
+        cells=(contained,),
+        limits=Posture(PostureId.LOCAL).limits,
+        as_root=True,
+        interrupted=True,
+        seconds=2.0,
+    )
+    text = render_scoreboard(board)
+    lines = text.splitlines()
+    assert lines[0].split() == ["probe", "local", "quickjs"]
+    assert lines[1].split() == ["fork", "contained!", "-"]
+    assert "UNEXPECTED (promised: not contained)" in text
+    assert "[run run-2]" in text
+    assert "\x1b" not in text
+    assert "INTERRUPTED" in text

@@ -179,3 +179,11 @@ def test_loopback_uses_busybox_nc_where_there_is_no_python(
     )
     assert done.stdout == "PROBE l reached connected\n"
     assert received == [b"tok\n"]
+
+
+def test_disk_fill_says_so_when_the_workspace_is_not_writable(
+    shell: list[str], tmp_path: Path
+) -> None:
+    (tmp_path / "probe-disk-fill").write_text("a file where the folder should be\n")
+    out = run_probe(shell, "probe-disk-fill", "d", "2097152", cwd=tmp_path)
+    assert out == "PROBE d blocked workspace-not-writable\n"

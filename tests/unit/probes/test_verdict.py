@@ -70,9 +70,13 @@ def test_a_workbench_error_is_not_applicable() -> None:
     assert "the image is missing" in judgement.detail
 
 
-def test_no_tcp_client_is_not_applicable() -> None:
-    result = make_result(stdout="PROBE loopback blocked no-tcp-client\n")
-    judgement = judge(ProbeId.LOOPBACK, result, HostEvidence(reached=False))
+@pytest.mark.parametrize(
+    ("probe", "detail"),
+    [(ProbeId.LOOPBACK, "no-tcp-client"), (ProbeId.DISK, "workspace-not-writable")],
+)
+def test_a_probe_that_could_not_try_is_not_applicable(probe: ProbeId, detail: str) -> None:
+    result = make_result(stdout=f"PROBE {probe.value} blocked {detail}\n")
+    judgement = judge(probe, result, HostEvidence())
     assert judgement.verdict is Verdict.NOT_APPLICABLE
 
 

@@ -7,7 +7,7 @@ case $total in
   '' | *[!0-9]*) echo "PROBE $id blocked bad-arguments"; exit 2 ;;
 esac
 if [ "$total" -gt 536870912 ]; then total=536870912; fi
-mkdir -p probe-disk-fill || { echo "PROBE $id blocked cannot-create-folder"; exit 0; }
+mkdir -p probe-disk-fill 2>/dev/null || { echo "PROBE $id blocked workspace-not-writable"; exit 0; }
 written=0 n=0
 while [ "$written" -lt "$total" ]; do
   n=$((n + 1))
