@@ -7,10 +7,14 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
+from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QScrollBar, QTabBar, QWidget
 
-from workbench.postures import PostureId
+from workbench.executors.types import CapturedOutput, PostureCard, RunResult, RunStatus
+from workbench.postures import Posture, PostureId
 from workbench.ui.ansi import BASIC_COLOURS
+from workbench.ui.cardview import CardView
 from workbench.ui.mainwindow import MainWindow
+from workbench.ui.outcome import OutcomeBanner
 from workbench.ui.theme import status_colors
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]
@@ -153,3 +157,79 @@ def test_loosened_limits_are_flagged_and_network_is_for_containers(window: MainW
     panel.limits.network.setCurrentIndex(1)
     assert "Network is ON" in panel.loosened.text()
     assert panel.loosened.property("status") == "danger"
+
+
+def test_every_focusable_widget_of_every_run_tab_has_a_name(window: MainWindow) -> None:
+    panel = window.run_panel
+    unnamed: set[str] = set()
+    for tab in range(panel.tabs.count()):
+        panel.tabs.setCurrentIndex(tab)
+        for page in range(panel.changes.diff.pages.count()):
+            panel.changes.diff.pages.setCurrentIndex(page)
+            unnamed |= {
+                f"{type(widget).__name__} in {type(widget.parent()).__name__}, tab {tab}"
+                for widget in panel.findChildren(QWidget)
+                if widget.isVisible()
+                and widget.focusPolicy() != Qt.FocusPolicy.NoFocus
+                and not widget.accessibleName()
+                and not (isinstance(widget, QAbstractButton) and widget.text())
+                and not isinstance(widget, QTabBar | QScrollBar)
+                and not isinstance(widget.parent(), QAbstractSpinBox)  # its spin box is named
+            }
+    assert unnamed == set()
+
+
+def _result(status: RunStatus, cause: str, leftover: int, card: PostureCard) -> RunResult:
+    empty = CapturedOutput("", 0, False, None)
+    return RunResult(
+        run_id="r",
+        status=status,
+        cause=cause,
+        exit_code=None,
+        signal=9,
+        wall_seconds=2.04,
+        cpu_seconds=1.96,
+        peak_rss_bytes=250 * 1024 * 1024,
+        peak_processes=3,
+        stdout=empty,
+        stderr=empty,
+        card=card,
+        leftover_processes=leftover,
+    )
+
+
+def test_the_banner_and_the_card_of_a_killed_run(qtbot: Any) -> None:
+    card = PostureCard(
+        Posture(PostureId.HARDENED),
+        checks=(("RLIMIT_AS 256 MiB", True), ("CPU share 1 core(s) (needs a cgroup)", False)),
+        env_kept=("PATH",),
+        env_dropped=("AWS_SECRET_ACCESS_KEY", "<b>X</b>"),
+        run_as="uid 61234 (throwaway)",
+    )
+    killed = _result(RunStatus.OOM_KILLED, "memory limit 256 MiB (RLIMIT_AS)", 0, card)
+    banner = OutcomeBanner()
+    qtbot.addWidget(banner)
+    banner.show_result(killed)
+    assert banner.sentence.text() == "Stopped: memory limit 256 MiB (RLIMIT_AS)"
+    assert banner.status() == "danger"
+    assert banner.details.text() == (
+        "wall 2.0 s · CPU 2.0 s · peak memory 250.0 MiB · peak 3 processes · nothing left running"
+    )
+    banner.show_result(_result(RunStatus.TIMED_OUT, "wall-clock timeout of 5 s", 2, card))
+    assert banner.sentence.text() == "Timed out: wall-clock timeout of 5 s"
+    assert banner.details.text().endswith("2 processes still running after the kill")
+    assert banner.details.property("status") == "danger"
+
+    view = CardView()
+    qtbot.addWidget(view)
+    view.set_card(card)
+    assert view.heading.text().startswith("Hardened local: 1 of 2 checks held")
+    checks = view.tree.topLevelItem(0)
+    assert [checks.child(i).text(0) for i in range(2)] == [
+        "✓  RLIMIT_AS 256 MiB",
+        "✗  CPU share 1 core(s) (needs a cgroup)",
+    ]
+    assert view.tree.topLevelItem(1).text(0) == "Ran as: uid 61234 (throwaway)"
+    dropped = view.tree.topLevelItem(3)
+    assert dropped.text(0).endswith(": 2")
+    assert dropped.child(1).text(0) == "<b>X</b>"
