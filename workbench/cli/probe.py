@@ -22,6 +22,7 @@ from workbench.executors import build_executor, implemented_postures
 from workbench.executors.types import CancelToken
 from workbench.postures import PostureId, parse_posture_id
 from workbench.probes.lab import Cell, Scoreboard, run_lab, scoreboard_to_dict
+from workbench.probes.verdict import Verdict
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.record import plain_text
@@ -29,7 +30,11 @@ from workbench.runs.service import RunService
 
 EXIT_UNEXPECTED = 1
 EXIT_INTERRUPTED = 130
-_MARK = {"contained": "contained", "not contained": "NOT CONTAINED", "not applicable": "n/a"}
+_MARK = {
+    Verdict.CONTAINED: "contained",
+    Verdict.NOT_CONTAINED: "NOT CONTAINED",
+    Verdict.NOT_APPLICABLE: "n/a",
+}
 
 
 def register(commands: "argparse._SubParsersAction[Any]") -> None:
@@ -49,8 +54,8 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
 
 
 def choose_postures(text: str | None) -> tuple[list[PostureId], dict[PostureId, str]]:
-    """The postures to run, and the ones left out with the reason (asked-for ones only,
-    unless none was named: then the unavailable ones too)."""
+    """The postures to run (`text` names them, else every posture) and, for each one left
+    out because it is unavailable here or not implemented in this build, the reason."""
     availability = probe_all()
     implemented = implemented_postures()
     if text:
@@ -120,7 +125,7 @@ def render_scoreboard(board: Scoreboard) -> str:
         row = probe.value.ljust(width)
         for posture_id, column in zip(board.postures, columns, strict=True):
             cell = board.cell(posture_id, probe)
-            text = "-" if cell is None else _MARK[cell.verdict.value] + ("!" * cell.unexpected)
+            text = "-" if cell is None else _MARK[cell.verdict] + ("!" * cell.unexpected)
             row += text.ljust(column)
         lines.append(row.rstrip())
     lines.append("")

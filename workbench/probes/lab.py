@@ -6,8 +6,9 @@ opens like any run), judges it (`judge`) against the host's own evidence, compar
 posture's promise (`expected`), and removes everything it planted, also on errors and Ctrl-C.
 Probe output is never streamed anywhere (it holds escape sequences on purpose).
 
-Runs use small limits (`LAB_LIMITS`) so the whole lab stays fast: a probe that is not stopped
-by a control meets the 4-second timeout at worst.
+Runs use small limits (`LAB_LIMITS`) so the whole lab stays fast. Every probe but `cpu` ends
+on its own in well under a second, so their timeout is generous (a loaded machine must not
+turn a leak into a timeout); the busy loop of `cpu` gets `CPU_TIMEOUT_S`.
 """
 
 import time
@@ -26,7 +27,7 @@ from workbench.probes.verdict import HostEvidence, Judgement, Verdict, judge
 from workbench.runs.service import RunPlan, RunService
 
 LAB_LIMITS = Limits(
-    timeout_s=4.0,
+    timeout_s=10.0,
     memory_bytes=64 * MIB,
     cpus=1.0,
     pids=32,
@@ -34,6 +35,7 @@ LAB_LIMITS = Limits(
     open_files=256,
     file_size_bytes=8 * MIB,
 )
+CPU_TIMEOUT_S = 3.0  # above the CPU-time limit, so a CPU-time limit has time to act
 SKILL_DIR_WORD = "SKILL_DIR"  # the write probe's word for "the skill folder as I see it"
 
 
@@ -99,6 +101,7 @@ def scoreboard_to_dict(board: Scoreboard) -> dict[str, Any]:
         ],
         "limits": {
             "timeout_s": board.limits.timeout_s,
+            "cpu_probe_timeout_s": min(board.limits.timeout_s, CPU_TIMEOUT_S),
             "memory_bytes": board.limits.memory_bytes,
             "pids": board.limits.pids,
             "cpu_seconds": board.limits.cpu_seconds,
@@ -144,10 +147,10 @@ async def run_lab(
     started, as_root, cells = time.monotonic(), app_is_root(), []
     async with LabSite(parent) as site:
         for posture_id in chosen:
-            posture = replace(Posture(posture_id), limits=limits)
             for probe in probe_ids:
                 if cancel.cancelled:
                     break
+                posture = replace(Posture(posture_id), limits=_limits_for(probe, limits))
                 cell = await _run_cell(site, service, posture, probe, cancel, as_root)
                 if cell is None:
                     break
@@ -214,6 +217,12 @@ def _cell(
         run_id=run_id,
         status=status,
     )
+
+
+def _limits_for(probe: ProbeId, limits: Limits) -> Limits:
+    if probe is ProbeId.CPU:
+        return replace(limits, timeout_s=min(limits.timeout_s, CPU_TIMEOUT_S))
+    return limits
 
 
 def _probe_args(site: LabSite, posture: Posture, probe: ProbeId, token: str) -> tuple[str, ...]:

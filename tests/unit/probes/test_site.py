@@ -1,11 +1,13 @@
 """The lab's site: what it plants, the loopback listener, and that it removes everything."""
 
 import asyncio
+import contextlib
 import os
 import stat
 import subprocess
 from pathlib import Path
 
+import psutil
 import pytest
 
 from workbench.postures import PostureId
@@ -93,12 +95,23 @@ def test_cell_tokens_and_workspaces_are_per_cell(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+async def exec_done(pid: int, token: str) -> None:
+    """Wait until process `pid` shows `token` in its command line (it has exec'd)."""
+    for _ in range(500):
+        with contextlib.suppress(psutil.Error):
+            if token in psutil.Process(pid).cmdline():
+                return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"process {pid} never showed its token")
+
+
 def test_a_process_carrying_the_token_is_found_and_killed(tmp_path: Path) -> None:
     async def scenario() -> int:
         async with LabSite(tmp_path) as site:
             token = site.cell_token(PostureId.LOCAL, ProbeId.DAEMON)
             daemon = subprocess.Popen(["sh", "-c", "sleep 30; exit 0", token])
             try:
+                await exec_done(daemon.pid, token)
                 found = site.end_survivors(token)
                 daemon.wait(timeout=10)
             finally:
