@@ -115,7 +115,7 @@ def _progress(cell: Cell) -> None:
 
 def render_scoreboard(board: Scoreboard) -> str:
     """The scoreboard as text: a verdict table, then each cell's control or reason."""
-    width = max(len(p.value) for p in board.probes) + 2
+    width = max((len(p.value) for p in board.probes), default=5) + 2
     columns = [max(len(p.value), 13) + 2 for p in board.postures]
     header = "probe".ljust(width) + "".join(
         p.value.ljust(w) for p, w in zip(board.postures, columns, strict=True)
