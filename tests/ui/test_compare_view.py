@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QMessageBox
 from workbench.postures import POSTURE_INFO, PostureId
 from workbench.ui.compareview import FIGURES, CompareView
 from workbench.ui.mainwindow import MainWindow
+from workbench.ui.scene import Scene, stage
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]
 
@@ -86,3 +87,15 @@ def test_stop_ends_the_run_in_progress_and_skips_the_rest(window: MainWindow, ru
     assert _column(view, 1)["Status"] == "skipped (stopped)"
     assert view.status.text().startswith("Stopped: 0 of 1 run ended ok")
     assert view.run_button.isEnabled()
+
+
+def test_the_screenshot_scene_can_show_a_comparison(window: MainWindow, run: Run) -> None:
+    """`workbench gui --screenshot F --run SKILL --view compare --posture local`."""
+    window.compare.boxes[PostureId.HARDENED].setChecked(False)  # its uid cannot enter tmp_path
+    run(stage(window, Scene("workspace-report", PostureId.LOCAL, view="compare")))
+    view = window.compare
+    assert window.pages.currentWidget() is view
+    assert [r.posture for r in view.records()] == ["quickjs", "local"]
+    assert _column(view, 1)["Status"] == "ok"
+    assert "RLIMIT" not in _column(view, 1)["Controls"]
+    assert _column(view, 1)["Warnings"].startswith("DANGER: NO SANDBOX")

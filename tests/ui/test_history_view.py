@@ -14,6 +14,7 @@ from workbench.runs.record import RunRecord
 from workbench.runs.service import RunPlan
 from workbench.ui.historyview import COLUMNS, HistoryView
 from workbench.ui.mainwindow import MainWindow
+from workbench.ui.scene import Scene, stage
 from workbench.ui.services import Services
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]
@@ -133,3 +134,12 @@ def test_rerun_of_a_local_run_asks_then_runs_it_again_in_the_same_workspace(
     assert (again.posture, again.argv, again.workspace) == ("local", record.argv, workspace)
     assert (workspace / "log.txt").read_text() == "again\nagain\n"
     assert again.outcome == "ok" and "Re-run" in view.status.text()
+
+
+def test_the_screenshot_scene_can_show_the_run_in_the_history(window: MainWindow, run: Run) -> None:
+    """`workbench gui --screenshot F --run SKILL --posture local --view history`."""
+    run(stage(window, Scene("workspace-report", PostureId.LOCAL, view="history")))
+    last = window.run_panel.last_run
+    assert last is not None and window.pages.currentWidget() is window.history
+    assert window.history.current_record() == last.record
+    assert "report.md" in window.history.details.toPlainText()

@@ -28,6 +28,9 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
     scene.add_argument(
         "--during", type=float, metavar="S", help="shoot S seconds into the run, not after it"
     )
+    scene.add_argument(
+        "--view", default="run", choices=("run", "history", "compare"), help="page to show"
+    )
     parser.set_defaults(handler=_gui)
 
 
@@ -39,5 +42,7 @@ def _gui(args: argparse.Namespace) -> int:
     if args.run is not None:
         if args.screenshot is None:
             raise UsageError("--run stages a screenshot: give --screenshot FILE too.")
-        scene = app.Scene(args.run, args.posture, args.command, args.memory, args.show, args.during)
+        scene = app.Scene(
+            args.run, args.posture, args.command, args.memory, args.show, args.during, args.view
+        )
     return app.run_gui(extra_roots=list(args.skills), screenshot=args.screenshot, scene=scene)

@@ -4,8 +4,10 @@ The user ticks postures (every available one except `local`, which is only ever 
 the user and asks before it runs), edits the command (the selected skill's suggestion) and
 the timeout, and starts the comparison: `run_compare` runs the command under each posture in
 turn, each in its own fresh workspace. The table has one column per posture and one row per
-figure (status, cause, wall time, peak memory, peak processes, changed files); a column fills
-in as its run ends. Activating a cell (double-click or Enter) opens that run in the history.
+figure (status, cause, wall time, peak memory, peak processes, changed files, the controls
+the run's effective posture card says were held or not, the posture's warnings); a column
+fills in as its run ends. Activating a cell (double-click or Enter) opens that run in the
+history.
 """
 
 import asyncio
@@ -40,7 +42,16 @@ from workbench.ui.text import format_size, plural
 from workbench.ui.theme import status_colors
 from workbench.ui.widgets import plain_label, set_status
 
-FIGURES = ("Status", "Cause", "Wall time", "Peak memory", "Peak processes", "Changed files")
+FIGURES = (
+    "Status",
+    "Cause",
+    "Wall time",
+    "Peak memory",
+    "Peak processes",
+    "Changed files",
+    "Controls",
+    "Warnings",
+)
 _RUN_ID = Qt.ItemDataRole.UserRole
 
 
@@ -256,7 +267,21 @@ class CompareView(QWidget):
         wall = "-" if row.wall_seconds is None else f"{row.wall_seconds:.2f} s"
         memory = "-" if not row.peak_rss_bytes else format_size(row.peak_rss_bytes)
         processes = "-" if not row.peak_processes else str(row.peak_processes)
-        values = (row.outcome, row.cause, wall, memory, processes, str(row.changes))
+        result = record.result or {}
+        checks = (result.get("card") or {}).get("checks") or []
+        controls = "\n".join(f"{'✓' if held else '✗ not held:'} {text}" for text, held in checks)
+        warnings = result.get("warnings") or []
+        said = "\n".join(f"{w['severity'].upper()}: {w['text']}" for w in warnings)
+        values = (
+            row.outcome,
+            row.cause,
+            wall,
+            memory,
+            processes,
+            str(row.changes),
+            controls or "none",
+            said,
+        )
         for index, value in enumerate(values):
             item = QTableWidgetItem(value)
             item.setData(_RUN_ID, row.run_id)

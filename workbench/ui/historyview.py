@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -33,13 +34,14 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError, WorkspaceError
-from workbench.executors.types import CancelToken
+from workbench.executors.types import CancelToken, RunStatus
 from workbench.postures import Limits, Posture, PostureId
 from workbench.runs.export import ExportFormat, export_record
 from workbench.runs.record import RunRecord, RunState, new_run_id
 from workbench.runs.restore import restore_run
 from workbench.runs.service import RunPlan, RunService
 from workbench.ui.text import plural, tooltip
+from workbench.ui.theme import StatusColors, status_colors
 from workbench.ui.widgets import plain_label, set_status
 
 COLUMNS = ("Started", "Status", "Cause", "Posture", "Skill", "Changes")
@@ -84,7 +86,7 @@ class HistoryView(QWidget):
         self.details.setReadOnly(True)
         self.details.setAccessibleName("Run record")
         self.details.setPlaceholderText("Select a run to see its record.")
-        self.details.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.details.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.status = plain_label("", self, wrap=True)
         set_status(self.status, "muted")
 
@@ -121,7 +123,8 @@ class HistoryView(QWidget):
         selected = self.current_record()  # after the wait: another refresh may have selected
         self._records = {record.run_id: record for record in records}
         self.runs.clear()
-        self.runs.addTopLevelItems([_item(record) for record in records])
+        colours = status_colors(self.palette())
+        self.runs.addTopLevelItems([_item(record, colours) for record in records])
         if selected is None or not self.select_run(selected.run_id):
             self.on_runs_current_item_changed(None)
         self.status.setText(f"{plural(len(records), 'run')} in the history.")
@@ -314,12 +317,14 @@ class HistoryView(QWidget):
         self.export_button.setEnabled(record is not None)
 
 
-def _item(record: RunRecord) -> QTreeWidgetItem:
+def _item(record: RunRecord, colours: StatusColors) -> QTreeWidgetItem:
     started = datetime.fromtimestamp(record.started_at).strftime("%Y-%m-%d %H:%M:%S")
     cause = " ".join(record.cause.split())  # one line in the list; the record has it all
     values = (started, record.outcome, cause, record.posture, record.skill_name)
     item = QTreeWidgetItem([*values, str(len(record.changes))])
     item.setData(0, _RUN_ID, record.run_id)
+    ok = record.outcome == RunStatus.OK
+    item.setForeground(COLUMNS.index("Status"), colours.ok if ok else colours.danger)
     item.setToolTip(COLUMNS.index("Cause"), tooltip(record.cause))
     item.setTextAlignment(COLUMNS.index("Changes"), Qt.AlignmentFlag.AlignRight)
     return item

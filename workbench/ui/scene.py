@@ -27,6 +27,7 @@ class Scene:
     memory_mib: int | None = None
     show: str = "output"
     during_s: float | None = None
+    view: str = "run"  # or "history" (the run selected there) or "compare" (a comparison)
 
 
 async def stage(window: MainWindow, scene: Scene) -> None:
@@ -36,6 +37,9 @@ async def stage(window: MainWindow, scene: Scene) -> None:
         raise UsageError(f"No skill named {scene.skill!r} to run for the screenshot.")
     if scene.show not in TABS:
         raise UsageError(f"--show takes one of {', '.join(TABS)}, not {scene.show!r}.")
+    if scene.view == "compare":
+        await _stage_compare(window, scene)
+        return
     panel = window.run_panel
     if scene.posture is not None:
         # Asked for on the command line: no confirmation box for `local` in a screenshot.
@@ -53,4 +57,21 @@ async def stage(window: MainWindow, scene: Scene) -> None:
         await task
         await panel.changes.settle()
     panel.tabs.setCurrentIndex(TABS[scene.show])
+    if scene.view == "history" and panel.last_run is not None:
+        window.pages.setCurrentWidget(window.history)
+        await window.history.show_run(panel.last_run.record.run_id)
     await asyncio.sleep(0.3)  # let the output pane and the charts draw
+
+
+async def _stage_compare(window: MainWindow, scene: Scene) -> None:
+    """Compare the skill's command under the postures ticked by default (and `--posture`)."""
+    if scene.command is not None:
+        window.compare.command.setText(scene.command)
+    if scene.posture is not None:  # asked for on the command line: `local` needs no question
+        window.compare.boxes[scene.posture].setChecked(True)
+    window.pages.setCurrentWidget(window.compare)
+    task = window.compare.start()
+    if task is None:
+        raise UsageError(f"The {scene.skill} example cannot be compared here.")
+    await task
+    await asyncio.sleep(0.3)  # let the table draw
