@@ -83,10 +83,10 @@ def test_the_package_comes_from_the_fresh_venv(venv: Path) -> None:
 
 def test_the_bundled_examples_and_postures_are_there(venv: Path) -> None:
     listed = json.loads(workbench(venv, "skills", "list", "--json").stdout)
-    skills = {skill["name"]: skill for skill in listed["skills"]}
-    assert set(skills) == EXAMPLES
-    assert all(skill["valid"] for skill in skills.values())
-    assert all(Path(skill["path"]).is_relative_to(venv) for skill in skills.values())
+    # Only the bundled ones: the user's own skill roots may hold more.
+    bundled = [skill for skill in listed["skills"] if Path(skill["path"]).is_relative_to(venv)]
+    assert {skill["name"] for skill in bundled} == EXAMPLES
+    assert all(skill["valid"] for skill in bundled)
     postures = json.loads(workbench(venv, "postures", "--json").stdout)
     assert {p["id"] for p in postures["postures"]} >= {"local", "hardened", "quickjs"}
 
