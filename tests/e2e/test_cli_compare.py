@@ -76,7 +76,7 @@ def test_table_and_exit_125_when_a_posture_cannot_run_the_command(env: dict[str,
     assert done.returncode == 125, done.stderr
     header, quickjs, local = done.stdout.splitlines()[:3]
     assert header.split()[:3] == ["posture", "outcome", "wall"]
-    assert quickjs.split()[:2] == ["quickjs", "error"] and "JavaScript" in quickjs
+    assert quickjs.split()[:3] == ["quickjs", "error", "-"] and "JavaScript" in quickjs
     assert local.split()[:2] == ["local", "ok"] and local.endswith("exited with code 0")
     assert "details: workbench history show RUN" in done.stdout
 

@@ -160,7 +160,7 @@ def _print_table(rows: "list[CompareRow]") -> None:
         (
             row.posture,
             row.outcome,
-            "-" if row.wall_seconds is None else f"{row.wall_seconds:.2f}s",
+            "-" if not row.wall_seconds else f"{row.wall_seconds:.2f}s",
             "-" if not row.peak_rss_bytes else f"{row.peak_rss_bytes / 2**20:.1f}MiB",
             "-" if not row.peak_processes else str(row.peak_processes),
             str(row.changes),

@@ -264,7 +264,7 @@ class CompareView(QWidget):
         column = len(self._records)
         self._records.append(record)
         row = compare_row(record)
-        wall = "-" if row.wall_seconds is None else f"{row.wall_seconds:.2f} s"
+        wall = "-" if not row.wall_seconds else f"{row.wall_seconds:.2f} s"
         memory = "-" if not row.peak_rss_bytes else format_size(row.peak_rss_bytes)
         processes = "-" if not row.peak_processes else str(row.peak_processes)
         result = record.result or {}
