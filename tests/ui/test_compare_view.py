@@ -4,7 +4,8 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QMessageBox
 
 from workbench.postures import POSTURE_INFO, PostureId
 from workbench.ui.compareview import FIGURES, CompareView
@@ -99,3 +100,17 @@ def test_the_screenshot_scene_can_show_a_comparison(window: MainWindow, run: Run
     assert _column(view, 1)["Status"] == "ok"
     assert "RLIMIT" not in _column(view, 1)["Controls"]
     assert _column(view, 1)["Warnings"].startswith("DANGER: NO SANDBOX")
+
+
+def test_ctrl_return_on_the_compare_page_compares_and_does_not_run(
+    window: MainWindow, run: Run, qtbot: Any
+) -> None:
+    view = _open_compare(window, "workspace-report")
+    view.boxes[PostureId.HARDENED].setChecked(False)  # its uid cannot enter tmp_path
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    view.command.setFocus()
+    qtbot.keyClick(view.command, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert view.stop_button.isEnabled() and not window.run_panel.is_running()
+    run(_until(lambda: len(view.records()) == 1 and not view.stop_button.isEnabled()))
+    assert view.records()[0].posture == "quickjs"

@@ -14,6 +14,7 @@ import asyncio
 import sys
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -87,9 +88,10 @@ class CompareView(QWidget):
         self.timeout.setAccessibleName("Timeout in seconds for each run")
         self.run_button = QPushButton("Compare", self)
         self.run_button.setToolTip("Run the command under every ticked posture (Ctrl+Return)")
-        self.run_button.setShortcut("Ctrl+Return")
         self.stop_button = QPushButton("Stop", self)
         self.stop_button.setToolTip("Stop the run in progress and skip the rest")
+        self._run_shortcut = QShortcut(QKeySequence("Ctrl+Return"), self)
+        self._run_shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         self.boxes: dict[PostureId, QCheckBox] = {}
         for posture_id in CARD_ORDER:
             box = QCheckBox(POSTURE_INFO[posture_id].title, self)
@@ -136,6 +138,7 @@ class CompareView(QWidget):
 
     def _connect_signals(self) -> None:
         self.run_button.clicked.connect(self.on_run_button_clicked)
+        self._run_shortcut.activated.connect(self.on_run_button_clicked)
         self.stop_button.clicked.connect(self.on_stop_button_clicked)
         self.command.textChanged.connect(self._update_buttons)
         self.command.returnPressed.connect(self.on_run_button_clicked)
