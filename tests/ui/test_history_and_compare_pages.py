@@ -6,7 +6,7 @@ from typing import Any
 
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAccessible, QKeySequence
-from PySide6.QtWidgets import QAbstractSpinBox, QSplitter, QWidget
+from PySide6.QtWidgets import QAbstractSpinBox, QLabel, QSplitter, QWidget
 
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import Services
@@ -72,3 +72,9 @@ def test_geometry_splitters_and_page_survive_a_restart(
     again.pages.setCurrentIndex(0)  # a hidden splitter has no sizes yet
     restored = again.findChild(QSplitter, "mainSplitter")
     assert isinstance(restored, QSplitter) and restored.sizes() == sizes
+
+
+def test_status_bar_shows_the_engine_and_the_default_posture(window: MainWindow) -> None:
+    texts = [label.text() for label in window.statusBar().findChildren(QLabel)]
+    assert "Posture: Hardened local" in texts  # the strongest available, chosen by default
+    assert "Docker engine: not reachable" in texts  # the test probe has no engine
