@@ -6,8 +6,9 @@ from typing import Any
 
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAccessible, QKeySequence
-from PySide6.QtWidgets import QAbstractSpinBox, QLabel, QSplitter, QWidget
+from PySide6.QtWidgets import QAbstractSpinBox, QLabel, QSplitter, QTabWidget, QWidget
 
+from workbench.postures import PostureId
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import Services
 
@@ -19,23 +20,41 @@ def _accessible_name(widget: QWidget) -> str:
     return interface.text(QAccessible.Text.Name) if interface is not None else ""
 
 
-def test_every_focusable_widget_on_every_page_has_an_accessible_name(
+def _unnamed(window: MainWindow, where: str) -> set[str]:
+    return {
+        f"{where}: {type(widget).__name__} {widget.objectName()!r}"
+        for widget in window.findChildren(QWidget)
+        if widget.isVisible()
+        and widget.focusPolicy() != Qt.FocusPolicy.NoFocus
+        and not _accessible_name(widget).strip()
+        and not isinstance(widget.parent(), QAbstractSpinBox)
+    }
+
+
+def test_every_focusable_widget_on_every_page_and_tab_has_an_accessible_name(
     window: MainWindow, run: Run
 ) -> None:
-    """A spin box's own line edit is part of the spin box, which assistive tools name."""
-    unnamed: list[str] = []
+    """Walked after a run, so the run's output, changes and card tabs have content.
+
+    A spin box's own line edit is part of the spin box, which assistive tools name.
+    """
+    window.run_panel.set_posture(PostureId.LOCAL)  # hardened's uid cannot enter tmp_path
+    window.run_panel.command.setText("echo hello > made.txt")
+    task = window.run_panel.start()
+    assert task is not None
+    run(task)
+    unnamed: set[str] = set()
     for index in range(window.pages.count()):
         window.pages.setCurrentIndex(index)
         run(asyncio.sleep(0.05))  # the history page reads the history when shown
-        unnamed += [
-            f"{window.pages.tabText(index)}: {type(widget).__name__} {widget.objectName()!r}"
-            for widget in window.findChildren(QWidget)
-            if widget.isVisible()
-            and widget.focusPolicy() != Qt.FocusPolicy.NoFocus
-            and not _accessible_name(widget).strip()
-            and not isinstance(widget.parent(), QAbstractSpinBox)
-        ]
-    assert unnamed == []
+        page = window.pages.tabText(index)
+        unnamed |= _unnamed(window, page)
+        for tabs in window.pages.currentWidget().findChildren(QTabWidget):
+            for tab in range(tabs.count() if tabs.isVisible() else 0):
+                tabs.setCurrentIndex(tab)
+                run(asyncio.sleep(0.02))
+                unnamed |= _unnamed(window, f"{page} / {tabs.tabText(tab)}")
+    assert sorted(unnamed) == []
 
 
 def test_view_menu_shortcuts_switch_pages(window: MainWindow) -> None:
