@@ -127,7 +127,7 @@ class HistoryView(QWidget):
         self.runs.addTopLevelItems([_item(record, colours) for record in records])
         if selected is None or not self.select_run(selected.run_id):
             self.on_runs_current_item_changed(None)
-        self.status.setText(f"{plural(len(records), 'run')} in the history.")
+        self._say(f"{plural(len(records), 'run')} in the history.", "muted")
 
     async def show_run(self, run_id: str) -> None:
         """Read the history again and select the run `run_id`."""
@@ -159,7 +159,7 @@ class HistoryView(QWidget):
             record.workspace,
             run_id=run_id,
         )
-        self.status.setText(f"Re-running {record.run_id} under {record.posture}…")
+        self._say(f"Re-running {record.run_id} under {record.posture}…", "muted")
         try:
             done = await self._service.run_once(plan, _ignore_output, CancelToken())
             again = done.record
@@ -167,7 +167,10 @@ class HistoryView(QWidget):
             again = await asyncio.to_thread(self._service.history.get, run_id)
         await self.refresh()
         self.select_run(again.run_id)
-        self.status.setText(f"Re-run {again.run_id}: {again.outcome} — {again.cause}")
+        ok = again.outcome == RunStatus.OK
+        self._say(
+            f"Re-run {again.run_id}: {again.outcome} — {again.cause}", "ok" if ok else "danger"
+        )
         return again
 
     async def restore(self, record: RunRecord, force: bool = False) -> None:
@@ -187,8 +190,8 @@ class HistoryView(QWidget):
             return
         state = "Restored" if report.complete else "Partly restored"
         notes = "".join(f" {note}" for note in report.notes)
-        self.status.setText(f"{state} {record.workspace} as before run {record.run_id}.{notes}")
-        set_status(self.status, "ok" if report.complete else "warning")
+        text = f"{state} {record.workspace} as before run {record.run_id}.{notes}"
+        self._say(text, "ok" if report.complete else "warning")
 
     async def export(self, record: RunRecord, path: Path, fmt: ExportFormat) -> None:
         """Write `record`'s report in `fmt` to `path`."""
@@ -197,8 +200,7 @@ class HistoryView(QWidget):
             await asyncio.to_thread(path.write_text, text, encoding="utf-8")
         except OSError as error:
             raise WorkspaceError(f"Cannot write {path}: {error.strerror}.") from None
-        self.status.setText(f"Wrote the report of run {record.run_id} to {path}.")
-        set_status(self.status, "ok")
+        self._say(f"Wrote the report of run {record.run_id} to {path}.", "ok")
 
     def export_dialog(self) -> QFileDialog | None:
         """The open "export report" save dialog, if one is open."""
@@ -290,6 +292,10 @@ class HistoryView(QWidget):
             self._question = ask(self, title, text, accept, then)
             self._question.finished.connect(self.on_question_finished)
 
+    def _say(self, text: str, status: str) -> None:
+        self.status.setText(text)
+        set_status(self.status, status)
+
     def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
@@ -302,8 +308,7 @@ class HistoryView(QWidget):
         if task.cancelled() or (error := task.exception()) is None:
             return
         if isinstance(error, WorkbenchError):
-            self.status.setText(str(error))
-            set_status(self.status, "danger")
+            self._say(str(error), "danger")
         else:
             sys.excepthook(type(error), error, error.__traceback__)
 
