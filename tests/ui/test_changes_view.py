@@ -1,6 +1,7 @@
 """The changes view: badges and counts, diffs and placeholders, and Restore workspace."""
 
-from collections.abc import Callable, Coroutine
+import gc
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,17 @@ def _ignore(_chunk: OutputChunk) -> None:
     pass
 
 
+@pytest.fixture(autouse=True)
+def _collect_on_the_gui_thread() -> Iterator[None]:
+    """Free each test's closed qasync loop here, on the GUI thread.
+
+    Otherwise a garbage collection in a worker thread may free the loop's timer object there,
+    Qt cannot stop its timers from that thread, and a later timer event crashes the process.
+    """
+    yield
+    gc.collect()
+
+
 @pytest.fixture
 def done(services: Services, tmp_path: Path, run: Run) -> CompletedRun:
     """A local run that modified, deleted and added files in a prepared workspace."""
@@ -40,7 +52,7 @@ def done(services: Services, tmp_path: Path, run: Run) -> CompletedRun:
 
 
 @pytest.fixture
-def view(qtbot: Any, services: Services) -> ChangesView:
+def view(qtbot: Any, services: Services, run: Run) -> ChangesView:
     changes = ChangesView(services.runs)
     qtbot.addWidget(changes)
     changes.resize(1500, 500)

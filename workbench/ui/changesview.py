@@ -119,7 +119,7 @@ class ChangesView(QWidget):
         split.addWidget(self.tree)
         split.addWidget(self.diff)
         split.setStretchFactor(1, 2)
-        split.setSizes([330, 600])
+        split.setSizes([250, 700])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
@@ -152,7 +152,8 @@ class ChangesView(QWidget):
             item = self._item(change.path, items)
             _describe(item, change, status_colors(self.palette()))
         self.tree.expandAll()
-        self.tree.resizeColumnToContents(1)
+        for column in range(3):
+            self.tree.resizeColumnToContents(column)
         first = next((c for c in changes if c.after_type is EntryType.FILE), None)
         first = first or (changes[0] if changes else None)
         if first is not None:

@@ -45,7 +45,7 @@ class LineChart(QWidget):
         self._points: deque[tuple[float, float]] = deque(maxlen=MAX_POINTS)
         self._peak = 0.0
         self._limit: float | None = None
-        self.setMinimumSize(140, 48)
+        self.setMinimumSize(140, 36)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setAccessibleName(f"{title} chart")
 
@@ -158,7 +158,7 @@ def format_percent(value: float) -> str:
 def format_mib(value: float) -> str:
     """A byte count in MiB with sensible precision: `6.4 MiB`, `512 MiB`."""
     mib = value / MIB
-    return f"{mib:.1f} MiB" if mib < 100 else f"{mib:.0f} MiB"
+    return f"{mib:.1f} MiB" if 0 < mib < 100 else f"{mib:.0f} MiB"
 
 
 class ResourceCharts(QWidget):

@@ -161,19 +161,34 @@ class DiffView(QWidget):
         if not split:
             self.unified.setPlainText(self._unified_text)
             marks = {"+": added, "-": removed}
-            for i, line in enumerate(self._unified_text.splitlines()):
-                if line[:1] in marks and not line.startswith(("+++ ", "--- ")):
-                    _paint_block(self.unified, i, marks[line[:1]])
+            _paint(
+                self.unified,
+                [
+                    marks.get(line[:1]) if not line.startswith(("+++ ", "--- ")) else None
+                    for line in self._unified_text.splitlines()
+                ],
+            )
             self.pages.setCurrentIndex(1)
             return
         rows = split_rows(self._unified_text)
         self.left.setPlainText("\n".join(left or "" for left, _ in rows))
         self.right.setPlainText("\n".join(right or "" for _, right in rows))
         padding = _tint(self.palette().placeholderText().color(), 30)
-        for i, (left, right) in enumerate(rows):
-            if left != right or left is None:
-                _paint_block(self.left, i, removed if left is not None else padding)
-                _paint_block(self.right, i, added if right is not None else padding)
+        changed = [left != right or left is None for left, right in rows]
+        _paint(
+            self.left,
+            [
+                (removed if left is not None else padding) if c else None
+                for (left, _), c in zip(rows, changed, strict=True)
+            ],
+        )
+        _paint(
+            self.right,
+            [
+                (added if right is not None else padding) if c else None
+                for (_, right), c in zip(rows, changed, strict=True)
+            ],
+        )
         self.pages.setCurrentIndex(2)
 
 
@@ -195,6 +210,16 @@ def _tint(colour: QColor, alpha: int = 50) -> QTextBlockFormat:
     return block
 
 
-def _paint_block(editor: QPlainTextEdit, number: int, block_format: QTextBlockFormat) -> None:
-    cursor = QTextCursor(editor.document().findBlockByNumber(number))
-    cursor.setBlockFormat(block_format)
+def _paint(editor: QPlainTextEdit, marks: list[QTextBlockFormat | None]) -> None:
+    """Give line i the background `marks[i]`; one call per run of equal marks, not per line."""
+    document = editor.document()
+    start = 0
+    for i in range(1, len(marks) + 1):
+        if i < len(marks) and marks[i] is marks[start]:
+            continue
+        if marks[start] is not None:
+            cursor = QTextCursor(document.findBlockByNumber(start))
+            end = document.findBlockByNumber(i - 1)
+            cursor.setPosition(end.position(), QTextCursor.MoveMode.KeepAnchor)
+            cursor.setBlockFormat(marks[start])
+        start = i

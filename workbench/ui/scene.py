@@ -46,6 +46,7 @@ async def stage(window: MainWindow, scene: Scene) -> None:
         window.on_postures_posture_changed(scene.posture)
     if scene.command is not None:
         panel.command.setText(scene.command)
+        panel.command.setCursorPosition(0)
     if scene.memory_mib is not None:
         panel.limits.memory.setValue(scene.memory_mib)
     task = panel.start()
