@@ -112,29 +112,33 @@ class LineChart(QWidget):
             painter.drawText(rect, align, self._format(value))
         end = max(self._points[-1][0] if self._points else 0.0, 10.0)
         start = max(0.0, end - WINDOW_S)
-        span = end - start
-
-        def point(t: float, value: float) -> QPointF:
-            x = plot.left() + (t - start) / span * plot.width()
-            return QPointF(x, plot.bottom() - value / top * plot.height())
-
+        x_scale, y_scale = plot.width() / (end - start), plot.height() / top
         if self._limit is not None:  # crisp, not antialiased: a limit is exact
             painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
             painter.setPen(QPen(status_colors(palette).danger, 2, Qt.PenStyle.DashLine))
-            y = round(point(start, self._limit).y())
+            y = round(plot.bottom() - self._limit * y_scale)
             painter.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y))
             painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        if self._points:
-            line = QPolygonF([point(t, v) for t, v in self._points if t >= start])
+        columns: dict[int, float] = {}  # one point per pixel column, its highest value
+        for t, value in self._points:
+            if t >= start:
+                x = int((t - start) * x_scale)
+                if value >= columns.get(x, -1.0):
+                    columns[x] = value
+        if columns:
+            left, bottom = plot.left(), plot.bottom()
+            line = QPolygonF([QPointF(left + x, bottom - v * y_scale) for x, v in columns.items()])
             fill = QPolygonF(line)
-            fill.append(QPointF(line.last().x(), plot.bottom()))
-            fill.append(QPointF(line.first().x(), plot.bottom()))
+            fill.append(QPointF(line.last().x(), bottom))
+            fill.append(QPointF(line.first().x(), bottom))
             shade = QColor(self._colour)
             shade.setAlpha(70 if is_dark(palette) else 45)
             painter.setPen(Qt.PenStyle.NoPen)
             painter.setBrush(shade)
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)  # the line covers it
             painter.drawPolygon(fill)
-            painter.setPen(QPen(self._colour, 1.6))
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+            painter.setPen(QPen(self._colour, 1.5))
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawPolyline(line)
         painter.setPen(QPen(grid, 1))
