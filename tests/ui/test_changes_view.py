@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtWidgets import QMessageBox, QTreeWidgetItem
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QMessageBox, QTreeWidgetItem
 
 from workbench.executors.types import CancelToken, OutputChunk
 from workbench.postures import Posture, PostureId
@@ -138,6 +139,8 @@ def test_restore_asks_naming_the_losses_then_brings_files_back(
     box = view.confirmation_box()
     assert box is not None
     assert "gone.txt: deleted by the run, will come back" in box.informativeText()
+    for label in box.findChildren(QLabel):  # paths are hostile text
+        assert label.textFormat() == Qt.TextFormat.PlainText or not label.text()
     assert "blob.bin: created by the run, will be deleted" in box.informativeText()
     box.button(QMessageBox.StandardButton.Cancel).click()
     assert view.confirmation_box() is None

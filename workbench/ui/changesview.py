@@ -172,10 +172,6 @@ class ChangesView(QWidget):
         self._watch_timer.stop()
         self._watched = None
 
-    def pending(self) -> bool:
-        """Whether a diff or a restore is still being computed."""
-        return bool(self._tasks)
-
     async def settle(self) -> None:
         """Wait for the diffs and restores in progress (for tests and screenshots)."""
         while self._tasks:

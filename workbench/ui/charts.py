@@ -37,7 +37,6 @@ class LineChart(QWidget):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
-        self.title = title
         self._format = formatter
         self._floor = floor  # the smallest top of the value axis
         self._unit = unit  # the axis top is a round number of these
