@@ -320,5 +320,3 @@ class CompareView(QWidget):
         self.stop_button.setEnabled(running)
         self.command.setReadOnly(running)
         self.timeout.setEnabled(not running)
-        for box in self.boxes.values():
-            box.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents, running)
