@@ -7,9 +7,11 @@ runs the command as a throwaway user that must reach its workspace copy.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -108,3 +110,24 @@ def test_usage_errors_exit_2(env: dict[str, str], args: list[str], message: str)
     done = workbench(env, "compare", "--skill", "workspace-report", *args)
     assert done.returncode == 2
     assert message in done.stderr and done.stdout == ""
+
+
+def test_ctrl_c_stops_the_run_in_progress_and_skips_the_rest(env: dict[str, str]) -> None:
+    command = [
+        sys.executable, "-m", "workbench", "compare", "--skill", "workspace-report",
+        "--postures", "local,hardened", "--json", "--", "sh", "-c", "echo started; sleep 30",
+    ]  # fmt: skip
+    with subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stderr is not None
+        for line in process.stderr:  # the warnings come first, then the run starts
+            if "Only use the local posture" in line:
+                break
+        time.sleep(1)  # let `sleep 30` start; an earlier Ctrl-C ends the run just the same
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    (stopped,) = json.loads(out)["runs"]
+    assert stopped["outcome"] == "cancelled"
+    assert "stopped; not run under: hardened" in err

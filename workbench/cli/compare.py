@@ -94,8 +94,9 @@ def _compare(args: argparse.Namespace) -> int:
         )
     else:
         _print_table(rows)
-    if len(records) < len(runs):
-        warn(f"stopped: {len(runs) - len(records)} posture(s) skipped")
+    if len(records) < len(runs) or any(row.outcome == "cancelled" for row in rows):
+        skipped = [posture.id.value for posture, _ in runs[len(records) :]]
+        warn(f"stopped; not run under: {', '.join(skipped)}" if skipped else "stopped")
         return EXIT_CANCELLED
     return EXIT_NOT_RUN if any(row.outcome == "error" for row in rows) else 0
 
