@@ -7,13 +7,14 @@ arguments it opens the GUI.
 """
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from workbench import __version__
-from workbench.cli import compare, desktop, gui, history, postures, probe, run, skills
+from workbench.cli import desktop
 from workbench.errors import UsageError, WorkbenchError
 
 EXIT_USAGE = 2
@@ -27,8 +28,23 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full `workbench` command line."""
+# One module per subcommand, imported only when needed: `workbench --version` loads none.
+COMMANDS = ("skills", "postures", "run", "compare", "history", "probe", "gui", "bench")
+
+
+def _commands_needed(argv: Sequence[str] | None) -> tuple[str, ...]:
+    """The subcommand modules `argv` needs: the named command's, none when it names no
+    command (a bare flag such as `--version`), all for help, an unknown name or no `argv`."""
+    if argv is None or {"-h", "--help"} & set(argv):
+        return COMMANDS
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    if first is None:
+        return ()
+    return (first,) if first in COMMANDS else COMMANDS
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The `workbench` command line; with `argv`, only the subcommands it needs."""
     parser = _Parser(
         prog="workbench",
         description="Browse agent skills and run them under a chosen sandbox posture. "
@@ -37,8 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"workbench {__version__}")
     desktop.register_flags(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in (skills, postures, run, compare, history, probe, gui):
-        module.register(commands)
+    for name in _commands_needed(argv):
+        importlib.import_module(f"workbench.cli.{name}").register(commands)
     return parser
 
 
@@ -48,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args_list:
         args_list = ["gui"]
     try:
-        args = build_parser().parse_args(args_list)
+        args = build_parser(args_list).parse_args(args_list)
         if getattr(args, "handler", None) is None:
             raise UsageError(f"workbench {args.command}: choose a subcommand (see --help)")
         code: int = args.handler(args)

@@ -1,0 +1,70 @@
+"""`workbench bench` end to end: a real subprocess of the CLI over a subset of the rows.
+
+The whole `--quick` run takes most of a minute, so these run a few cheap rows; they check the
+document's shape and the statistics' consistency, never the timings themselves.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+ROWS = ("hardened-spawn", "sampler-local", "cli-start")
+STATUSES = {"met", "missed", "skipped", "failed"}
+
+
+def bench(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run `python -m workbench bench ARGS...` with its own data folder."""
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")}
+    command = [sys.executable, "-m", "workbench", "bench", *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _check_stats(stats: dict[str, Any]) -> None:
+    assert stats["n"] >= 1
+    assert 0 < stats["min_s"] <= stats["median_s"] <= stats["max_s"]
+
+
+def test_quick_json_is_one_schema_versioned_document(tmp_path: Path) -> None:
+    done = bench(tmp_path, "--quick", "--json", "--rows", ",".join(ROWS))
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["schema"] == "skill-workbench/bench/1"
+    assert document["quick"] is True
+    assert document["machine"]["cpus"] >= 1
+    assert [row["id"] for row in document["rows"]] == list(ROWS)
+    for row in document["rows"]:
+        assert row["status"] in STATUSES
+        assert row["goal"]["text"]
+        assert row["ours"]["what"] and row["floor"]["what"]
+        if row["status"] in ("met", "missed"):
+            ours, floor = row["ours"]["stats"], row["floor"]["stats"]
+            _check_stats(ours)
+            _check_stats(floor)
+            assert row["ratio"] == pytest.approx(ours["median_s"] / floor["median_s"])
+            assert row["met"] is (row["status"] == "met")
+        else:
+            assert row["met"] is None
+            assert row["skipped"] or row["error"]
+    assert "bench: measuring" in done.stderr  # progress goes to stderr, never into the JSON
+
+
+def test_text_table_names_each_side_and_the_goal(tmp_path: Path) -> None:
+    done = bench(tmp_path, "--quick", "--rows", "cli-start")
+    assert done.returncode == 0, done.stderr
+    assert "CLI start" in done.stdout
+    assert "ours: workbench --version; floor: python -c pass" in done.stdout
+    assert "<= 5x" in done.stdout
+
+
+def test_unknown_row_is_a_usage_error(tmp_path: Path) -> None:
+    done = bench(tmp_path, "--rows", "no-such-row")
+    assert done.returncode == 2
+    assert "unknown bench row(s): no-such-row" in done.stderr
+    assert done.stdout == ""
