@@ -63,7 +63,7 @@ QUICKJS_WARM = RowSpec(
 )
 SAMPLER_LOCAL = RowSpec(
     "sampler-local",
-    f"live samples at 10 Hz, local tree of {TREE_SIZE} processes (CPU per sample)",
+    f"10 Hz samples, local tree of {TREE_SIZE} processes",
     "ProcessTreeSampler.sample()",
     "read /proc/PID/stat + statm of the tree",
     Goal("<= 3x, < 2% of a core at 10 Hz", max_ratio=3.0, max_ours_s=0.002),

@@ -41,14 +41,14 @@ def verdict(row: RowResult) -> str:
 
 def format_table(run: BenchRun) -> str:
     """The whole run as a text table (see the module docstring)."""
-    header = ("row", "ours: median (min-max)", "floor: median (min-max)", "ratio", "goal", "")
-    lines = [f"{header[0]:<46} {header[1]:<28} {header[2]:<28} {header[3]:>7}  {header[4]:<22}"]
+    header = ("row", "ours: median (min-max)", "floor: median (min-max)", "ratio", "goal")
+    lines = [f"{header[0]:<47} {header[1]:<32} {header[2]:<32} {header[3]:>7}  {header[4]}"]
     for row in run.rows:
         ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "-"
         title = row.spec.title + (" [CPU]" if row.spec.cpu else "")
         lines.append(
-            f"{title[:46]:<46} {format_stats(row.ours):<28} {format_stats(row.floor):<28} "
-            f"{ratio:>7}  {row.spec.goal.text:<22} {verdict(row)}"
+            f"{title:<47} {format_stats(row.ours):<32} {format_stats(row.floor):<32} "
+            f"{ratio:>7}  {row.spec.goal.text:<30} {verdict(row)}"
         )
         if row.error or row.skipped:
             lines.append(f"    {plain_text(row.error or row.skipped)}")
