@@ -1,0 +1,240 @@
+"""Live CPU, memory and process count of a container, as `ResourceSample`s.
+
+On a local Linux engine the container's cgroup files are read directly (cgroup v1:
+`cpuacct.usage`, `memory.usage_in_bytes`, `pids.current`; v2: `cpu.stat`, `memory.current`,
+`pids.current`), which is cheap enough for about 10 samples a second. When those files are not
+readable (a remote engine, another PID namespace), the sampler falls back to the engine's stats
+API, which yields about one sample a second. `CgroupFiles` also reads the event counters
+(`oom_kill`, pids `max`) the Docker executor compares before and after a run.
+"""
+
+import asyncio
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.monitor.sample import ResourceSample
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CGROUP_INTERVAL_S = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class CgroupCounters:
+    """Event counters of a container's cgroup: OOM kills and refused forks (pids limit)."""
+
+    oom_kills: int
+    pids_max_hits: int
+
+
+@dataclass(frozen=True, slots=True)
+class CgroupUsage:
+    """One reading of a cgroup's cumulative CPU time, memory in use and task count."""
+
+    cpu_ns: int
+    memory_bytes: int
+    tasks: int
+
+
+@dataclass(frozen=True, slots=True)
+class CgroupFiles:
+    """The files of one container's cgroup (v1 or v2) that the workbench reads."""
+
+    version: int
+    cpu: Path
+    memory: Path
+    pids: Path
+    memory_events: Path
+    pids_events: Path
+
+    @classmethod
+    def for_pid(
+        cls, pid: int, proc: Path = Path("/proc"), root: Path = CGROUP_ROOT
+    ) -> "CgroupFiles | None":
+        """The cgroup files of host process `pid`, or None when they cannot be read here."""
+        try:
+            lines = (proc / str(pid) / "cgroup").read_text().splitlines()
+        except OSError:
+            return None
+        v1: dict[str, str] = {}
+        unified = None
+        for line in lines:
+            _, controllers, path = line.split(":", 2)
+            if controllers:
+                for controller in controllers.split(","):
+                    v1[controller] = path.lstrip("/")
+            else:
+                unified = path.lstrip("/")
+        files = cls._v1(v1, root) if "memory" in v1 else cls._v2(unified, root)
+        return files if files is not None and files.readable() else None
+
+    @classmethod
+    def _v1(cls, paths: dict[str, str], root: Path) -> "CgroupFiles | None":
+        if not {"cpuacct", "pids"} <= paths.keys():
+            return None
+        memory = root / "memory" / paths["memory"]
+        pids = root / "pids" / paths["pids"]
+        return cls(
+            version=1,
+            cpu=root / "cpuacct" / paths["cpuacct"] / "cpuacct.usage",
+            memory=memory / "memory.usage_in_bytes",
+            pids=pids / "pids.current",
+            memory_events=memory / "memory.oom_control",
+            pids_events=pids / "pids.events",
+        )
+
+    @classmethod
+    def _v2(cls, path: str | None, root: Path) -> "CgroupFiles | None":
+        if path is None or not (root / "cgroup.controllers").exists():
+            return None
+        folder = root / path
+        return cls(
+            version=2,
+            cpu=folder / "cpu.stat",
+            memory=folder / "memory.current",
+            pids=folder / "pids.current",
+            memory_events=folder / "memory.events",
+            pids_events=folder / "pids.events",
+        )
+
+    def readable(self) -> bool:
+        """True when every usage file can be read now."""
+        try:
+            self.usage()
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def usage(self) -> CgroupUsage:
+        """Read CPU time (ns), memory in use (bytes) and the task count."""
+        if self.version == 1:
+            cpu_ns = int(self.cpu.read_text())
+        else:
+            cpu_ns = _keyed(self.cpu.read_text(), "usage_usec") * 1000
+        return CgroupUsage(
+            cpu_ns=cpu_ns,
+            memory_bytes=int(self.memory.read_text()),
+            tasks=int(self.pids.read_text()),
+        )
+
+    def counters(self) -> CgroupCounters:
+        """Read the OOM-kill and pids-limit counters (0 where the kernel does not report one)."""
+        return CgroupCounters(
+            oom_kills=_keyed(_read_or_empty(self.memory_events), "oom_kill"),
+            pids_max_hits=_keyed(_read_or_empty(self.pids_events), "max"),
+        )
+
+
+def _read_or_empty(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def _keyed(text: str, key: str) -> int:
+    """The integer after `key` in a flat-keyed cgroup file ("key value" lines), or 0."""
+    match = re.search(rf"^{re.escape(key)} (\d+)$", text, re.MULTILINE)
+    return int(match.group(1)) if match else 0
+
+
+class ContainerSampler:
+    """Samples one container while a run lasts and keeps the peaks.
+
+    `baseline_tasks` is the number of tasks the idle session itself holds (init, supervisor),
+    subtracted so that `processes` counts the run's own. `stats` is a callable returning one
+    engine stats document (docker-py's `stats(stream=False, one_shot=True)`), used when
+    `files` is None.
+    """
+
+    def __init__(
+        self,
+        files: CgroupFiles | None,
+        stats: Callable[[], dict[str, Any]],
+        baseline_tasks: int,
+        on_sample: Callable[[ResourceSample], None] | None,
+        started: float,
+    ) -> None:
+        self._files = files
+        self._stats = stats
+        self._baseline = baseline_tasks
+        self._on_sample = on_sample
+        self._started = started
+        self.samples: list[ResourceSample] = []
+        self.cpu_seconds = 0.0
+        self._first_cpu_ns: int | None = None
+
+    @property
+    def source(self) -> str:
+        """Where the samples come from: "cgroup v1", "cgroup v2" or "engine stats"."""
+        return f"cgroup v{self._files.version}" if self._files else "engine stats"
+
+    @property
+    def peak_rss_bytes(self) -> int:
+        return max((s.rss_bytes for s in self.samples), default=0)
+
+    @property
+    def peak_processes(self) -> int:
+        return max((s.processes for s in self.samples), default=0)
+
+    async def run(self) -> None:
+        """Sample until cancelled; the last reading is taken on cancellation."""
+        previous: tuple[float, int] | None = None
+        try:
+            while True:
+                previous = await self._sample(previous)
+                if self._files is not None:
+                    await asyncio.sleep(CGROUP_INTERVAL_S)
+        except asyncio.CancelledError:
+            if self._files is not None:
+                self._sample_files(previous)
+            raise
+
+    async def _sample(self, previous: tuple[float, int] | None) -> tuple[float, int] | None:
+        if self._files is not None:
+            return self._sample_files(previous)
+        stats = await asyncio.to_thread(self._stats)
+        usage = _usage_from_stats(stats)
+        return self._record(usage, previous) if usage is not None else previous
+
+    def _sample_files(self, previous: tuple[float, int] | None) -> tuple[float, int] | None:
+        assert self._files is not None
+        try:
+            usage = self._files.usage()
+        except (OSError, ValueError):  # the container is gone
+            return previous
+        return self._record(usage, previous)
+
+    def _record(self, usage: CgroupUsage, previous: tuple[float, int] | None) -> tuple[float, int]:
+        now = time.monotonic()
+        if self._first_cpu_ns is None:
+            self._first_cpu_ns = usage.cpu_ns
+        self.cpu_seconds = (usage.cpu_ns - self._first_cpu_ns) / 1e9
+        cpu_percent = 0.0
+        if previous is not None and now > previous[0]:
+            cpu_percent = max(0.0, (usage.cpu_ns - previous[1]) / 1e9 / (now - previous[0]) * 100)
+        sample = ResourceSample(
+            t=now - self._started,
+            cpu_percent=cpu_percent,
+            rss_bytes=usage.memory_bytes,
+            processes=max(0, usage.tasks - self._baseline),
+        )
+        self.samples.append(sample)
+        if self._on_sample is not None:
+            self._on_sample(sample)
+        return now, usage.cpu_ns
+
+
+def _usage_from_stats(stats: dict[str, Any]) -> CgroupUsage | None:
+    """The usage in one engine stats document, or None when the container is not running."""
+    try:
+        return CgroupUsage(
+            cpu_ns=int(stats["cpu_stats"]["cpu_usage"]["total_usage"]),
+            memory_bytes=int(stats["memory_stats"]["usage"]),
+            tasks=int(stats["pids_stats"]["current"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
