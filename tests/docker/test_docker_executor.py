@@ -1,0 +1,259 @@
+"""The docker and gvisor postures against the real engine: one session container per module."""
+
+import asyncio
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import docker
+import pytest
+
+from workbench.executors.docker import DockerExecutor
+from workbench.executors.docker_session import exec_output, remove_leftovers
+from workbench.executors.docker_spec import LABEL_APP
+from workbench.executors.types import (
+    CancelToken,
+    OutputChunk,
+    RunRequest,
+    RunResult,
+    RunStatus,
+    SessionSpec,
+    Stream,
+)
+from workbench.monitor.sample import ResourceSample
+from workbench.postures import MIB, Posture, PostureId
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(90)]
+
+
+@dataclass
+class Ran:
+    result: RunResult
+    chunks: list[OutputChunk] = field(default_factory=list)
+    samples: list[ResourceSample] = field(default_factory=list)
+
+
+class Session:
+    """A started executor on a fresh skill folder and workspace, with its own event loop."""
+
+    def __init__(self, posture: Posture) -> None:
+        self.base = Path(tempfile.mkdtemp(prefix="wb-docker-"))
+        self.skill_dir = self.base / "skill"
+        self.workspace = self.base / "workspace"
+        self.skill_dir.mkdir()
+        self.workspace.mkdir()
+        (self.skill_dir / "SKILL.md").write_text("---\nname: demo\n---\n")
+        for folder in (self.base, self.skill_dir):
+            folder.chmod(0o755)
+        if os.getuid() == 0:  # commands run as uid 1000 when the workbench is root
+            os.chown(self.workspace, 1000, 1000)
+        spec = SessionSpec(self.skill_dir, "demo", self.workspace, self.base / "runs")
+        self.loop = asyncio.new_event_loop()
+        self.executor = DockerExecutor(posture)
+        started = time.perf_counter()
+        self.loop.run_until_complete(self.executor.start(spec))
+        self.start_seconds = time.perf_counter() - started
+
+    def run(self, *argv: str, cancel_after: float | None = None, **request: object) -> Ran:
+        ran = Ran(result=None)  # type: ignore[arg-type]
+        req = RunRequest(tuple(argv), on_sample=ran.samples.append, **request)  # type: ignore[arg-type]
+        cancel = CancelToken()
+
+        async def go() -> RunResult:
+            if cancel_after is not None:
+                self.loop.call_later(cancel_after, cancel.cancel)
+            return await self.executor.run(req, ran.chunks.append, cancel)
+
+        ran.result = self.loop.run_until_complete(go())
+        return ran
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.executor.stop())
+        self.loop.run_until_complete(self.executor.stop())  # idempotent
+        self.loop.close()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+LIMITS = {"timeout_s": 2, "memory_bytes": 64 * MIB, "pids": 32}
+
+
+@pytest.fixture(scope="module")
+def docker_session(docker_runtimes: set[str]) -> Iterator[Session]:
+    session = Session(Posture(PostureId.DOCKER).with_limits(**LIMITS))
+    yield session
+    session.close()
+
+
+@pytest.fixture(scope="module", params=["docker", pytest.param("gvisor", marks=pytest.mark.gvisor)])
+def any_session(request: pytest.FixtureRequest, docker_runtimes: set[str]) -> Iterator[Session]:
+    """A session of each container posture (gVisor only where the engine has runsc)."""
+    posture_id = PostureId(request.param)
+    if posture_id is PostureId.GVISOR and "runsc" not in docker_runtimes:
+        pytest.skip("the engine has no runsc runtime")
+    # gVisor's sandbox (its threads, its own memory) is charged to the container's cgroup: a
+    # pids limit of 32 does not even start, and 64 MiB leaves commands short of memory.
+    gvisor = {"pids": 128, "memory_bytes": 256 * MIB}
+    limits = {**LIMITS, **gvisor} if posture_id is PostureId.GVISOR else LIMITS
+    session = Session(Posture(posture_id).with_limits(**limits))
+    yield session
+    session.close()
+
+
+def test_output_streams_live_and_apart(any_session: Session) -> None:
+    ran = any_session.run("sh", "-c", "echo out; echo err >&2; sleep 0.5; echo late")
+    assert ran.result.status is RunStatus.OK
+    assert (ran.result.stdout.text, ran.result.stderr.text) == ("out\nlate\n", "err\n")
+    first = next(c for c in ran.chunks if c.stream is Stream.STDOUT)
+    assert first.data == b"out\n" and first.t < 0.45 < ran.result.wall_seconds
+    assert any(c.stream is Stream.STDERR and c.data == b"err\n" for c in ran.chunks)
+    assert ran.result.stdout.log_path is not None
+    assert ran.result.stdout.log_path.read_bytes() == b"out\nlate\n"
+
+
+def test_exit_codes_and_signals(any_session: Session) -> None:
+    failed = any_session.run("sh", "-c", "exit 3").result
+    assert (failed.status, failed.exit_code, failed.signal) == (RunStatus.FAILED, 3, None)
+    killed = any_session.run("sh", "-c", "kill -9 $$").result
+    assert (killed.status, killed.exit_code, killed.signal) == (RunStatus.FAILED, None, 9)
+    assert killed.cause == "killed by signal SIGKILL"
+    missing = any_session.run("no-such-command").result
+    assert (missing.status, missing.cause) == (
+        RunStatus.ERROR,
+        "command not found: no-such-command",
+    )
+
+
+def test_env_working_folder_and_mounts(any_session: Session) -> None:
+    script = 'printf "%s|%s|%s|%s" "$SKILL_DIR" "$WORKSPACE" "$(pwd)" "$EXTRA"; echo hi > out.txt'
+    ran = any_session.run("sh", "-c", script, env={"EXTRA": "asked-for"})
+    assert ran.result.stdout.text == "/mnt/skills/demo|/workspace|/workspace|asked-for"
+    assert (any_session.workspace / "out.txt").read_text() == "hi\n"
+    skill = any_session.run("sh", "-c", 'cat "$SKILL_DIR/SKILL.md" && touch "$SKILL_DIR/x"').result
+    assert skill.status is RunStatus.FAILED
+    assert skill.stdout.text.startswith("---")
+    assert "/mnt/skills/demo/x" in skill.stderr.text
+
+
+def _runc(session: Session) -> bool:
+    """gVisor checks permissions before the read-only mount: EACCES where runc says EROFS."""
+    return session.executor.runtime == "runc"
+
+
+def test_write_to_the_root_names_the_read_only_root(any_session: Session) -> None:
+    result = any_session.run("sh", "-c", "echo x > /etc/x").result
+    assert result.status is RunStatus.FAILED
+    if _runc(any_session):
+        assert result.cause == "exited with code 1 after a write to the read-only root filesystem"
+    tmp = any_session.run("sh", "-c", "echo x > /tmp/x && cat /tmp/x").result
+    assert tmp.stdout.text == "x\n"  # the size-capped tmpfs is writable
+
+
+def test_network_is_none(docker_session: Session) -> None:
+    ran = docker_session.run("sh", "-c", "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '")
+    assert ran.result.stdout.text.split() == ["lo"]
+
+
+def test_card_checklist_all_held(any_session: Session) -> None:
+    card = any_session.run("true").result.card
+    assert card.checks and [label for label, held in card.checks if not held] == []
+    assert any_session.executor.runtime in card.checks[-1][0]
+
+
+def test_timeout_kills_inside_and_the_next_command_works(docker_session: Session) -> None:
+    started = time.monotonic()
+    result = docker_session.run("sh", "-c", "sleep 60 & sleep 60").result
+    assert time.monotonic() - started < 3.5
+    assert (result.status, result.cause) == (RunStatus.TIMED_OUT, "wall-clock timeout of 2 s")
+    assert result.leftover_processes == 0
+    assert result.peak_processes >= 2
+    assert _container_processes(docker_session) == ["sleep 3600"]
+    assert docker_session.run("echo", "next").result.stdout.text == "next\n"
+
+
+def test_stop_cancels_inside(docker_session: Session) -> None:
+    started = time.monotonic()
+    result = docker_session.run("sh", "-c", "setsid sleep 60 & sleep 60", cancel_after=0.3).result
+    assert time.monotonic() - started < 1.5
+    assert (result.status, result.cause) == (RunStatus.CANCELLED, "stopped by the user")
+    assert result.leftover_processes == 0
+    assert _container_processes(docker_session) == ["sleep 3600"]
+
+
+def test_background_leftovers_are_killed_and_reported(docker_session: Session) -> None:
+    result = docker_session.run("sh", "-c", "setsid sleep 60 & echo done").result
+    assert (result.status, result.stdout.text) == (RunStatus.OK, "done\n")
+    assert result.cause == "exited with code 0; killed 1 background process it left behind"
+    assert result.wall_seconds < 1.5  # not the engine's 2 s wait for the stream to close
+    assert _container_processes(docker_session) == ["sleep 3600"]
+
+
+def test_memory_bomb_is_oom_killed(docker_session: Session) -> None:
+    result = docker_session.run("tail", "/dev/zero").result
+    assert result.status is RunStatus.OOM_KILLED
+    assert result.cause == "memory limit 64 MiB (cgroup OOM)"
+    assert docker_session.run("true").result.status is RunStatus.OK
+
+
+def test_fork_bomb_hits_the_pids_limit_and_is_contained(docker_session: Session) -> None:
+    result = docker_session.run("sh", "-c", "f() { f | f & }; f; sleep 1").result
+    assert result.status is RunStatus.LIMIT_EXCEEDED
+    assert result.cause.startswith("process limit 32 (pids cgroup)")
+    assert result.leftover_processes == 0
+    assert docker_session.run("echo", "alive").result.stdout.text == "alive\n"
+
+
+def test_samples_come_from_the_cgroup_at_about_10_hz(docker_session: Session) -> None:
+    ran = docker_session.run("sh", "-c", "i=0; while [ $i -lt 150000 ]; do i=$((i + 1)); done")
+    result = ran.result
+    assert result.status is RunStatus.OK
+    assert tuple(ran.samples) == result.samples
+    rate = len(ran.samples) / result.wall_seconds
+    assert rate > 6, f"{len(ran.samples)} samples in {result.wall_seconds:.2f} s"
+    assert max(s.cpu_percent for s in ran.samples) > 30
+    assert result.cpu_seconds > 0.1
+    assert result.peak_rss_bytes > 0 and result.peak_processes >= 1
+
+
+def test_stop_removes_the_container(docker_runtimes: set[str]) -> None:
+    session = Session(Posture(PostureId.DOCKER))
+    container_id = session.executor.container_id
+    client = docker.from_env()
+    try:
+        assert _labelled(client, container_id)
+        session.close()
+        assert not _labelled(client, container_id)
+    finally:
+        client.close()
+
+
+def test_leftover_containers_are_found_by_label_and_removed(docker_runtimes: set[str]) -> None:
+    session = Session(Posture(PostureId.DOCKER))
+    client = docker.from_env()
+    try:
+        assert remove_leftovers(client, session.executor.session_id) == 1
+        assert not _labelled(client, session.executor.container_id)
+        session.close()  # the container is already gone: still fine
+    finally:
+        client.close()
+
+
+def _labelled(client: docker.DockerClient, container_id: str) -> bool:
+    found = client.api.containers(all=True, filters={"label": LABEL_APP})
+    return any(item["Id"] == container_id for item in found)
+
+
+def _container_processes(session: Session) -> list[str]:
+    """The container's processes besides the init, the supervisor and this listing."""
+    client = docker.from_env()
+    try:
+        output = exec_output(client.api, session.executor.container_id, ["ps", "-o", "pid,args"])
+    finally:
+        client.close()
+    rows = [line.split(None, 1)[1] for line in output.decode().splitlines()[1:]]
+    return [
+        r for r in rows if "docker-init" not in r and "trap" not in r and not r.startswith("ps")
+    ]

@@ -1,0 +1,296 @@
+"""The `docker` and `gvisor` postures: one container per session, one `docker exec` per command.
+
+`start()` creates the session container from the typed posture (`docker_spec`) and reads the
+effective posture card back from its inspect data. `run()` execs the command with the run's
+tag, `SKILL_DIR` and `WORKSPACE` in its environment and the workspace as its working folder,
+streams its output into `StreamCapture`s, samples the container's cgroup at 10 Hz
+(`ContainerSampler`), and ends on the first of: the command exiting, the wall-clock timeout, the
+user's Stop, or the session closing. Whatever ended it, the run's processes are then killed and
+the kill verified inside the container (`DockerSession.sweep`), and the cgroup's OOM and pids
+counters decide the outcome (`docker_outcome`). `stop()` ends runs in flight and removes the
+container. The `gvisor` posture is the same executor on the `runsc` runtime.
+"""
+
+import asyncio
+import contextlib
+import secrets
+import time
+from pathlib import Path
+
+import docker
+from docker.errors import DockerException
+
+from workbench.errors import ExecutorError
+from workbench.executors.capture import StreamCapture
+from workbench.executors.docker_outcome import ExecEnd, classify, split_exit
+from workbench.executors.docker_session import DockerSession, ExecStream, Sweep
+from workbench.executors.docker_spec import (
+    WORKSPACE_MOUNT,
+    container_options,
+    posture_card,
+    skill_mount,
+)
+from workbench.executors.runner import EndedBy
+from workbench.executors.types import (
+    CancelToken,
+    CapturedOutput,
+    OutputSink,
+    PostureCard,
+    RunRequest,
+    RunResult,
+    RunStatus,
+    SessionSpec,
+    Stream,
+)
+from workbench.monitor.container import ContainerSampler
+from workbench.monitor.process import RUN_TAG_ENV, run_tag
+from workbench.postures import Posture, PostureId, PostureWarning, Severity, assess
+
+ENGINE_TIMEOUT_S = 10
+DRAIN_S = 2.0  # after the sweep, how long the output stream may take to close
+_NO_OUTPUT = CapturedOutput(text="", total_bytes=0, truncated=False, log_path=None)
+
+
+class DockerExecutor:
+    """Runs commands of one skill session in one container (see the module docstring)."""
+
+    def __init__(self, posture: Posture) -> None:
+        self.posture = posture
+        self.runtime = "runsc" if posture.id is PostureId.GVISOR else "runc"
+        self._spec: SessionSpec | None = None
+        self._session: DockerSession | None = None
+        self._client: docker.DockerClient | None = None
+        self._card = PostureCard(posture)
+        self.session_id = ""  # the container label that finds this session's container
+        self._shutdown = asyncio.Event()
+        self._running = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def start(self, session: SessionSpec) -> None:
+        """Start the session container; `ExecutorError` when the engine cannot."""
+        try:
+            session.runs_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise ExecutorError(
+                f"Cannot create the runs folder {session.runs_dir}: {error}."
+            ) from error
+        try:
+            self._client = await asyncio.to_thread(docker.from_env, timeout=ENGINE_TIMEOUT_S)
+        except DockerException as error:
+            raise ExecutorError(f"No Docker engine answers: {error}") from error
+        self.session_id = secrets.token_hex(6)
+        options = container_options(self.posture, session, self.session_id, self.runtime)
+        self._session = DockerSession(self._client, options)
+        await self._session.start()
+        self._card = posture_card(self.posture, self._session.attrs, self.runtime)
+        self._shutdown = asyncio.Event()
+        self._spec = session
+
+    @property
+    def container_id(self) -> str:
+        """The session container's id ("" before `start()`)."""
+        return self._session.container_id if self._session else ""
+
+    async def stop(self) -> None:
+        """End every run in flight (killing its processes), then remove the container."""
+        self._shutdown.set()
+        await self._idle.wait()
+        if self._session is not None:
+            await self._session.stop()
+        if self._client is not None:
+            await asyncio.to_thread(self._client.close)
+        self._session = self._client = self._spec = None
+
+    async def run(self, request: RunRequest, sink: OutputSink, cancel: CancelToken) -> RunResult:
+        """Run one command in the container; see `Executor.run`."""
+        if self._spec is None or self._session is None:
+            raise ExecutorError("The executor was not started (or was stopped) before a run.")
+        run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"
+        run_dir = self._spec.runs_dir / run_id
+        run_dir.mkdir(parents=True)
+        warnings = tuple(assess(self.posture))
+        self._running += 1
+        self._idle.clear()
+        try:
+            problem = await self._problem(self._spec, self._session, request)
+            if problem:
+                return self._error(run_id, run_dir, problem, warnings)
+            return await self._run(
+                self._spec, self._session, request, run_id, run_dir, sink, cancel, warnings
+            )
+        finally:
+            self._running -= 1
+            if not self._running:
+                self._idle.set()
+
+    async def _problem(self, spec: SessionSpec, session: DockerSession, request: RunRequest) -> str:
+        if not request.argv:
+            return "empty command: nothing to run"
+        if not spec.workspace.is_dir():
+            return f"workspace missing: {spec.workspace} is not a folder"
+        try:
+            if not await session.running():
+                return "the session container is gone (removed or stopped from outside)"
+        except (DockerException, OSError) as error:
+            return f"the Docker engine does not answer: {error}"
+        return ""
+
+    async def _run(
+        self,
+        spec: SessionSpec,
+        session: DockerSession,
+        request: RunRequest,
+        run_id: str,
+        run_dir: Path,
+        sink: OutputSink,
+        cancel: CancelToken,
+        warnings: tuple[PostureWarning, ...],
+    ) -> RunResult:
+        captures = {
+            Stream.STDOUT: StreamCapture(
+                Stream.STDOUT, request.output_cap_bytes, run_dir / "stdout.log", sink
+            ),
+            Stream.STDERR: StreamCapture(
+                Stream.STDERR, request.output_cap_bytes, run_dir / "stderr.log", sink
+            ),
+        }
+        env = {
+            **request.env,
+            "SKILL_DIR": skill_mount(spec),
+            "WORKSPACE": WORKSPACE_MOUNT,
+            RUN_TAG_ENV: run_id,
+        }
+        tag = run_tag(run_id).decode()
+        before = session.cgroup.counters() if session.cgroup else None
+        t0 = time.monotonic()
+        sampler = ContainerSampler(
+            session.cgroup, self._stats, session.baseline_tasks, request.on_sample, t0
+        )
+        monitor = asyncio.create_task(sampler.run())
+        stream: ExecStream | None = None
+        tasks: list[asyncio.Task[object]] = []
+        sweep: Sweep | None = None
+        ended_by, code, failure = EndedBy.SPAWN_ERROR, None, ""
+        try:
+            stream = await session.exec(list(request.argv), env, WORKSPACE_MOUNT)
+            pump = asyncio.create_task(_pump(stream, captures, t0))
+            exited: asyncio.Task[int | None] = asyncio.create_task(stream.exited())
+            tasks += [pump, exited]
+            ended_by = await self._first_end(exited, cancel)
+            wall = time.monotonic() - t0
+            sweep = await session.sweep(tag)
+            with contextlib.suppress(TimeoutError):
+                code = await asyncio.wait_for(exited, DRAIN_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(pump), DRAIN_S)
+        except (DockerException, OSError) as error:
+            wall = time.monotonic() - t0
+            failure = f"the engine failed during the run: {error}"
+            with contextlib.suppress(DockerException, OSError):
+                if not await session.running():
+                    failure = "the session container stopped during the run"
+        finally:
+            if sweep is None and stream is not None:  # run() was cancelled, or the engine failed
+                with contextlib.suppress(DockerException, OSError):
+                    sweep = await session.sweep(tag)
+            if stream is not None:
+                await stream.close()
+            for task in (*tasks, monitor):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, DockerException):
+                    await task
+        after = session.cgroup.counters() if session.cgroup else None
+        outputs = {s: c.finish() for s, c in captures.items()}
+        stderr = captures[Stream.STDERR]
+        end = ExecEnd(
+            ended_by=ended_by,
+            exit_code=code,
+            before=before,
+            after=after,
+            output_text="\n".join(
+                (stderr.head_text, stderr.tail_text, captures[Stream.STDOUT].tail_text)
+            ),
+            background_killed=sweep.killed if sweep and ended_by is EndedBy.EXIT else 0,
+        )
+        status, cause = (
+            (RunStatus.ERROR, failure)
+            if failure
+            else classify(end, self.posture.limits, request.argv[0])
+        )
+        if end.background_killed and status is RunStatus.OK:
+            warnings += (
+                PostureWarning(
+                    Severity.CAUTION,
+                    f"The command left {end.background_killed} background process(es) "
+                    "running; the workbench killed them.",
+                ),
+            )
+        exit_code, sig = split_exit(code)
+        return RunResult(
+            run_id=run_id,
+            status=status,
+            cause=cause,
+            exit_code=exit_code,
+            signal=sig,
+            wall_seconds=wall,
+            cpu_seconds=sampler.cpu_seconds,
+            peak_rss_bytes=sampler.peak_rss_bytes,
+            peak_processes=sampler.peak_processes,
+            stdout=outputs[Stream.STDOUT],
+            stderr=outputs[Stream.STDERR],
+            card=self._card,
+            warnings=warnings,
+            leftover_processes=sweep.leftover if sweep else 0,
+            samples=tuple(sampler.samples),
+            run_dir=run_dir,
+        )
+
+    async def _first_end(self, exited: "asyncio.Task[int | None]", cancel: CancelToken) -> EndedBy:
+        timer = asyncio.create_task(asyncio.sleep(self.posture.limits.timeout_s))
+        stopped = asyncio.create_task(cancel.wait())
+        closing = asyncio.create_task(self._shutdown.wait())
+        try:
+            await asyncio.wait(
+                {exited, timer, stopped, closing}, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            for task in (timer, stopped, closing):
+                task.cancel()
+        if exited.done():
+            return EndedBy.EXIT
+        if stopped.done():
+            return EndedBy.CANCEL
+        return EndedBy.SHUTDOWN if self._shutdown.is_set() else EndedBy.TIMEOUT
+
+    def _stats(self) -> dict[str, object]:
+        assert self._client is not None and self._session is not None
+        stats: dict[str, object] = self._client.api.stats(
+            self._session.container_id, stream=False, one_shot=True
+        )
+        return stats
+
+    def _error(
+        self, run_id: str, run_dir: Path, cause: str, warnings: tuple[PostureWarning, ...]
+    ) -> RunResult:
+        return RunResult(
+            run_id=run_id,
+            status=RunStatus.ERROR,
+            cause=cause,
+            exit_code=None,
+            signal=None,
+            wall_seconds=0.0,
+            cpu_seconds=0.0,
+            peak_rss_bytes=0,
+            peak_processes=0,
+            stdout=_NO_OUTPUT,
+            stderr=_NO_OUTPUT,
+            card=self._card,
+            warnings=warnings,
+            run_dir=run_dir,
+        )
+
+
+async def _pump(stream: ExecStream, captures: dict[Stream, StreamCapture], t0: float) -> None:
+    async for kind, data in stream.chunks():
+        captures[kind].feed(data, time.monotonic() - t0)

@@ -1,0 +1,89 @@
+"""How a `docker exec` run ended: a `RunStatus` and a cause sentence naming the control.
+
+The exit code alone cannot tell a cgroup OOM kill from any other SIGKILL, so the executor reads
+the container cgroup's event counters (`oom_kill`, pids `max`) before and after the run and
+hands both here: a limit the kernel enforced during the run decides the outcome even when the
+command then exited 0 (a fork bomb's parent does). A failing command whose stderr says
+"Read-only file system" gets a cause that names the read-only root filesystem. Docker reports
+a death by signal N as exit code 128+N.
+"""
+
+import signal
+from dataclasses import dataclass
+
+from workbench.executors.outcome import format_bytes, signal_name
+from workbench.executors.runner import EndedBy
+from workbench.executors.types import RunStatus
+from workbench.monitor.container import CgroupCounters
+from workbench.postures import Limits
+
+READ_ONLY_MARK = "Read-only file system"
+# What runc and runsc print when the exec'd program does not exist.
+NOT_FOUND_MARKS = ("executable file not found", "no such file or directory")
+
+
+@dataclass(frozen=True, slots=True)
+class ExecEnd:
+    """What is known once an exec has ended and its leftovers were swept."""
+
+    ended_by: EndedBy
+    exit_code: int | None  # as Docker reports it
+    before: CgroupCounters | None
+    after: CgroupCounters | None
+    output_text: str  # stderr (and stdout, where the runtime reports exec failures)
+    background_killed: int
+
+
+def split_exit(code: int | None) -> tuple[int | None, int | None]:
+    """(exit code, signal) from Docker's exit code, where 128+N means "killed by signal N"."""
+    if code is not None and 128 < code < 128 + signal.NSIG:
+        return None, code - 128
+    return code, None
+
+
+def classify(end: ExecEnd, limits: Limits, argv0: str) -> tuple[RunStatus, str]:
+    """The status and cause of a finished exec."""
+    if end.ended_by is EndedBy.CANCEL:
+        return RunStatus.CANCELLED, "stopped by the user"
+    if end.ended_by is EndedBy.SHUTDOWN:
+        return RunStatus.CANCELLED, "stopped because the session was closed"
+    if end.ended_by is EndedBy.TIMEOUT:
+        return RunStatus.TIMED_OUT, f"wall-clock timeout of {limits.timeout_s:g} s"
+    if end.exit_code is None:
+        return RunStatus.ERROR, "the engine did not report how the command ended"
+    if end.exit_code in (126, 127) and any(m in end.output_text for m in NOT_FOUND_MARKS):
+        return RunStatus.ERROR, f"command not found: {argv0}"
+    status, cause = _ended(end, limits)
+    if end.background_killed:
+        n = end.background_killed
+        cause += f"; killed {n} background process{'es' if n != 1 else ''} it left behind"
+    return status, cause
+
+
+def _ended(end: ExecEnd, limits: Limits) -> tuple[RunStatus, str]:
+    rose = _risen(end.before, end.after)
+    if "oom" in rose:
+        return (
+            RunStatus.OOM_KILLED,
+            f"memory limit {format_bytes(limits.memory_bytes)} (cgroup OOM)",
+        )
+    if "pids" in rose:
+        return RunStatus.LIMIT_EXCEEDED, f"process limit {limits.pids} (pids cgroup)"
+    if end.exit_code == 0:
+        return RunStatus.OK, "exited with code 0"
+    code, sig = split_exit(end.exit_code)
+    cause = f"killed by signal {signal_name(sig)}" if sig else f"exited with code {code}"
+    if READ_ONLY_MARK in end.output_text:
+        cause += " after a write to the read-only root filesystem"
+    return RunStatus.FAILED, cause
+
+
+def _risen(before: CgroupCounters | None, after: CgroupCounters | None) -> set[str]:
+    if before is None or after is None:
+        return set()
+    rose = set()
+    if after.oom_kills > before.oom_kills:
+        rose.add("oom")
+    if after.pids_max_hits > before.pids_max_hits:
+        rose.add("pids")
+    return rose

@@ -1,0 +1,256 @@
+"""One session container: start, `docker exec` with streamed output, the in-container sweep, stop.
+
+Every docker-py call (synchronous) goes through `asyncio.to_thread`. Output of an exec is read
+by a worker thread from the exec's attached socket (the low-level `exec_start(socket=True)`,
+demultiplexed with docker-py's `frames_iter`) and handed to the event loop through an
+`asyncio.Queue`; shutting the socket down ends the thread.
+
+Killing a `docker exec` client kills nothing inside the container, so a sweep acts inside:
+every command runs with its run's tag in the environment, and a second exec kills every
+process carrying the tag (daemons and `setsid` escapes included) until a pass over /proc finds
+none, which is also the verification. Under a fork bomb that holds every slot of the pids
+limit not even that exec can start; then the container's main process, a supervisor shell
+under the init, is sent SIGUSR1 (the init forwards it) and runs the `kill -9 -1` builtin, which
+needs no new process, and the killer retries.
+"""
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import docker
+from docker.errors import APIError, DockerException, NotFound
+from docker.utils.socket import STDERR, STDOUT, frames_iter
+
+from workbench.errors import ExecutorError
+from workbench.executors.docker_spec import LABEL_APP, LABEL_SESSION, SWEEP_SIGNAL
+from workbench.executors.types import Stream
+from workbench.monitor.container import CgroupFiles
+
+# Kills every process whose environment holds the run's tag ($1; busybox `grep -F` stops at
+# the NUL bytes of environ, a plain pattern does not), scanning /proc until a pass
+# finds none (a forking tree may add processes during a pass), then prints
+# "<distinct processes killed> <processes still found>".
+KILL_SCRIPT = """
+seen=; killed=0; found=1; round=0
+while [ $found -gt 0 ] && [ $round -lt 100 ]; do
+  found=0; round=$((round + 1))
+  for f in /proc/[0-9]*/environ; do
+    p=${f#/proc/}; p=${p%/environ}
+    [ "$p" = 1 ] || [ "$p" = $$ ] && continue
+    grep -qs "$1" "$f" || continue
+    kill -9 "$p" 2>/dev/null || continue
+    found=$((found + 1))
+    case " $seen " in *" $p "*) ;; *) seen="$seen $p"; killed=$((killed + 1)) ;; esac
+  done
+  [ $found -gt 0 ] && sleep 0.01
+done
+echo "$killed $found"
+"""
+SWEEP_TRIES = 5
+SWEEP_POLL_S = 0.05
+EXIT_POLL_S = 0.05
+
+Chunk = tuple[Stream, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """What a sweep did: processes of the run it killed, and how many it could not."""
+
+    killed: int
+    leftover: int
+
+
+class ExecStream:
+    """A started `docker exec`: its output chunks as they arrive, then its exit code."""
+
+    def __init__(self, api: docker.APIClient, exec_id: str) -> None:
+        self._api = api
+        self.exec_id = exec_id
+        self._queue: asyncio.Queue[Chunk | None] = asyncio.Queue()
+        self._sock: Any = None
+        self._pump: asyncio.Task[None] | None = None
+        self._eof = asyncio.Event()
+
+    async def open(self) -> None:
+        """Start the exec and the thread that pumps its output into the queue."""
+        self._sock = await asyncio.to_thread(self._api.exec_start, self.exec_id, socket=True)
+        loop = asyncio.get_running_loop()
+        self._pump = asyncio.create_task(asyncio.to_thread(self._read, loop))
+
+    def _read(self, loop: asyncio.AbstractEventLoop) -> None:
+        put = self._queue.put_nowait
+        kinds = {STDOUT: Stream.STDOUT, STDERR: Stream.STDERR}
+        try:
+            for stream_id, data in frames_iter(self._sock, False):  # type: ignore[no-untyped-call]
+                if data and stream_id in kinds:
+                    loop.call_soon_threadsafe(put, (kinds[stream_id], data))
+        except (OSError, ValueError):  # the socket was shut down under us
+            pass
+        finally:
+            loop.call_soon_threadsafe(put, None)
+
+    async def chunks(self) -> AsyncIterator[Chunk]:
+        """Output chunks until the exec's streams close."""
+        while (chunk := await self._queue.get()) is not None:
+            yield chunk
+        self._eof.set()
+
+    async def exited(self) -> int | None:
+        """Wait until the exec's process has ended; its exit code (None if unknown)."""
+        while True:
+            info = await asyncio.to_thread(self._api.exec_inspect, self.exec_id)
+            if not info.get("Running"):
+                code = info.get("ExitCode")
+                return None if code is None else int(code)
+            with contextlib.suppress(TimeoutError):  # the streams closing usually means exit
+                await asyncio.wait_for(self._eof.wait(), EXIT_POLL_S)
+
+    async def close(self) -> None:
+        """Shut the connection down (unblocks the reader thread), wait for it, release it."""
+        if self._sock is None:
+            return
+        raw = getattr(self._sock, "_sock", None)
+        if raw is not None:
+            with contextlib.suppress(OSError):
+                raw.shutdown(socket.SHUT_RDWR)
+        if self._pump is not None:
+            await self._pump
+        _close_socket(self._sock)
+        self._sock = None
+
+
+class DockerSession:
+    """The container of one executor session, on one runtime."""
+
+    def __init__(self, client: docker.DockerClient, options: dict[str, Any]) -> None:
+        self._client = client
+        self._options = options
+        self.container_id = ""
+        self.attrs: dict[str, Any] = {}
+        self.cgroup: CgroupFiles | None = None
+        self.baseline_tasks = 0
+
+    @property
+    def api(self) -> docker.APIClient:
+        return self._client.api
+
+    async def start(self) -> None:
+        """Create and start the container, then find its cgroup."""
+        try:
+            self.container_id = await asyncio.to_thread(self._create)
+            await asyncio.to_thread(self.api.start, self.container_id)
+            await self.inspect()
+        except DockerException as error:
+            await self.stop()
+            raise ExecutorError(f"Could not start the session container: {error}") from error
+        if self.attrs["State"].get("Running") is not True:
+            await self.stop()
+            raise ExecutorError("The session container exited right after it started.")
+        host_pid = int(self.attrs["State"].get("Pid") or 0)
+        self.cgroup = CgroupFiles.for_pid(host_pid) if host_pid else None
+        self.baseline_tasks = self.cgroup.usage().tasks if self.cgroup else 0
+
+    def _create(self) -> str:
+        return str(self._client.containers.create(**self._options).id)
+
+    async def inspect(self) -> dict[str, Any]:
+        """Refresh and return the container's inspect data."""
+        self.attrs = await asyncio.to_thread(self.api.inspect_container, self.container_id)
+        return self.attrs
+
+    async def running(self) -> bool:
+        """True when the container still exists and runs."""
+        try:
+            attrs = await self.inspect()
+        except NotFound:
+            return False
+        return attrs["State"].get("Running") is True
+
+    async def exec(self, argv: list[str], env: dict[str, str], workdir: str) -> ExecStream:
+        """Start `argv` in the container and return its stream."""
+        created = await asyncio.to_thread(
+            self.api.exec_create, self.container_id, argv, environment=env, workdir=workdir
+        )
+        stream = ExecStream(self.api, str(created["Id"]))
+        await stream.open()
+        return stream
+
+    async def sweep(self, tag: str) -> Sweep:
+        """Kill every process carrying `tag` in its environment, and verify none is left.
+
+        When not even the killer can start (a fork bomb holds every slot of the pids limit),
+        the supervisor kills every process of the container instead, and the killer retries.
+        """
+        killed = 0
+        for _ in range(SWEEP_TRIES):
+            try:
+                argv = ["sh", "-c", KILL_SCRIPT, "kill", tag]
+                output = await asyncio.to_thread(exec_output, self.api, self.container_id, argv)
+                counts = output.decode(errors="replace").split()
+                killed, left = max(killed, int(counts[-2])), int(counts[-1])
+            except (APIError, ValueError, IndexError):
+                left = -1
+            if left == 0:
+                return Sweep(killed, 0)
+            await asyncio.to_thread(self.api.kill, self.container_id, SWEEP_SIGNAL)
+            await asyncio.sleep(SWEEP_POLL_S)
+        return Sweep(killed, max(left, 1))
+
+    async def stop(self) -> None:
+        """Remove the container (forced). Safe to call more than once."""
+        if self.container_id:
+            await asyncio.to_thread(_remove, self.api, self.container_id)
+
+
+def exec_output(api: docker.APIClient, container_id: str, argv: list[str]) -> bytes:
+    """Run `argv` in the container to its end and return its output (blocking).
+
+    docker-py's non-streaming `exec_start` leaves the connection open; this closes it.
+    """
+    created = api.exec_create(container_id, argv)
+    sock = api.exec_start(created["Id"], socket=True)
+    try:
+        return b"".join(data for _, data in frames_iter(sock, False))  # type: ignore[no-untyped-call]
+    finally:
+        _close_socket(sock)
+
+
+def _close_socket(sock: Any) -> None:
+    """Close an attached exec's socket and the HTTP response under it.
+
+    docker-py's own `close()` on an exec stream skips the socket once the response was read
+    to its end, which leaks one socket per exec.
+    """
+    response = getattr(sock, "_response", None)
+    raw = getattr(sock, "_sock", None)
+    if response is not None:
+        response.close()
+    sock.close()
+    if raw is not None:
+        raw.close()
+
+
+def _remove(api: docker.APIClient, container_id: str) -> None:
+    try:
+        api.remove_container(container_id, force=True)
+    except NotFound:
+        pass
+    except APIError as error:
+        if error.status_code != 409:  # 409: removal already in progress
+            raise ExecutorError(
+                f"Could not remove container {container_id[:12]}: {error}"
+            ) from error
+
+
+def remove_leftovers(client: docker.DockerClient, session_id: str | None = None) -> int:
+    """Remove workbench containers (of one session, or all); return how many were removed."""
+    labels = [LABEL_APP] + ([f"{LABEL_SESSION}={session_id}"] if session_id else [])
+    found = client.api.containers(all=True, filters={"label": labels})
+    for item in found:
+        _remove(client.api, item["Id"])
+    return len(found)

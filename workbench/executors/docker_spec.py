@@ -1,0 +1,129 @@
+"""The Docker posture as engine options, and the effective posture card read back from them.
+
+`container_options()` turns a typed `Posture` and a `SessionSpec` into the keyword arguments
+of docker-py's `containers.create`, with every control at its safe setting unless the posture
+loosens it. `posture_card()` reads the container's inspect data back into a CIS-style
+checklist of (control, held) pairs, so the card shows what the engine applied, not what was
+asked for.
+"""
+
+import os
+from typing import Any
+
+from workbench.executors.types import PostureCard, SessionSpec
+from workbench.postures import MIB, Network, Posture
+
+LABEL_APP = "org.skill-workbench"
+LABEL_SESSION = "org.skill-workbench.session"
+LABEL_SKILL = "org.skill-workbench.skill"
+SKILLS_MOUNT = "/mnt/skills"
+WORKSPACE_MOUNT = "/workspace"
+TMPFS_OPTIONS = "rw,nosuid,nodev,size=64m"
+CONTAINER_UID = 1000
+
+# The container's main process, the only child of the init: on SIGUSR1 (forwarded by the init)
+# it kills every other process of the container with the `kill` builtin, which needs no fork
+# and so works even when a fork bomb holds every slot of the pids limit.
+SUPERVISOR_NAME = "workbench-supervisor"
+SUPERVISOR_SCRIPT = 'trap "kill -9 -1" USR1; while :; do sleep 3600 & wait; done'
+SWEEP_SIGNAL = "SIGUSR1"
+
+
+def skill_mount(session: SessionSpec) -> str:
+    """Where the skill folder appears inside the container."""
+    return f"{SKILLS_MOUNT}/{session.skill_name}"
+
+
+def container_user(posture: Posture) -> str:
+    """The uid:gid commands run as: root only when the posture asks for it.
+
+    A non-root workbench maps to its own uid so files written to the workspace stay the
+    user's; a workbench running as root still runs commands as uid 1000.
+    """
+    if posture.run_as_root:
+        return "0:0"
+    if hasattr(os, "getuid") and os.getuid() != 0:
+        return f"{os.getuid()}:{os.getgid()}"
+    return f"{CONTAINER_UID}:{CONTAINER_UID}"
+
+
+def container_options(
+    posture: Posture, session: SessionSpec, session_id: str, runtime: str
+) -> dict[str, Any]:
+    """Keyword arguments for `client.containers.create(...)` of the session container."""
+    limits = posture.limits
+    volumes = [
+        f"{session.skill_dir.resolve()}:{skill_mount(session)}:ro",
+        f"{session.workspace.resolve()}:{WORKSPACE_MOUNT}:rw",
+        *posture.extra_mounts,
+    ]
+    return {
+        "image": posture.image,
+        "command": ["sh", "-c", SUPERVISOR_SCRIPT, SUPERVISOR_NAME],
+        "init": True,
+        "runtime": runtime,
+        "user": container_user(posture),
+        "working_dir": WORKSPACE_MOUNT,
+        "network_mode": "bridge" if posture.network is Network.BRIDGE else "none",
+        "mem_limit": limits.memory_bytes,
+        "memswap_limit": limits.memory_bytes,
+        "nano_cpus": int(limits.cpus * 1e9),
+        "pids_limit": limits.pids,
+        "read_only": True,
+        "tmpfs": {"/tmp": TMPFS_OPTIONS},
+        "security_opt": ["no-new-privileges"],
+        "cap_drop": ["ALL"],
+        "cgroupns": "private",
+        "volumes": volumes,
+        "labels": {LABEL_APP: "1", LABEL_SESSION: session_id, LABEL_SKILL: session.skill_name},
+    }
+
+
+def posture_card(posture: Posture, attrs: dict[str, Any], runtime: str) -> PostureCard:
+    """The checklist of what the engine actually applied, from the container's inspect data."""
+    host = attrs.get("HostConfig") or {}
+    config = attrs.get("Config") or {}
+    mounts = attrs.get("Mounts") or []
+    limits = posture.limits
+    user = str(config.get("User") or "0")
+    memory = int(host.get("Memory") or 0)
+    nano_cpus = int(host.get("NanoCpus") or 0)
+    pids = int(host.get("PidsLimit") or 0)
+    network = str(host.get("NetworkMode") or "")
+    host_namespaces = [
+        name
+        for name in ("PidMode", "IpcMode", "NetworkMode", "UTSMode", "UsernsMode", "CgroupnsMode")
+        if str(host.get(name) or "") == "host"
+    ]
+    sockets = [m for m in mounts if str(m.get("Source", "")).endswith("docker.sock")]
+    skill: dict[str, Any] = next(
+        (m for m in mounts if m.get("Destination", "").startswith(SKILLS_MOUNT)), {}
+    )
+    checks = (
+        (f"Non-root user ({user})", user.split(":")[0] not in ("", "0", "root")),
+        (
+            "All capabilities dropped",
+            "ALL" in (host.get("CapDrop") or []) and not host.get("CapAdd"),
+        ),
+        ("Read-only root filesystem", bool(host.get("ReadonlyRootfs"))),
+        (
+            f"Memory limit {memory / MIB:g} MiB, no swap beyond it",
+            memory == limits.memory_bytes and host.get("MemorySwap") == memory,
+        ),
+        (f"CPU limit {nano_cpus / 1e9:g} cpus", nano_cpus == int(limits.cpus * 1e9)),
+        (f"Process limit {pids}", 0 < pids <= limits.pids),
+        (f"Network none (is {network})", network == "none"),
+        (
+            "no-new-privileges",
+            any(o.startswith("no-new-privileges") for o in host.get("SecurityOpt") or []),
+        ),
+        ("No Docker socket mounted", not sockets),
+        (
+            "No host namespaces" + (f" ({', '.join(host_namespaces)})" if host_namespaces else ""),
+            not host_namespaces,
+        ),
+        ("No devices, not privileged", not host.get("Devices") and not host.get("Privileged")),
+        ("Skill folder mounted read-only", skill.get("RW") is False),
+        (f"Runtime {host.get('Runtime')}", host.get("Runtime") == runtime),
+    )
+    return PostureCard(posture=posture, checks=checks, run_as=user)
