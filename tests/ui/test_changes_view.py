@@ -1,7 +1,6 @@
 """The changes view: badges and counts, diffs and placeholders, and Restore workspace."""
 
-import gc
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +8,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QMessageBox, QTreeWidgetItem
 
+from tests.ui.test_runpanel import collect_closed_loops  # noqa: F401 (an autouse fixture)
 from workbench.executors.types import CancelToken, OutputChunk
 from workbench.postures import Posture, PostureId
 from workbench.runs.service import CompletedRun, RunPlan
@@ -26,17 +26,6 @@ COMMAND = (
 
 def _ignore(_chunk: OutputChunk) -> None:
     pass
-
-
-@pytest.fixture(autouse=True)
-def _collect_on_the_gui_thread() -> Iterator[None]:
-    """Free each test's closed qasync loop here, on the GUI thread.
-
-    Otherwise a garbage collection in a worker thread may free the loop's timer object there,
-    Qt cannot stop its timers from that thread, and a later timer event crashes the process.
-    """
-    yield
-    gc.collect()
 
 
 @pytest.fixture

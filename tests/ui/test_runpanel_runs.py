@@ -17,6 +17,7 @@ import pytest
 import qasync
 from PySide6.QtCore import QTimer
 
+from tests.ui.test_runpanel import collect_closed_loops  # noqa: F401 (an autouse fixture)
 from workbench.postures import PostureId
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.runpanel import CARD_TAB, CHANGES_TAB, RunPanel
