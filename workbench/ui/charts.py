@@ -90,7 +90,8 @@ class LineChart(QWidget):
         top = nice_ceiling(
             max(self._floor, self._peak * 1.1, (self._limit or 0) * 1.05), self._unit
         )
-        label_w = metrics.horizontalAdvance(self._format(top)) + 8
+        widest = max(metrics.horizontalAdvance(text) for text in ("8888 MiB", self._format(top)))
+        label_w = widest + 8  # usually the same in every chart, so their time axes line up
         plot = QRectF(label_w, 6, self.width() - label_w - 6, self.height() - 12)
         if plot.width() < 10 or plot.height() < 10:
             painter.end()
