@@ -171,8 +171,10 @@ def test_loosened_limits_are_flagged_and_network_is_for_containers(window: MainW
     panel.limits.memory.setValue(256)
     assert panel.limits.memory.property("status") == ""
     assert not panel.loosened.isVisible()
+    panel.set_posture(PostureId.LOCAL)
+    assert not panel.limits.memory.isEnabled() and not panel.limits.cpus.isEnabled()
     panel.set_posture(PostureId.DOCKER)
-    assert panel.limits.network.isEnabled()
+    assert panel.limits.network.isEnabled() and panel.limits.cpus.isEnabled()
     panel.limits.network.setCurrentIndex(1)
     assert "Network is ON" in panel.loosened.text()
     assert panel.loosened.property("status") == "danger"

@@ -18,9 +18,11 @@ import qasync
 from PySide6.QtCore import QTimer
 
 from tests.ui.test_runpanel import collect_closed_loops  # noqa: F401 (an autouse fixture)
+from workbench.errors import UsageError
 from workbench.postures import PostureId
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.runpanel import CARD_TAB, CHANGES_TAB, RunPanel
+from workbench.ui.scene import Scene, stage
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]
 
@@ -165,3 +167,16 @@ def test_changed_files_are_listed_while_the_run_goes(window: MainWindow, run: Ru
     run(watch())
     assert sorted(listed()) == ["one.txt", "two.txt"]
     assert panel.changes.counts.text() == "2 changes: 2 added"
+
+
+def test_a_screenshot_scene_runs_the_example_under_the_chosen_posture(
+    window: MainWindow, run: Run
+) -> None:
+    scene = Scene("workspace-report", PostureId.LOCAL, "echo hi > a.txt", show="changes")
+    run(stage(window, scene))
+    assert window.postures.chosen() is PostureId.LOCAL
+    assert window.postures.card(PostureId.LOCAL).radio.isChecked()
+    assert window.run_panel.tabs.currentIndex() == CHANGES_TAB
+    assert window.run_panel.changes.counts.text() == "1 change: 1 added"
+    with pytest.raises(UsageError, match="No skill named"):
+        run(stage(window, Scene("no-such-skill")))

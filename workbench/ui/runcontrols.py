@@ -1,10 +1,11 @@
 """The run's settings: limits and network, loosened values flagged, and the command history.
 
 `LimitControls` holds the timeout, memory, CPU and network controls and builds the `Posture`
-of the next run from them. Network is only offered to container postures (the others cannot
-withhold it). A value looser than `DEFAULT_LIMITS` (or network on) turns its control the
-warning colour, and the posture's loosened-setting warnings from `assess()` are listed below.
-`CommandHistory` remembers the last commands run for each skill in the injected `QSettings`.
+of the next run from them. Network and CPU share are only offered to container postures (the
+others cannot withhold or cap them), memory to every posture but `local`. A value looser than
+`DEFAULT_LIMITS` (or network on) turns its control the warning colour, and the posture's
+loosened-setting warnings from `assess()` are listed below. `CommandHistory` remembers the
+last commands run for each skill in the injected `QSettings`.
 """
 
 from typing import TypeVar
@@ -81,6 +82,11 @@ class LimitControls(QWidget):
             "Whether the container may reach the network"
             if container
             else "Only container postures can withhold the network; this one cannot."
+        )
+        limited = posture_id is not PostureId.LOCAL
+        self.memory.setEnabled(limited)
+        self.memory.setToolTip(
+            "Memory limit of the run" if limited else "The local posture applies no limits."
         )
         self.cpus.setEnabled(container)
         self.cpus.setToolTip(

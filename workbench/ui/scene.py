@@ -9,6 +9,8 @@ README are of the real app doing the real thing.
 import asyncio
 from dataclasses import dataclass
 
+from PySide6.QtWidgets import QMessageBox
+
 from workbench.errors import UsageError
 from workbench.postures import PostureId
 from workbench.ui.mainwindow import MainWindow
@@ -42,8 +44,7 @@ async def stage(window: MainWindow, scene: Scene) -> None:
         return
     panel = window.run_panel
     if scene.posture is not None:
-        # Asked for on the command line: no confirmation box for `local` in a screenshot.
-        window.on_postures_posture_changed(scene.posture)
+        _choose(window, scene.posture)
     if scene.command is not None:
         panel.command.setText(scene.command)
         panel.command.setCursorPosition(0)
@@ -76,3 +77,15 @@ async def _stage_compare(window: MainWindow, scene: Scene) -> None:
         raise UsageError(f"The {scene.skill} example cannot be compared here.")
     await task
     await asyncio.sleep(0.3)  # let the table draw
+
+
+def _choose(window: MainWindow, posture: PostureId) -> None:
+    """Choose `posture` on its card; `local` was asked for on the command line, so its
+    confirmation is answered yes."""
+    window.postures.choose(posture)
+    box = window.postures.confirmation_box()
+    if box is not None:
+        accept = QMessageBox.ButtonRole.AcceptRole
+        next(b for b in box.buttons() if box.buttonRole(b) == accept).click()
+    if window.postures.chosen() is not posture:
+        raise UsageError(f"The {posture} posture cannot run here.")
