@@ -93,6 +93,7 @@ class ChangesView(QWidget):
         self._watch_started = 0.0
         self._baseline: Snapshot | None = None
         self._first_seen: dict[str, float] = {}
+        self._live_shown: tuple[tuple[str, ChangeKind], ...] = ()
         self._polling = False
         self._watch_timer = QTimer(self)
         self._watch_timer.setInterval(WATCH_MS)
@@ -163,7 +164,7 @@ class ChangesView(QWidget):
         """While a run is going: list the paths that change, from cheap stat-only walks."""
         self.set_run(None)
         self._watched, self._watch_started = workspace, time.monotonic()
-        self._baseline, self._first_seen = None, {}
+        self._baseline, self._first_seen, self._live_shown = None, {}, ()
         self._spawn(self._poll(workspace))
         self._watch_timer.start()
 
@@ -272,6 +273,10 @@ class ChangesView(QWidget):
         self._show_live(live)
 
     def _show_live(self, live: list[FileChange]) -> None:
+        shown = tuple((c.path, c.kind) for c in live)
+        if shown == self._live_shown:
+            return  # keep the selection and the scroll position while nothing new happens
+        self._live_shown = shown
         self.tree.clear()
         more = len(live) - MAX_LIVE_ITEMS
         self.counts.setText(
