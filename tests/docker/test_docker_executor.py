@@ -49,8 +49,6 @@ class Session:
         (self.skill_dir / "SKILL.md").write_text("---\nname: demo\n---\n")
         for folder in (self.base, self.skill_dir):
             folder.chmod(0o755)
-        if os.getuid() == 0:  # commands run as uid 1000 when the workbench is root
-            os.chown(self.workspace, 1000, 1000)
         spec = SessionSpec(self.skill_dir, "demo", self.workspace, self.base / "runs")
         self.loop = asyncio.new_event_loop()
         self.executor = DockerExecutor(posture)
@@ -131,7 +129,9 @@ def test_env_working_folder_and_mounts(any_session: Session) -> None:
     script = 'printf "%s|%s|%s|%s" "$SKILL_DIR" "$WORKSPACE" "$(pwd)" "$EXTRA"; echo hi > out.txt'
     ran = any_session.run("sh", "-c", script, env={"EXTRA": "asked-for"})
     assert ran.result.stdout.text == "/mnt/skills/demo|/workspace|/workspace|asked-for"
-    assert (any_session.workspace / "out.txt").read_text() == "hi\n"
+    written = any_session.workspace / "out.txt"
+    assert written.read_text() == "hi\n"
+    assert written.stat().st_uid == os.getuid()  # lent to uid 1000 for the run when root
     skill = any_session.run("sh", "-c", 'cat "$SKILL_DIR/SKILL.md" && touch "$SKILL_DIR/x"').result
     assert skill.status is RunStatus.FAILED
     assert skill.stdout.text.startswith("---")

@@ -8,11 +8,14 @@ streams its output into `StreamCapture`s, samples the container's cgroup at 10 H
 user's Stop, or the session closing. Whatever ended it, the run's processes are then killed and
 the kill verified inside the container (`DockerSession.sweep`), and the cgroup's OOM and pids
 counters decide the outcome (`docker_outcome`). `stop()` ends runs in flight and removes the
-container. The `gvisor` posture is the same executor on the `runsc` runtime.
+container. The `gvisor` posture is the same executor on the `runsc` runtime. When the workbench
+runs as root, commands run as uid 1000 and the workspace is lent to that uid for each run
+(`SharedLoan`, as the hardened posture does), then given back.
 """
 
 import asyncio
 import contextlib
+import os
 import secrets
 import time
 from pathlib import Path
@@ -25,11 +28,13 @@ from workbench.executors.capture import StreamCapture
 from workbench.executors.docker_outcome import ExecEnd, classify, split_exit
 from workbench.executors.docker_session import DockerSession, ExecStream, Sweep
 from workbench.executors.docker_spec import (
+    CONTAINER_UID,
     WORKSPACE_MOUNT,
     container_options,
     posture_card,
     skill_mount,
 )
+from workbench.executors.ownership import FolderLoan, SharedLoan
 from workbench.executors.runner import EndedBy
 from workbench.executors.types import (
     CancelToken,
@@ -47,7 +52,10 @@ from workbench.monitor.process import RUN_TAG_ENV, run_tag
 from workbench.postures import Posture, PostureId, PostureWarning, Severity, assess
 
 ENGINE_TIMEOUT_S = 10
-DRAIN_S = 2.0  # after the sweep, how long the output stream may take to close
+DRAIN_S = 2.0
+# gVisor charges its sandbox's own threads to the host pids limit: below this the sandbox hangs
+# while starting (measured here: 48 hangs, 64 starts).
+GVISOR_MIN_PIDS = 64  # after the sweep, how long the output stream may take to close
 _NO_OUTPUT = CapturedOutput(text="", total_bytes=0, truncated=False, log_path=None)
 
 
@@ -62,6 +70,7 @@ class DockerExecutor:
         self._client: docker.DockerClient | None = None
         self._card = PostureCard(posture)
         self.session_id = ""  # the container label that finds this session's container
+        self._loan: SharedLoan | None = None
         self._shutdown = asyncio.Event()
         self._running = 0
         self._idle = asyncio.Event()
@@ -75,6 +84,11 @@ class DockerExecutor:
             raise ExecutorError(
                 f"Cannot create the runs folder {session.runs_dir}: {error}."
             ) from error
+        if self.runtime == "runsc" and self.posture.limits.pids < GVISOR_MIN_PIDS:
+            raise ExecutorError(
+                f"gVisor needs a process limit of at least {GVISOR_MIN_PIDS} (its sandbox's own "
+                f"threads count against it); {self.posture.limits.pids} was asked for."
+            )
         try:
             self._client = await asyncio.to_thread(docker.from_env, timeout=ENGINE_TIMEOUT_S)
         except DockerException as error:
@@ -86,6 +100,9 @@ class DockerExecutor:
         self._card = posture_card(self.posture, self._session.attrs, self.runtime)
         self._shutdown = asyncio.Event()
         self._spec = session
+        if os.geteuid() == 0 and not self.posture.run_as_root:
+            loan = FolderLoan(session.workspace, CONTAINER_UID, CONTAINER_UID)
+            self._loan = SharedLoan(loan)
 
     @property
     def container_id(self) -> str:
@@ -116,9 +133,19 @@ class DockerExecutor:
             problem = await self._problem(self._spec, self._session, request)
             if problem:
                 return self._error(run_id, run_dir, problem, warnings)
-            return await self._run(
-                self._spec, self._session, request, run_id, run_dir, sink, cancel, warnings
-            )
+            if self._loan is not None:
+                try:
+                    await self._loan.acquire()
+                except OSError as error:
+                    cause = f"cannot lend the workspace to uid {CONTAINER_UID}: {error}"
+                    return self._error(run_id, run_dir, cause, warnings)
+            try:
+                return await self._run(
+                    self._spec, self._session, request, run_id, run_dir, sink, cancel, warnings
+                )
+            finally:
+                if self._loan is not None:
+                    await self._loan.release()
         finally:
             self._running -= 1
             if not self._running:
@@ -175,7 +202,7 @@ class DockerExecutor:
         try:
             stream = await session.exec(list(request.argv), env, WORKSPACE_MOUNT)
             pump = asyncio.create_task(_pump(stream, captures, t0))
-            exited: asyncio.Task[int | None] = asyncio.create_task(stream.exited())
+            exited: asyncio.Task[int] = asyncio.create_task(stream.exited())
             tasks += [pump, exited]
             ended_by = await self._first_end(exited, cancel)
             wall = time.monotonic() - t0
@@ -246,7 +273,7 @@ class DockerExecutor:
             run_dir=run_dir,
         )
 
-    async def _first_end(self, exited: "asyncio.Task[int | None]", cancel: CancelToken) -> EndedBy:
+    async def _first_end(self, exited: "asyncio.Task[int]", cancel: CancelToken) -> EndedBy:
         timer = asyncio.create_task(asyncio.sleep(self.posture.limits.timeout_s))
         stopped = asyncio.create_task(cancel.wait())
         closing = asyncio.create_task(self._shutdown.wait())

@@ -24,6 +24,7 @@ from typing import Any
 import docker
 from docker.errors import APIError, DockerException, NotFound
 from docker.utils.socket import STDERR, STDOUT, frames_iter
+from requests.exceptions import RequestException
 
 from workbench.errors import ExecutorError
 from workbench.executors.docker_spec import LABEL_APP, LABEL_SESSION, SWEEP_SIGNAL
@@ -100,13 +101,14 @@ class ExecStream:
             yield chunk
         self._eof.set()
 
-    async def exited(self) -> int | None:
-        """Wait until the exec's process has ended; its exit code (None if unknown)."""
+    async def exited(self) -> int:
+        """Wait until the exec's process has ended; its exit code."""
         while True:
             info = await asyncio.to_thread(self._api.exec_inspect, self.exec_id)
-            if not info.get("Running"):
-                code = info.get("ExitCode")
-                return None if code is None else int(code)
+            code = info.get("ExitCode")
+            # Not running and no exit code yet: the engine has not started the process.
+            if not info.get("Running") and code is not None:
+                return int(code)
             with contextlib.suppress(TimeoutError):  # the streams closing usually means exit
                 await asyncio.wait_for(self._eof.wait(), EXIT_POLL_S)
 
@@ -145,8 +147,9 @@ class DockerSession:
             self.container_id = await asyncio.to_thread(self._create)
             await asyncio.to_thread(self.api.start, self.container_id)
             await self.inspect()
-        except DockerException as error:
-            await self.stop()
+        except (DockerException, RequestException) as error:
+            with contextlib.suppress(DockerException, RequestException, ExecutorError):
+                await self.stop()
             raise ExecutorError(f"Could not start the session container: {error}") from error
         if self.attrs["State"].get("Running") is not True:
             await self.stop()
