@@ -5,17 +5,20 @@ Adding a posture means adding its class here; nothing else looks executors up by
 
 from workbench.errors import PostureError
 from workbench.executors.base import Executor
+from workbench.executors.docker import DockerExecutor
 from workbench.executors.hardened import HardenedExecutor
 from workbench.executors.local import LocalExecutor
 from workbench.executors.quickjs import QuickJsExecutor
 from workbench.postures import Posture, PostureId
 
 _EXECUTORS: dict[
-    PostureId, type[LocalExecutor] | type[HardenedExecutor] | type[QuickJsExecutor]
+    PostureId,
+    type[LocalExecutor] | type[HardenedExecutor] | type[QuickJsExecutor] | type[DockerExecutor],
 ] = {
     PostureId.LOCAL: LocalExecutor,
     PostureId.HARDENED: HardenedExecutor,
     PostureId.QUICKJS: QuickJsExecutor,
+    PostureId.DOCKER: DockerExecutor,
 }
 
 
