@@ -12,7 +12,7 @@ from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QScrollBar, QTabBar, QWidget
 
 from workbench.executors.types import CapturedOutput, PostureCard, RunResult, RunStatus
-from workbench.postures import Posture, PostureId
+from workbench.postures import Network, Posture, PostureId
 from workbench.ui.ansi import BASIC_COLOURS
 from workbench.ui.cardview import CardView
 from workbench.ui.mainwindow import MainWindow
@@ -175,8 +175,12 @@ def test_loosened_limits_are_flagged_and_network_is_for_containers(window: MainW
     assert not panel.limits.memory.isEnabled() and not panel.limits.cpus.isEnabled()
     panel.set_posture(PostureId.DOCKER)
     assert panel.limits.network.isEnabled() and panel.limits.cpus.isEnabled()
+    assert panel.limits.posture(PostureId.DOCKER).network is Network.NONE
+    assert not panel.loosened.isVisible()
     panel.limits.network.setCurrentIndex(1)
     assert "Network is ON" in panel.loosened.text()
+    assert panel.limits.posture(PostureId.DOCKER).network is Network.BRIDGE
+    assert panel.limits.posture(PostureId.HARDENED).network is Network.NONE
     assert panel.loosened.property("status") == "danger"
 
 

@@ -102,12 +102,16 @@ class LimitControls(QWidget):
 
     def posture(self, posture_id: PostureId) -> Posture:
         """The posture of the next run under `posture_id` with these settings."""
-        network = self.network.currentData() if posture_id in CONTAINER_POSTURES else Network.NONE
+        network = self._network() if posture_id in CONTAINER_POSTURES else Network.NONE
         return Posture(posture_id, network=network).with_limits(
             timeout_s=self.timeout.value(),
             memory_bytes=self.memory.value() * MIB,
             cpus=self.cpus.value(),
         )
+
+    def _network(self) -> Network:
+        # Qt hands item data back as a plain str: turn it into the enum again.
+        return Network(self.network.currentData())
 
     def loosened(self) -> list[PostureWarning]:
         """The warnings about settings looser than the safe defaults."""
@@ -119,7 +123,7 @@ class LimitControls(QWidget):
         set_status(self.timeout, _flag(self.timeout.value() > DEFAULT_LIMITS.timeout_s))
         set_status(self.memory, _flag(self.memory.value() * MIB > DEFAULT_LIMITS.memory_bytes))
         set_status(self.cpus, _flag(self.cpus.value() > DEFAULT_LIMITS.cpus))
-        network_on = self.network.currentData() is Network.BRIDGE
+        network_on = self._network() is Network.BRIDGE
         set_status(self.network, "danger" if network_on and self.network.isEnabled() else "")
         self.changed.emit()
 
