@@ -183,6 +183,21 @@ def test_stop_cancels_inside(docker_session: Session) -> None:
     assert _container_processes(docker_session) == ["sleep 3600"]
 
 
+def test_cancelling_the_run_task_still_kills_inside(docker_session: Session) -> None:
+    request = RunRequest(("sh", "-c", "setsid sleep 60 & sleep 60"))
+
+    async def go() -> None:
+        run = docker_session.executor.run(request, lambda c: None, CancelToken())
+        task = asyncio.ensure_future(run)
+        await asyncio.sleep(0.4)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    docker_session.loop.run_until_complete(go())
+    assert _container_processes(docker_session) == ["sleep 3600"]
+
+
 def test_background_leftovers_are_killed_and_reported(docker_session: Session) -> None:
     result = docker_session.run("sh", "-c", "setsid sleep 60 & echo done").result
     assert (result.status, result.stdout.text) == (RunStatus.OK, "done\n")

@@ -198,7 +198,7 @@ class DockerExecutor:
         stream: ExecStream | None = None
         tasks: list[asyncio.Task[object]] = []
         sweep: Sweep | None = None
-        ended_by, code, failure = EndedBy.SPAWN_ERROR, None, ""
+        ended_by, code, failure, abandoned = EndedBy.SPAWN_ERROR, None, "", False
         try:
             stream = await session.exec(list(request.argv), env, WORKSPACE_MOUNT)
             pump = asyncio.create_task(_pump(stream, captures, t0))
@@ -217,6 +217,9 @@ class DockerExecutor:
             with contextlib.suppress(DockerException, OSError):
                 if not await session.running():
                     failure = "the session container stopped during the run"
+        except asyncio.CancelledError:
+            abandoned = True
+            raise
         finally:
             if sweep is None and stream is not None:  # run() was cancelled, or the engine failed
                 with contextlib.suppress(DockerException, OSError):
@@ -227,6 +230,9 @@ class DockerExecutor:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, DockerException):
                     await task
+            if abandoned:  # close the logs; nobody will read a result
+                for capture in captures.values():
+                    capture.finish()
         after = session.cgroup.counters() if session.cgroup else None
         outputs = {s: c.finish() for s, c in captures.items()}
         stderr = captures[Stream.STDERR]
