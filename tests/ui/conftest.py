@@ -9,6 +9,7 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import asyncio
+import gc
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
@@ -40,12 +41,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 def loop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
-    """A qasync loop on the test's QApplication, set as the current asyncio loop."""
+    """A qasync loop on the test's QApplication, set as the current asyncio loop.
+
+    A closed loop lingers in a reference cycle. If a garbage collection that happens to run in
+    a worker thread (`asyncio.to_thread`) frees it, its timer QObject is deleted off its thread,
+    Qt cannot stop that object's timers, and the next timer event crashes the process
+    (segmentation fault in QTimerInfoList::activateTimers). So the loop is freed here, on the
+    GUI thread, before the next test starts any thread.
+    """
+    gc.collect()
     event_loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(event_loop)
     yield event_loop
     asyncio.set_event_loop(None)
     event_loop.close()
+    del event_loop
+    gc.collect()
 
 
 @pytest.fixture

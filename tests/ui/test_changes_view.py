@@ -8,7 +8,6 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QMessageBox, QTreeWidgetItem
 
-from tests.ui.test_runpanel import collect_closed_loops  # noqa: F401 (an autouse fixture)
 from workbench.executors.types import CancelToken, OutputChunk
 from workbench.postures import Posture, PostureId
 from workbench.runs.service import CompletedRun, RunPlan

@@ -1,12 +1,10 @@
 """The run panel: command and history, limits, live output, outcome banner and Stop."""
 
 import asyncio
-import gc
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QScrollBar, QTabBar, QWidget
@@ -20,21 +18,6 @@ from workbench.ui.outcome import OutcomeBanner
 from workbench.ui.theme import status_colors
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]
-
-
-@pytest.fixture(autouse=True)
-def collect_closed_loops() -> Iterator[None]:
-    """Free closed qasync loops here, on the GUI thread, before and after each test.
-
-    A closed loop lingers in a reference cycle. If a garbage collection that happens to run in
-    a worker thread (`asyncio.to_thread`) frees it, its timer QObject is deleted off its
-    thread, Qt cannot stop that object's timers, and the next timer event crashes the process
-    (segmentation fault in QTimerInfoList::activateTimers). Runs use worker threads, so every
-    module here that runs commands imports this fixture.
-    """
-    gc.collect()
-    yield
-    gc.collect()
 
 
 def _select(window: MainWindow, name: str) -> None:

@@ -17,7 +17,6 @@ import pytest
 import qasync
 from PySide6.QtCore import QTimer
 
-from tests.ui.test_runpanel import collect_closed_loops  # noqa: F401 (an autouse fixture)
 from workbench.errors import UsageError
 from workbench.postures import PostureId
 from workbench.ui.mainwindow import MainWindow
