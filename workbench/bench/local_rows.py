@@ -7,8 +7,10 @@ Ours always goes through the public API: `HardenedExecutor.run` and `QuickJsExec
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -25,6 +27,7 @@ from workbench.bench.rows import (
     started_executor,
 )
 from workbench.bench.stats import Case, cpu_per_call, interleave, timed_call
+from workbench.executors.process_tree import reap_orphans
 from workbench.monitor.process import ProcessTreeSampler, descendants, run_tag
 from workbench.postures import MIB, Posture, PostureId
 
@@ -151,6 +154,7 @@ async def sampler_rows(context: BenchContext, wanted: frozenset[str]) -> dict[st
     """CPU per sample of the process tree sampler against reading /proc directly."""
     del wanted
     shell = " & ".join(["sleep 60"] * (TREE_SIZE - 1)) + " & wait"
+    since = time.time()
     tree = subprocess.Popen(["/bin/sh", "-c", shell], start_new_session=True)
     try:
         while len(descendants([tree.pid])) < TREE_SIZE:
@@ -163,8 +167,10 @@ async def sampler_rows(context: BenchContext, wanted: frozenset[str]) -> dict[st
         ]
         stats = await interleave(cases, context.rounds(15, 5))
     finally:
-        os.killpg(tree.pid, 9)
+        os.killpg(tree.pid, signal.SIGKILL)
         tree.wait()
+        await asyncio.sleep(0.05)
+        reap_orphans(since)  # the sleeps, re-parented to this process (a child subreaper)
     note = f"{stats['ours'].median * 10 * 100:.2f}% of a core at 10 Hz"
     return {SAMPLER_LOCAL.id: Outcome(stats["ours"], stats["floor"], note=note)}
 

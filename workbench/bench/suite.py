@@ -39,14 +39,23 @@ GROUPS: tuple[Group, ...] = (
 )
 
 
+class GroupHung(TimeoutError):
+    """A group did not finish in its time; a call it made may still be blocked."""
+
+
 @dataclass(frozen=True, slots=True)
 class BenchRun:
-    """A finished bench: every selected row, how long it all took, and the machine."""
+    """A finished bench: every selected row, how long it all took, and the machine.
+
+    `hung` is true when a group gave up on a measurement that never returned: a thread may
+    still be blocked in it, so the process should exit without waiting for its threads.
+    """
 
     rows: tuple[RowResult, ...]
     seconds: float
     quick: bool
     machine: dict[str, object]
+    hung: bool = False
 
 
 def row_ids() -> list[str]:
@@ -152,7 +161,8 @@ async def run_bench(
             context = BenchContext(quick, folder / group.id, f"bench-{token}")
             results.extend(await _run_group(group, ids, context, gaps, progress))
     facts["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
-    return BenchRun(tuple(results), time.perf_counter() - started, quick, facts)
+    hung = any(row.error.startswith(GroupHung.__name__) for row in results)
+    return BenchRun(tuple(results), time.perf_counter() - started, quick, facts, hung)
 
 
 async def _within(group: Group, context: BenchContext, ids: frozenset[str]) -> dict[str, Outcome]:
@@ -168,7 +178,7 @@ async def _within(group: Group, context: BenchContext, ids: frozenset[str]) -> d
     await asyncio.wait({task}, timeout=ABORT_WAIT_S)
     if task.done() and not task.cancelled():
         task.exception()  # retrieved: the timeout is what gets reported
-    raise TimeoutError(f"gave up after {limit:g} s: a measurement did not finish")
+    raise GroupHung(f"gave up after {limit:g} s: a measurement did not finish")
 
 
 async def _run_group(

@@ -95,3 +95,20 @@ def test_scratch_folders_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     asyncio.run(suite.run_bench(quick=False))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_hanging_group_is_aborted_and_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    aborted: list[str] = []
+
+    async def hangs(context: BenchContext, wanted: frozenset[str]) -> dict[str, Outcome]:
+        await asyncio.Event().wait()
+        return {}
+
+    group = Group("stuck", (FAST,), hangs, abort=lambda context: aborted.append(context.token))
+    monkeypatch.setattr(suite, "GROUPS", (group,))
+    monkeypatch.setattr(suite, "machine_gaps", dict)
+    monkeypatch.setattr(suite, "GROUP_LIMIT_S", {True: 0.05, False: 0.05})
+    run = asyncio.run(suite.run_bench(quick=True))
+    assert run.hung is True
+    assert run.rows[0].error.startswith("GroupHung: gave up after 0.05 s")
+    assert len(aborted) == 1 and aborted[0].startswith("bench-")
