@@ -3,8 +3,10 @@
 Every test points XDG_DATA_HOME at a tmp folder, so the real history is never touched.
 """
 
+import contextlib
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
@@ -223,3 +225,36 @@ def test_exit_code_mapping(
         PostureCard(Posture(PostureId.LOCAL)),
     )  # fmt: skip
     assert exit_code(result) == expected
+
+
+HOSTILE = (
+    r"printf 'title\033]0;pwned\007 clip\033]52;c;cHduZWQ=\007 up\033[2A red\033[31mX\033[0m\n'"
+)
+
+
+def test_live_output_on_a_terminal_drops_escape_sequences(
+    env: dict[str, str], skill: Path, workspace: Path
+) -> None:
+    controller, terminal = pty.openpty()
+    command = [sys.executable, "-m", "workbench", "run", "--skill", str(skill)]
+    command += ["--posture", "local", "--workspace", str(workspace), "--", "sh", "-c", HOSTILE]
+    with subprocess.Popen(command, env=env, stdout=terminal, stderr=subprocess.DEVNULL) as done:
+        os.close(terminal)
+        shown = b""
+        with contextlib.suppress(OSError):  # EIO once the child closed the terminal
+            while chunk := os.read(controller, 4096):
+                shown += chunk
+        assert done.wait(timeout=60) == 0
+    os.close(controller)
+    assert b"\x1b" not in shown
+    assert b"title clip up redX" in shown
+
+
+def test_live_output_into_a_pipe_keeps_the_bytes(
+    env: dict[str, str], skill: Path, workspace: Path
+) -> None:
+    done = workbench(
+        env, "run", "--skill", skill, "--posture", "local", "--workspace", workspace,
+        "--", "sh", "-c", HOSTILE,
+    )  # fmt: skip
+    assert "\x1b]52;c;cHduZWQ=\x07" in done.stdout

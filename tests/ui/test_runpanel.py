@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QScrollBar, QTa
 
 from workbench.executors.types import CapturedOutput, PostureCard, RunResult, RunStatus
 from workbench.postures import Network, Posture, PostureId
-from workbench.ui.ansi import BASIC_COLOURS
+from workbench.ansi import BASIC_COLOURS
 from workbench.ui.cardview import CardView
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.outcome import OutcomeBanner

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench.ansi import AnsiDecoder
 from workbench.cli.output import emit_json, warn
 from workbench.errors import PostureError, UsageError, WorkbenchError
 from workbench.postures import Network, Posture, PostureId, Severity, assess, parse_posture_id
@@ -154,7 +155,7 @@ def posture_from_args(posture_id: PostureId, args: argparse.Namespace, name: str
 
 async def _run_with_signals(service: "RunService", plan: "RunPlan", live: bool) -> "CompletedRun":
     with cancel_on_signals() as cancel:
-        return await service.run_once(plan, _live_output if live else _no_output, cancel)
+        return await service.run_once(plan, LiveOutput() if live else _no_output, cancel)
 
 
 @contextlib.contextmanager
@@ -175,10 +176,26 @@ def cancel_on_signals() -> Iterator["CancelToken"]:
             loop.remove_signal_handler(signum)
 
 
-def _live_output(chunk: "OutputChunk") -> None:
-    stream = sys.stdout if chunk.stream == "stdout" else sys.stderr  # a `Stream` is a str
-    stream.buffer.write(chunk.data)
-    stream.buffer.flush()
+class LiveOutput:
+    """Writes the command's output to ours as it arrives.
+
+    Into a pipe or file the bytes go unchanged. On a terminal they are shown as plain text
+    (`AnsiDecoder` without colour): a skill's escape sequences could otherwise retitle the
+    window, move the cursor over earlier lines or write the clipboard (OSC 52).
+    """
+
+    def __init__(self) -> None:
+        self._decoders = {"stdout": AnsiDecoder(), "stderr": AnsiDecoder()}
+
+    def __call__(self, chunk: "OutputChunk", /) -> None:
+        stream = sys.stdout if chunk.stream == "stdout" else sys.stderr  # a `Stream` is a str
+        if stream.isatty():
+            pieces = self._decoders[chunk.stream].feed(chunk.data, colour=False)
+            stream.write("".join("\r" if p.rewrite else p.text for p in pieces))
+            stream.flush()
+        else:
+            stream.buffer.write(chunk.data)
+            stream.buffer.flush()
 
 
 def _no_output(chunk: "OutputChunk") -> None:

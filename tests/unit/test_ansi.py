@@ -1,6 +1,6 @@
 """The ANSI decoder: SGR colours kept, every other escape dropped, carriage returns, UTF-8."""
 
-from workbench.ui.ansi import BASIC_COLOURS, PLAIN, AnsiDecoder, Piece, Style, apply_sgr
+from workbench.ansi import BASIC_COLOURS, PLAIN, AnsiDecoder, Piece, Style, apply_sgr
 
 
 def _text(pieces: list[Piece]) -> str:

@@ -6,7 +6,8 @@ OSC 52, hyperlinks), DCS/SOS/PM/APC strings, cursor moves and every other CSI or
 dropped, and so are C0/C1 control characters other than newline and tab. A lone carriage
 return becomes a `rewrite` piece (the view clears the current line, so progress bars
 collapse); `\\r\\n` is a plain newline. Invalid UTF-8 becomes U+FFFD, and sequences split
-across chunks are completed by the next chunk. Qt-free, so it is cheap to test.
+across chunks are completed by the next chunk. Qt-free: the GUI shows its pieces with
+colour, and `workbench run` writes them as plain text to a terminal.
 """
 
 import codecs
@@ -139,13 +140,17 @@ def apply_sgr(style: Style, params: str) -> Style:
             style = replace(style, fg=BASIC_COLOURS[code % 10 + (8 if code >= 90 else 0)])
         elif 40 <= code <= 47 or 100 <= code <= 107:
             style = replace(style, bg=BASIC_COLOURS[code % 10 + (8 if code >= 100 else 0)])
-        elif code in (39, 49):
-            style = replace(style, **{"fg" if code == 39 else "bg": None})
+        elif code == 39:
+            style = replace(style, fg=None)
+        elif code == 49:
+            style = replace(style, bg=None)
         elif code in (38, 48):
             colour, used = _extended_colour(codes[i + 1 :])
             i += used
-            if colour is not None:
-                style = replace(style, **{"fg" if code == 38 else "bg": colour})
+            if colour is not None and code == 38:
+                style = replace(style, fg=colour)
+            elif colour is not None:
+                style = replace(style, bg=colour)
         i += 1
     return style
 
