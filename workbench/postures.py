@@ -369,8 +369,9 @@ def probe_availability(posture_id: PostureId, docker_runtimes: set[str] | None) 
 def docker_engine_runtimes(timeout_s: float = 3.0) -> set[str] | None:
     """The runtimes of the local Docker engine, or None when no engine answers in time."""
     try:
-        import docker
         from docker.errors import DockerException
+
+        from workbench.engine import engine_client
     except ImportError:
         return None
     # docker-py leaks its socket when it cannot connect (docker/docker-py#3356): collect it
@@ -378,7 +379,7 @@ def docker_engine_runtimes(timeout_s: float = 3.0) -> set[str] | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResourceWarning)
         try:
-            client = docker.from_env(timeout=int(max(1, timeout_s)))
+            client = engine_client(timeout_s)
             try:
                 info = client.info()
             finally:

@@ -29,7 +29,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 # One module per subcommand, imported only when needed: `workbench --version` loads none.
-COMMANDS = ("skills", "postures", "run", "compare", "history", "probe", "gui", "bench")
+COMMANDS = ("skills", "postures", "run", "compare", "history", "probe", "gui", "bench", "image")
 
 
 def _commands_needed(argv: Sequence[str] | None) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ from dataclasses import asdict
 from typing import Any
 
 from workbench.cli.output import emit_json
+from workbench.engine import engine_name
 from workbench.errors import PostureError
 from workbench.postures import (
     POSTURE_INFO,
@@ -44,6 +45,7 @@ def _postures(args: argparse.Namespace) -> int:
             "postures",
             {
                 "default": default,
+                "engine": engine_name(),
                 "postures": [
                     _posture_json(posture_id, availability[posture_id], posture_id == default)
                     for posture_id in PostureId
@@ -51,6 +53,7 @@ def _postures(args: argparse.Namespace) -> int:
             },
         )
         return 0
+    print(f"engine: {engine_name()}\n")
     for posture_id in PostureId:
         print(_posture_text(posture_id, availability[posture_id], posture_id == default))
     return 0

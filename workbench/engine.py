@@ -1,0 +1,167 @@
+"""Which container engine the workbench talks to, and a docker-py client for it.
+
+One resolution for every caller (posture probing, the docker executor, `workbench image`):
+`DOCKER_HOST` first (docker-py reads its TLS settings from the environment too), then the
+Docker context named by `DOCKER_CONTEXT` or `currentContext` in `~/.docker/config.json` (its
+endpoint from `~/.docker/contexts/meta/*/meta.json`), then the local Docker socket, then
+Podman's Docker-compatible socket when no Docker socket answers. `engine_client` connects with
+a bounded timeout, so an engine that is down or never answers gives `EngineUnreachable` with a
+plain message, never a hang.
+"""
+
+import gc
+import json
+import os
+import socket
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+from docker.errors import DockerException
+
+DOCKER_SOCKET = "/var/run/docker.sock"
+DEFAULT_TIMEOUT_S = 5.0
+_PING_S = 1.0
+
+
+class EngineUnreachable(DockerException):
+    """The resolved engine could not be reached or did not answer in time."""
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """An engine endpoint and where its choice came from."""
+
+    url: str  # unix:///..., tcp://host:port, ssh://user@host
+    source: str  # "DOCKER_HOST", "context NAME", "default socket", "Podman socket"
+
+    @property
+    def kind(self) -> str:
+        """'podman' when the endpoint is Podman's socket, else 'docker'."""
+        return "podman" if "podman" in self.url else "docker"
+
+    def describe(self) -> str:
+        """One line for people: which engine, where, and why this one."""
+        return f"{self.kind} at {self.url} ({self.source})"
+
+
+def _docker_config_dir() -> Path:
+    return Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker")
+
+
+def _context_name() -> str:
+    name = os.environ.get("DOCKER_CONTEXT", "")
+    if name:
+        return name
+    try:
+        config = json.loads((_docker_config_dir() / "config.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    current = config.get("currentContext", "") if isinstance(config, dict) else ""
+    return current if isinstance(current, str) else ""
+
+
+def _context_endpoint(name: str) -> str:
+    """The Docker endpoint of context `name`; `EngineUnreachable` when it has none."""
+    for meta in sorted((_docker_config_dir() / "contexts" / "meta").glob("*/meta.json")):
+        try:
+            data = json.loads(meta.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and data.get("Name") == name:
+            host = data.get("Endpoints", {}).get("docker", {}).get("Host", "")
+            if isinstance(host, str) and host:
+                return host
+    raise EngineUnreachable(
+        f"The Docker context {name!r} (from DOCKER_CONTEXT or ~/.docker/config.json) was not "
+        "found or names no Docker endpoint; see `docker context ls`."
+    )
+
+
+def _podman_sockets() -> list[str]:
+    runtime_dir = os.environ.get("XDG_RUNTIME_DIR", "")
+    paths = [f"{runtime_dir}/podman/podman.sock"] if runtime_dir else []
+    return [*paths, "/run/podman/podman.sock"]
+
+
+def _socket_answers(path: str) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(_PING_S)
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+    return True
+
+
+def resolve_engine() -> Engine:
+    """The engine to use (see the module docstring); reads files but connects to no engine,
+    except to choose between a Docker and a Podman socket when both exist."""
+    host = os.environ.get("DOCKER_HOST", "")
+    if host:
+        return Engine(host, "DOCKER_HOST")
+    context = _context_name()
+    if context and context != "default":
+        return Engine(_context_endpoint(context), f"context {context}")
+    podman = next((path for path in _podman_sockets() if Path(path).is_socket()), None)
+    if podman is not None and not _socket_answers(DOCKER_SOCKET):
+        return Engine(f"unix://{podman}", "Podman socket")
+    return Engine(f"unix://{DOCKER_SOCKET}", "default socket")
+
+
+def engine_client(timeout_s: float = DEFAULT_TIMEOUT_S) -> docker.DockerClient:
+    """A client of the resolved engine that has answered once; `EngineUnreachable` otherwise.
+
+    Every call the client makes later is bounded by `timeout_s` too.
+    """
+    engine = resolve_engine()
+    timeout = max(1, round(timeout_s))
+    try:
+        if engine.source == "DOCKER_HOST":
+            client = docker.from_env(timeout=timeout)
+        else:
+            client = docker.DockerClient(
+                base_url=engine.url, timeout=timeout, use_ssh_client=engine.url.startswith("ssh")
+            )
+    except DockerException as error:
+        _collect_leaked_sockets()
+        raise EngineUnreachable(_unreachable(engine, error)) from error
+    try:
+        client.ping()
+    except (DockerException, OSError) as error:
+        client.close()
+        _collect_leaked_sockets()
+        raise EngineUnreachable(_unreachable(engine, error)) from error
+    return client
+
+
+def _collect_leaked_sockets() -> None:
+    """docker-py leaks its socket when it cannot connect (docker/docker-py#3356): collect it
+    here, where its ResourceWarning is expected, rather than at some later, random point."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+
+
+def _unreachable(engine: Engine, error: BaseException) -> str:
+    return (
+        f"The container engine {engine.describe()} does not answer: {error}. Is it running, "
+        "and may you use its socket?"
+    )
+
+
+def engine_name() -> str:
+    """The engine in use, described for people (or why none could be chosen)."""
+    try:
+        return resolve_engine().describe()
+    except EngineUnreachable as error:
+        return str(error)
+
+
+def missing_image(tag: str) -> str:
+    """The message for a sandbox image the engine does not have."""
+    return (
+        f"The sandbox image {tag} is missing from the engine; build it with "
+        "`workbench image build --offline` (no registry needed)."
+    )
