@@ -157,10 +157,13 @@ class DockerExecutor:
         if not spec.workspace.is_dir():
             return f"workspace missing: {spec.workspace} is not a folder"
         try:
-            if not await session.running():
-                return "the session container is gone (removed or stopped from outside)"
+            if not await session.running():  # stopped or removed since the last run
+                await session.recycle()
+                self._card = posture_card(self.posture, session.attrs, self.runtime)
         except (DockerException, OSError) as error:
             return f"the Docker engine does not answer: {error}"
+        except ExecutorError as error:
+            return f"the session container was gone and could not be replaced: {error}"
         return ""
 
     async def _run(

@@ -54,6 +54,7 @@ echo "$killed $found"
 SWEEP_TRIES = 5
 SWEEP_POLL_S = 0.05
 EXIT_POLL_S = 0.05
+EXEC_OUTPUT_TIMEOUT_S = 5.0
 
 Chunk = tuple[Stream, bytes]
 
@@ -196,13 +197,21 @@ class DockerSession:
                 output = await asyncio.to_thread(exec_output, self.api, self.container_id, argv)
                 counts = output.decode(errors="replace").split()
                 killed, left = max(killed, int(counts[-2])), int(counts[-1])
-            except (APIError, ValueError, IndexError):
+            except (APIError, OSError, ValueError, IndexError):
                 left = -1
             if left == 0:
                 return Sweep(killed, 0)
-            await asyncio.to_thread(self.api.kill, self.container_id, SWEEP_SIGNAL)
+            if not await self.running():  # a container that stopped holds no process
+                return Sweep(killed, 0)
+            with contextlib.suppress(APIError):
+                await asyncio.to_thread(self.api.kill, self.container_id, SWEEP_SIGNAL)
             await asyncio.sleep(SWEEP_POLL_S)
         return Sweep(killed, max(left, 1))
+
+    async def recycle(self) -> None:
+        """Replace a container that stopped (or was removed) by a fresh one."""
+        await self.stop()
+        await self.start()
 
     async def stop(self) -> None:
         """Remove the container (forced). Safe to call more than once."""
@@ -217,6 +226,9 @@ def exec_output(api: docker.APIClient, container_id: str, argv: list[str]) -> by
     """
     created = api.exec_create(container_id, argv)
     sock = api.exec_start(created["Id"], socket=True)
+    raw = getattr(sock, "_sock", None)
+    if raw is not None:  # an exec whose container dies may never end its stream
+        raw.settimeout(EXEC_OUTPUT_TIMEOUT_S)
     try:
         return b"".join(data for _, data in frames_iter(sock, False))  # type: ignore[no-untyped-call]
     finally:
