@@ -23,6 +23,7 @@ from pathlib import Path
 import docker
 from docker.errors import DockerException
 
+from workbench.engine import engine_client
 from workbench.errors import ExecutorError
 from workbench.executors.capture import StreamCapture
 from workbench.executors.docker_outcome import ExecEnd, classify, split_exit
@@ -52,6 +53,7 @@ from workbench.monitor.process import RUN_TAG_ENV, run_tag
 from workbench.postures import Posture, PostureId, PostureWarning, Severity, assess
 
 ENGINE_TIMEOUT_S = 10
+CONTAINER_GONE = "the session container stopped during the run (removed or stopped from outside)"
 DRAIN_S = 2.0
 # gVisor charges its sandbox's own threads to the host pids limit: below this the sandbox hangs
 # while starting (measured here: 48 hangs, 64 starts).
@@ -90,7 +92,7 @@ class DockerExecutor:
                 f"threads count against it); {self.posture.limits.pids} was asked for."
             )
         try:
-            self._client = await asyncio.to_thread(docker.from_env, timeout=ENGINE_TIMEOUT_S)
+            self._client = await asyncio.to_thread(engine_client, ENGINE_TIMEOUT_S)
         except DockerException as error:
             raise ExecutorError(f"No Docker engine answers: {error}") from error
         self.session_id = secrets.token_hex(6)
@@ -113,11 +115,13 @@ class DockerExecutor:
         """End every run in flight (killing its processes), then remove the container."""
         self._shutdown.set()
         await self._idle.wait()
-        if self._session is not None:
-            await self._session.stop()
-        if self._client is not None:
-            await asyncio.to_thread(self._client.close)
-        self._session = self._client = self._spec = None
+        try:
+            if self._session is not None:
+                await self._session.stop()
+        finally:  # also when the engine went away and the container could not be removed
+            if self._client is not None:
+                await asyncio.to_thread(self._client.close)
+            self._session = self._client = self._spec = None
 
     async def run(self, request: RunRequest, sink: OutputSink, cancel: CancelToken) -> RunResult:
         """Run one command in the container; see `Executor.run`."""
@@ -219,7 +223,7 @@ class DockerExecutor:
             failure = f"the engine failed during the run: {error}"
             with contextlib.suppress(DockerException, OSError):
                 if not await session.running():
-                    failure = "the session container stopped during the run"
+                    failure = CONTAINER_GONE
         except asyncio.CancelledError:
             abandoned = True
             raise
@@ -231,11 +235,14 @@ class DockerExecutor:
                 await stream.close()
             for task in (*tasks, monitor):
                 task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, DockerException):
+                with contextlib.suppress(asyncio.CancelledError, DockerException, OSError):
                     await task
             if abandoned:  # close the logs; nobody will read a result
                 for capture in captures.values():
                     capture.finish()
+        if not failure:  # an exec ends with 137 when its container is removed under it
+            with contextlib.suppress(DockerException, OSError):
+                failure = "" if await session.running() else CONTAINER_GONE
         after = session.cgroup.counters() if session.cgroup else None
         outputs = {s: c.finish() for s, c in captures.items()}
         stderr = captures[Stream.STDERR]

@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import docker
-from docker.errors import APIError, DockerException, NotFound
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.utils.socket import STDERR, STDOUT, frames_iter
 from requests.exceptions import RequestException
 
+from workbench.engine import missing_image
 from workbench.errors import ExecutorError
 from workbench.executors.docker_spec import LABEL_APP, LABEL_SESSION, SWEEP_SIGNAL
 from workbench.executors.types import Stream
@@ -54,7 +55,7 @@ echo "$killed $found"
 SWEEP_TRIES = 5
 SWEEP_POLL_S = 0.05
 EXIT_POLL_S = 0.05
-EXEC_OUTPUT_TIMEOUT_S = 5.0
+KILLER_TIMEOUT_S = 5.0  # an exec whose container dies may never end its stream
 
 Chunk = tuple[Stream, bytes]
 
@@ -148,6 +149,8 @@ class DockerSession:
             self.container_id = await asyncio.to_thread(self._create)
             await asyncio.to_thread(self.api.start, self.container_id)
             await self.inspect()
+        except ImageNotFound as error:  # nothing was created
+            raise ExecutorError(missing_image(str(self._options.get("image")))) from error
         except (DockerException, RequestException) as error:
             with contextlib.suppress(DockerException, RequestException, ExecutorError):
                 await self.stop()
@@ -193,9 +196,8 @@ class DockerSession:
         killed = 0
         for _ in range(SWEEP_TRIES):
             try:
-                argv = ["sh", "-c", KILL_SCRIPT, "kill", tag]
-                output = await asyncio.to_thread(exec_output, self.api, self.container_id, argv)
-                counts = output.decode(errors="replace").split()
+                output = await self.exec_text(["sh", "-c", KILL_SCRIPT, "kill", tag])
+                counts = output.split()
                 killed, left = max(killed, int(counts[-2])), int(counts[-1])
             except (APIError, OSError, ValueError, IndexError):
                 left = -1
@@ -208,6 +210,21 @@ class DockerSession:
             await asyncio.sleep(SWEEP_POLL_S)
         return Sweep(killed, max(left, 1))
 
+    async def exec_text(self, argv: list[str]) -> str:
+        """Run `argv` in the container to its end and return its stdout (bounded in time)."""
+        created = await asyncio.to_thread(self.api.exec_create, self.container_id, argv)
+        stream = ExecStream(self.api, str(created["Id"]))
+        await stream.open()
+        out = bytearray()
+        try:
+            async with asyncio.timeout(KILLER_TIMEOUT_S):
+                async for kind, data in stream.chunks():
+                    if kind is Stream.STDOUT:
+                        out += data
+        finally:
+            await stream.close()
+        return out.decode(errors="replace")
+
     async def recycle(self) -> None:
         """Replace a container that stopped (or was removed) by a fresh one."""
         await self.stop()
@@ -219,27 +236,11 @@ class DockerSession:
             await asyncio.to_thread(_remove, self.api, self.container_id)
 
 
-def exec_output(api: docker.APIClient, container_id: str, argv: list[str]) -> bytes:
-    """Run `argv` in the container to its end and return its output (blocking).
-
-    docker-py's non-streaming `exec_start` leaves the connection open; this closes it.
-    """
-    created = api.exec_create(container_id, argv)
-    sock = api.exec_start(created["Id"], socket=True)
-    raw = getattr(sock, "_sock", None)
-    if raw is not None:  # an exec whose container dies may never end its stream
-        raw.settimeout(EXEC_OUTPUT_TIMEOUT_S)
-    try:
-        return b"".join(data for _, data in frames_iter(sock, False))  # type: ignore[no-untyped-call]
-    finally:
-        _close_socket(sock)
-
-
 def _close_socket(sock: Any) -> None:
     """Close an attached exec's socket and the HTTP response under it.
 
-    docker-py's own `close()` on an exec stream skips the socket once the response was read
-    to its end, which leaks one socket per exec.
+    docker-py leaves these open after a non-streaming `exec_start`, and its stream `close()`
+    skips the socket once the response was read to its end: one leaked socket per exec.
     """
     response = getattr(sock, "_response", None)
     raw = getattr(sock, "_sock", None)
@@ -255,8 +256,8 @@ def _remove(api: docker.APIClient, container_id: str) -> None:
         api.remove_container(container_id, force=True)
     except NotFound:
         pass
-    except APIError as error:
-        if error.status_code != 409:  # 409: removal already in progress
+    except (DockerException, RequestException) as error:  # also when the engine went away
+        if not (isinstance(error, APIError) and error.status_code == 409):  # 409: in progress
             raise ExecutorError(
                 f"Could not remove container {container_id[:12]}: {error}"
             ) from error
