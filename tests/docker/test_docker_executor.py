@@ -3,6 +3,7 @@
 import asyncio
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ import docker
 import pytest
 
 from workbench.executors.docker import DockerExecutor
-from workbench.executors.docker_session import exec_output, remove_leftovers
+from workbench.executors.docker_session import remove_leftovers
 from workbench.executors.docker_spec import LABEL_APP
 from workbench.executors.types import (
     CancelToken,
@@ -278,12 +279,13 @@ def _labelled(client: docker.DockerClient, container_id: str) -> bool:
 
 def _container_processes(session: Session) -> list[str]:
     """The container's processes besides the init, the supervisor and this listing."""
-    client = docker.from_env()
-    try:
-        output = exec_output(client.api, session.executor.container_id, ["ps", "-o", "pid,args"])
-    finally:
-        client.close()
-    rows = [line.split(None, 1)[1] for line in output.decode().splitlines()[1:]]
+    listing = subprocess.run(
+        ["docker", "exec", session.executor.container_id, "ps", "-o", "pid,args"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    rows = [line.split(None, 1)[1] for line in listing.splitlines()[1:]]
     return [
         r for r in rows if "docker-init" not in r and "trap" not in r and not r.startswith("ps")
     ]

@@ -9,9 +9,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QScrollBar, QTabBar, QWidget
 
+from workbench.ansi import BASIC_COLOURS
 from workbench.executors.types import CapturedOutput, PostureCard, RunResult, RunStatus
 from workbench.postures import Network, Posture, PostureId
-from workbench.ansi import BASIC_COLOURS
 from workbench.ui.cardview import CardView
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.outcome import OutcomeBanner
