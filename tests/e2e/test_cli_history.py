@@ -72,7 +72,8 @@ def test_list_show_and_export(
     assert [run["run_id"] for run in listing["runs"]] == [second, first]
     assert listing["runs"][0]["changes"] == 1 and listing["runs"][0]["outcome"] == "ok"
 
-    shown = json.loads(_cli(env, "history", "show", second[:17], "--json").stdout)
+    unique = next(i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a != b) + 1
+    shown = json.loads(_cli(env, "history", "show", second[:unique], "--json").stdout)
     assert shown["result"]["changes"][0]["path"] == "notes.txt"
     text = _cli(env, "history", "show", "last").stdout
     assert "+third" in text and "modified: notes.txt" in text
