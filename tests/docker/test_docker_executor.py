@@ -1,6 +1,7 @@
 """The docker and gvisor postures against the real engine: one session container per module."""
 
 import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
@@ -9,6 +10,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
@@ -25,6 +27,7 @@ from workbench.executors.types import (
     SessionSpec,
     Stream,
 )
+from workbench.monitor.container import ContainerSampler
 from workbench.monitor.sample import ResourceSample
 from workbench.postures import MIB, Posture, PostureId
 
@@ -233,6 +236,33 @@ def test_samples_come_from_the_cgroup_at_about_10_hz(docker_session: Session) ->
     assert max(s.cpu_percent for s in ran.samples) > 30
     assert result.cpu_seconds > 0.1
     assert result.peak_rss_bytes > 0 and result.peak_processes >= 1
+
+
+@pytest.mark.slow
+def test_engine_stats_fallback_reads_real_documents(docker_session: Session) -> None:
+    client = docker.from_env()
+    container_id = docker_session.executor.container_id
+
+    def stats() -> dict[str, Any]:
+        document: dict[str, Any] = client.api.stats(container_id, stream=False, one_shot=True)
+        return document
+
+    async def go() -> ContainerSampler:
+        sampler = ContainerSampler(None, stats, 0, None, time.monotonic())
+        task = asyncio.create_task(sampler.run())
+        await asyncio.sleep(2.5)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return sampler
+
+    try:
+        sampler = docker_session.loop.run_until_complete(go())
+    finally:
+        client.close()
+    assert sampler.source == "engine stats"
+    assert 2 <= len(sampler.samples) <= 4  # about one a second
+    assert all(s.rss_bytes > 0 and s.processes >= 2 for s in sampler.samples)
 
 
 def test_stop_removes_the_container(docker_runtimes: set[str]) -> None:
