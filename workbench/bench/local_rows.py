@@ -154,7 +154,7 @@ async def sampler_rows(context: BenchContext, wanted: frozenset[str]) -> dict[st
     """CPU per sample of the process tree sampler against reading /proc directly."""
     del wanted
     shell = " & ".join(["sleep 60"] * (TREE_SIZE - 1)) + " & wait"
-    since = time.time()
+    since = time.time() - 1  # process start times are rounded to clock ticks
     tree = subprocess.Popen(["/bin/sh", "-c", shell], start_new_session=True)
     try:
         while len(descendants([tree.pid])) < TREE_SIZE:

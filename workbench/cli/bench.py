@@ -48,9 +48,13 @@ def _bench(args: argparse.Namespace) -> int:
     from workbench.bench.suite import run_bench
 
     rows = [r.strip() for r in args.rows.split(",") if r.strip()] if args.rows else None
-    run = asyncio.run(
-        run_bench(args.quick, _postures(args.postures), rows, lambda text: warn(f"bench: {text}"))
-    )
+    bench = run_bench(args.quick, _postures(args.postures), rows, lambda t: warn(f"bench: {t}"))
+    # Not asyncio.run(): it waits for every worker thread, and a hung call never returns.
+    loop = asyncio.new_event_loop()
+    try:
+        run = loop.run_until_complete(bench)
+    finally:
+        loop.close()
     if args.json:
         emit_json("bench", bench_payload(run))
     else:
