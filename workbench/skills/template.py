@@ -136,23 +136,23 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
 
 @contextmanager
 def staged_folder(target: Path) -> Iterator[Path]:
-    """A hidden staging folder beside `target`, renamed to `target` when the block succeeds.
+    """A staging folder named like `target`, moved to `target` when the block succeeds.
 
-    Raises `UsageError` when `target` exists (before and again just before the rename); on any
-    failure the staging folder is removed, so nothing is left behind.
+    It lives inside a hidden folder beside `target` (same file system, so the final rename is
+    atomic; same name, so a skill loaded from it sees its real folder name). Raises
+    `UsageError` when `target` exists, before and again just before the rename; on any failure
+    the staging area is removed, so nothing is left behind.
     """
     _refuse_existing(target)
-    staging = Path(
-        tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
-    )
+    outer = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
     try:
-        staging.chmod(FOLDER_MODE)
+        staging = outer / target.name
+        staging.mkdir(mode=FOLDER_MODE)
         yield staging
         _refuse_existing(target)
         staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    finally:
+        shutil.rmtree(outer, ignore_errors=True)
 
 
 def _refuse_existing(target: Path) -> None:
