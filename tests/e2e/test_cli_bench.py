@@ -68,3 +68,19 @@ def test_unknown_row_is_a_usage_error(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "unknown bench row(s): no-such-row" in done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.docker
+def test_docker_rows_measure_through_the_executor(
+    tmp_path: Path, docker_runtimes: set[str]
+) -> None:
+    done = bench(tmp_path, "--quick", "--json", "--rows", "docker-round-trip,docker-first-chunk")
+    assert done.returncode == 0, done.stderr
+    rows = {row["id"]: row for row in json.loads(done.stdout)["rows"]}
+    assert set(rows) == {"docker-round-trip", "docker-first-chunk"}
+    for row in rows.values():
+        assert row["status"] in ("met", "missed"), row
+    # the first chunk is compared with our own round trip, measured in the same rounds
+    assert (
+        rows["docker-first-chunk"]["floor"]["stats"] == rows["docker-round-trip"]["ours"]["stats"]
+    )

@@ -87,11 +87,12 @@ def posix_spawn_true() -> None:
     os.waitpid(pid, 0)
 
 
-async def spawn_rows(context: BenchContext, wanted: frozenset[str]) -> dict[str, Outcome]:
+async def spawn_rows(
+    context: BenchContext, wanted: frozenset[str], outcomes: dict[str, Outcome]
+) -> None:
     """Hardened runs of /bin/true against posix_spawn, then again from a 500 MB process."""
     rounds = context.rounds(30, 10)
     session = scratch_session(context.scratch / "hardened")
-    outcomes: dict[str, Outcome] = {}
     async with started_executor(Posture(PostureId.HARDENED), session) as executor:
         cases = [
             Case("ours", checked_run(executor, ("/bin/true",))),
@@ -108,18 +109,17 @@ async def spawn_rows(context: BenchContext, wanted: frozenset[str]) -> dict[str,
             del ballast
             note = f"app RSS {rss / MIB:.0f} MiB while measured"
             outcomes[SPAWN_BIG.id] = Outcome(stats["ours"], stats["floor"], note=note)
-    return outcomes
 
 
-async def quickjs_rows(context: BenchContext, wanted: frozenset[str]) -> dict[str, Outcome]:
+async def quickjs_rows(
+    context: BenchContext, wanted: frozenset[str], outcomes: dict[str, Outcome]
+) -> None:
     """A fresh QuickJS worker per run against a bare interpreter that loads the engine."""
-    outcomes = {
-        QUICKJS_WARM.id: Outcome(
-            skipped="this build has no warm worker: every run starts a fresh, isolated one"
-        )
-    }
+    outcomes[QUICKJS_WARM.id] = Outcome(
+        skipped="this build has no warm worker: every run starts a fresh, isolated one"
+    )
     if QUICKJS_FIRST.id not in wanted:
-        return outcomes
+        return
     session = scratch_session(context.scratch / "quickjs")
     (session.workspace / "first.js").write_text("console.log(1 + 2);\n")
     floor = [sys.executable, "-c", "import _quickjs"]
@@ -132,7 +132,6 @@ async def quickjs_rows(context: BenchContext, wanted: frozenset[str]) -> dict[st
     outcomes[QUICKJS_FIRST.id] = Outcome(
         stats["ours"], stats["floor"], note="ours: run() until its result is in hand"
     )
-    return outcomes
 
 
 def read_tree_raw(root: int) -> tuple[int, int]:
@@ -150,7 +149,9 @@ def read_tree_raw(root: int) -> tuple[int, int]:
     return ticks, pages
 
 
-async def sampler_rows(context: BenchContext, wanted: frozenset[str]) -> dict[str, Outcome]:
+async def sampler_rows(
+    context: BenchContext, wanted: frozenset[str], outcomes: dict[str, Outcome]
+) -> None:
     """CPU per sample of the process tree sampler against reading /proc directly."""
     del wanted
     shell = " & ".join(["sleep 60"] * (TREE_SIZE - 1)) + " & wait"
@@ -172,7 +173,7 @@ async def sampler_rows(context: BenchContext, wanted: frozenset[str]) -> dict[st
         await asyncio.sleep(0.05)
         reap_orphans(since)  # the sleeps, re-parented to this process (a child subreaper)
     note = f"{stats['ours'].median * 10 * 100:.2f}% of a core at 10 Hz"
-    return {SAMPLER_LOCAL.id: Outcome(stats["ours"], stats["floor"], note=note)}
+    outcomes[SAMPLER_LOCAL.id] = Outcome(stats["ours"], stats["floor"], note=note)
 
 
 def workbench_command() -> list[str]:
@@ -183,7 +184,9 @@ def workbench_command() -> list[str]:
     return [sys.executable, "-m", "workbench"]
 
 
-async def cli_rows(context: BenchContext, wanted: frozenset[str]) -> dict[str, Outcome]:
+async def cli_rows(
+    context: BenchContext, wanted: frozenset[str], outcomes: dict[str, Outcome]
+) -> None:
     """`workbench --version` against an interpreter that does nothing."""
     del wanted
     ours = [*workbench_command(), "--version"]
@@ -193,7 +196,7 @@ async def cli_rows(context: BenchContext, wanted: frozenset[str]) -> dict[str, O
         Case("floor", timed_call(lambda: run_quiet(floor))),
     ]
     stats = await interleave(cases, context.rounds(15, 5))
-    return {CLI_START.id: Outcome(stats["ours"], stats["floor"], note=" ".join(ours))}
+    outcomes[CLI_START.id] = Outcome(stats["ours"], stats["floor"], note=" ".join(ours))
 
 
 GROUPS = (

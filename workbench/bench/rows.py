@@ -102,12 +102,14 @@ class BenchContext:
         return quick if self.quick else full
 
 
-GroupRun = Callable[[BenchContext, frozenset[str]], Coroutine[Any, Any, dict[str, Outcome]]]
+GroupRun = Callable[[BenchContext, frozenset[str], dict[str, Outcome]], Coroutine[Any, Any, None]]
 
 
 @dataclass(frozen=True, slots=True)
 class Group:
-    """Rows measured together. `run` gets the ids of the selected rows and measures those.
+    """Rows measured together. `run` gets the ids of the selected rows, measures those and
+    puts each row's `Outcome` into the dict it is given as soon as it has it (so a row that
+    fails later does not lose the rows measured before it).
 
     `abort` (blocking) removes what a `run` that hangs left behind, so that the calls it is
     stuck in return.

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from workbench.bench import local_rows, workspace_rows
+from workbench.bench import docker_rows, local_rows, workspace_rows
 from workbench.bench.rows import BenchContext, Group, Need, Outcome, RowResult
 from workbench.errors import UsageError
 from workbench.executors import implemented_postures
@@ -36,6 +36,7 @@ ABORT_WAIT_S = 10.0
 GROUPS: tuple[Group, ...] = (
     *local_rows.GROUPS,
     *workspace_rows.GROUPS,
+    *docker_rows.GROUPS,
 )
 
 
@@ -165,10 +166,12 @@ async def run_bench(
     return BenchRun(tuple(results), time.perf_counter() - started, quick, facts, hung)
 
 
-async def _within(group: Group, context: BenchContext, ids: frozenset[str]) -> dict[str, Outcome]:
-    """The group's outcomes; `TimeoutError` (after aborting it) when it hangs."""
+async def _within(
+    group: Group, context: BenchContext, ids: frozenset[str], outcomes: dict[str, Outcome]
+) -> None:
+    """Run the group into `outcomes`; `GroupHung` (after aborting it) when it hangs."""
     limit = GROUP_LIMIT_S[context.quick]
-    task = asyncio.create_task(group.run(context, ids))
+    task = asyncio.create_task(group.run(context, ids, outcomes))
     done, _ = await asyncio.wait({task}, timeout=limit)
     if done:
         return task.result()
@@ -195,12 +198,13 @@ async def _run_group(
         return [replace(row, skipped=reason) for row in blank]
     progress(f"measuring {group.id} ({', '.join(spec.id for spec in specs)})")
     context.scratch.mkdir(mode=0o755)
+    outcomes: dict[str, Outcome] = {}
     try:
-        outcomes = await _within(group, context, ids)
+        await _within(group, context, ids, outcomes)
     except Exception as error:  # a failing group is reported in its rows; the rest still run
         message = f"{type(error).__name__}: {error}"
         progress(f"{group.id} failed: {message}")
-        return [replace(row, error=message) for row in blank]
+        blank = [row if row.spec.id in outcomes else replace(row, error=message) for row in blank]
     missing = Outcome(skipped="not measured")
     return [
         replace(

@@ -101,9 +101,10 @@ def snapshot_diff(tree: Path, before: Snapshot) -> int:
     return len(diff_snapshots(before, take_snapshot(tree, previous=before)))
 
 
-async def workspace_rows(context: BenchContext, wanted: frozenset[str]) -> dict[str, Outcome]:
+async def workspace_rows(
+    context: BenchContext, wanted: frozenset[str], outcomes: dict[str, Outcome]
+) -> None:
     """The 10k row, and the 50k row unless --quick."""
-    outcomes = {}
     if TREE_10K.id in wanted:
         outcomes[TREE_10K.id] = await measure_tree(context, 10_000)
     if TREE_50K.id in wanted:
@@ -112,7 +113,6 @@ async def workspace_rows(context: BenchContext, wanted: frozenset[str]) -> dict[
             if context.quick
             else await measure_tree(context, 50_000)
         )
-    return outcomes
 
 
 GROUPS = (Group("workspace", (TREE_10K, TREE_50K), workspace_rows, needs=(Need.GIT,)),)

@@ -54,10 +54,7 @@ from workbench.postures import Posture, PostureId, PostureWarning, Severity, ass
 
 ENGINE_TIMEOUT_S = 10
 CONTAINER_GONE = "the session container stopped during the run (removed or stopped from outside)"
-DRAIN_S = 2.0
-# gVisor charges its sandbox's own threads to the host pids limit: below this the sandbox hangs
-# while starting (measured here: 48 hangs, 64 starts).
-GVISOR_MIN_PIDS = 64  # after the sweep, how long the output stream may take to close
+DRAIN_S = 2.0  # after the sweep, how long the output stream may take to close
 _NO_OUTPUT = CapturedOutput(text="", total_bytes=0, truncated=False, log_path=None)
 
 
@@ -86,11 +83,6 @@ class DockerExecutor:
             raise ExecutorError(
                 f"Cannot create the runs folder {session.runs_dir}: {error}."
             ) from error
-        if self.runtime == "runsc" and self.posture.limits.pids < GVISOR_MIN_PIDS:
-            raise ExecutorError(
-                f"gVisor needs a process limit of at least {GVISOR_MIN_PIDS} (its sandbox's own "
-                f"threads count against it); {self.posture.limits.pids} was asked for."
-            )
         try:
             self._client = await asyncio.to_thread(engine_client, ENGINE_TIMEOUT_S)
         except DockerException as error:

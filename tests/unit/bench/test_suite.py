@@ -18,28 +18,33 @@ FAST = RowSpec("fast", "a fast row", "ours", "floor", Goal("<= 2x", max_ratio=2.
 SLOW = RowSpec("slow", "a slow row", "ours", "floor", Goal("<= 2x", max_ratio=2.0))
 DOCKERISH = RowSpec("boxed", "a boxed row", "ours", "floor", Goal("<= 1x", max_ratio=1.0))
 BROKEN = RowSpec("broken", "a broken row", "ours", "floor", Goal("<= 1x", max_ratio=1.0))
+KEPT = RowSpec("kept", "measured before it broke", "ours", "floor", Goal("<= 1x", max_ratio=1.0))
 
 
 def _stats(value: float) -> Stats:
     return Stats(n=3, median=value, low=value / 2, high=value * 2)
 
 
-async def _measured(context: BenchContext, wanted: frozenset[str]) -> dict[str, Outcome]:
+async def _measured(
+    context: BenchContext, wanted: frozenset[str], outcomes: dict[str, Outcome]
+) -> None:
     assert context.scratch.is_dir()
-    outcomes = {"fast": Outcome(_stats(0.002), _stats(0.001), note="<b>plain</b>")}
+    outcomes["fast"] = Outcome(_stats(0.002), _stats(0.001), note="<b>plain</b>")
     if "slow" in wanted:
         outcomes["slow"] = Outcome(_stats(0.003), _stats(0.001))
-    return outcomes
 
 
-async def _fails(context: BenchContext, wanted: frozenset[str]) -> dict[str, Outcome]:
+async def _fails(
+    context: BenchContext, wanted: frozenset[str], outcomes: dict[str, Outcome]
+) -> None:
+    outcomes["kept"] = Outcome(_stats(0.001), _stats(0.001))
     raise RuntimeError("engine went away\x1b[2J")
 
 
 FAKE_GROUPS = (
     Group("local", (FAST, SLOW), _measured),
     Group("box", (DOCKERISH,), _measured, PostureId.DOCKER, (Need.ENGINE,)),
-    Group("broken", (BROKEN,), _fails),
+    Group("broken", (KEPT, BROKEN), _fails),
 )
 
 
@@ -69,7 +74,8 @@ def test_select_by_row_id_and_refuse_unknown_ids() -> None:
 def test_run_skips_missing_needs_and_reports_failures() -> None:
     run = asyncio.run(suite.run_bench(quick=True))
     by_id = {row.spec.id: row for row in run.rows}
-    assert list(by_id) == ["fast", "slow", "boxed", "broken"]
+    assert list(by_id) == ["fast", "slow", "boxed", "kept", "broken"]
+    assert by_id["kept"].met is True and not by_id["kept"].error
     assert by_id["fast"].ratio == 2.0 and by_id["fast"].met is True
     assert by_id["slow"].met is False
     assert by_id["boxed"].skipped == "no Docker engine answers"
@@ -80,13 +86,19 @@ def test_run_skips_missing_needs_and_reports_failures() -> None:
     document = bench_payload(run)
     json.dumps(document)
     statuses = {row["id"]: row["status"] for row in document["rows"]}
-    assert statuses == {"fast": "met", "slow": "missed", "boxed": "skipped", "broken": "failed"}
+    assert statuses == {
+        "fast": "met",
+        "slow": "missed",
+        "boxed": "skipped",
+        "kept": "met",
+        "broken": "failed",
+    }
 
 
 def test_every_real_row_id_is_unique() -> None:
     ids = suite.row_ids()
     assert len(ids) == len(set(ids))
-    assert {"hardened-spawn", "workspace-10k", "cli-start"} <= set(ids)
+    assert {"hardened-spawn", "docker-stop", "workspace-10k", "cli-start"} <= set(ids)
 
 
 def test_scratch_folders_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -100,9 +112,10 @@ def test_scratch_folders_are_removed(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_a_hanging_group_is_aborted_and_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     aborted: list[str] = []
 
-    async def hangs(context: BenchContext, wanted: frozenset[str]) -> dict[str, Outcome]:
+    async def hangs(
+        context: BenchContext, wanted: frozenset[str], outcomes: dict[str, Outcome]
+    ) -> None:
         await asyncio.Event().wait()
-        return {}
 
     group = Group("stuck", (FAST,), hangs, abort=lambda context: aborted.append(context.token))
     monkeypatch.setattr(suite, "GROUPS", (group,))
