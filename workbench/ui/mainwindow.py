@@ -31,8 +31,10 @@ from workbench.postures import POSTURE_INFO, PostureId
 from workbench.runs.service import CompletedRun
 from workbench.skills import Skill
 from workbench.ui.compareview import CompareView
+from workbench.ui.editor import SkillEditor
 from workbench.ui.historyview import HistoryView
 from workbench.ui.messagebar import MessageBar
+from workbench.ui.newskill import AuthoringActions
 from workbench.ui.posturepicker import PosturePicker
 from workbench.ui.runpanel import RunPanel
 from workbench.ui.services import PostureProbe, Services
@@ -72,6 +74,8 @@ class MainWindow(QMainWindow):
         self.message_bar = MessageBar(self)
         self.browser = SkillBrowser(self)
         self.view = SkillView(self)
+        self.editor = SkillEditor(self)
+        self.view.tabs().insertTab(1, self.editor, "Edit")
         self.run_panel = RunPanel(services.runs, settings, self)
         self.postures = PosturePicker(self)
         self.history = HistoryView(services.runs, self)
@@ -114,6 +118,7 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self._posture_label)
         self.statusBar().addPermanentWidget(self._count_label)
         self.statusBar().addPermanentWidget(self._docker_label)
+        self.authoring = AuthoringActions(self, self.editor, self._spawn, services.load_skill)
         self._build_actions()
         self._connect_signals()
 
@@ -129,6 +134,8 @@ class MainWindow(QMainWindow):
         self.recent_menu = QMenu("Open &Recent", self)
 
         file_menu = self.menuBar().addMenu("&File")
+        file_menu.addActions(self.authoring.actions())
+        file_menu.addSeparator()
         file_menu.addAction(self.open_action)
         file_menu.addMenu(self.recent_menu)
         file_menu.addAction(self.reload_action)
@@ -178,6 +185,7 @@ class MainWindow(QMainWindow):
         finally:
             self.reload_action.setEnabled(True)
         self.browser.set_skills(skills)
+        self.authoring.watch_roots(self._roots)
         if self.browser.current_skill() is None:
             self.browser.select_first()
         self._update_count()
@@ -197,6 +205,7 @@ class MainWindow(QMainWindow):
             if folder not in self._roots:
                 self._roots.append(folder)
         self.browser.add_skills(found)
+        self.authoring.watch_roots(self._roots)
         self._update_count()
 
     async def shutdown(self) -> None:
@@ -228,6 +237,9 @@ class MainWindow(QMainWindow):
         self.message_bar.show_error(message)
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if self.authoring.holds_close():
+            event.ignore()
+            return
         self._settings.setValue("window/version", str(STATE_VERSION))
         self._settings.setValue("window/geometry", self.saveGeometry())
         self._settings.setValue("window/state", self.saveState())
@@ -278,6 +290,8 @@ class MainWindow(QMainWindow):
         self.browser.focus_search()
 
     def on_browser_skill_selected(self, skill: Skill | None) -> None:
+        if not self.authoring.switch_to(skill):
+            return
         self.view.show_skill(skill)
         self.run_panel.set_skill(skill)
         self.compare.set_skill(skill)

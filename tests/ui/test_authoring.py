@@ -1,0 +1,145 @@
+"""The authoring loop in the window: create a skill, break it in the editor and see the
+diagnostic on its line, fix it, save, run it (hardened), package it and re-import it
+identically; unsaved edits survive a skill switch; an external edit refreshes the views.
+
+The temporary folder is world-traversable: the hardened posture runs the command as a
+throwaway uid, which cannot enter pytest's 0700 tmp_path.
+"""
+
+import asyncio
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from workbench.postures import PostureId
+from workbench.skills import Code
+from workbench.ui.mainwindow import MainWindow
+
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A world-traversable temporary folder (skills, workspaces and packages go inside)."""
+    folder = Path(tempfile.mkdtemp(prefix="workbench-authoring-test-", dir="/tmp"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _tree(folder: Path) -> dict[str, tuple[int, bytes]]:
+    return {
+        str(path.relative_to(folder)): (
+            stat.S_IMODE(path.stat().st_mode),
+            path.read_bytes() if path.is_file() else b"",
+        )
+        for path in sorted(folder.rglob("*"))
+    }
+
+
+def _edit_line(window: MainWindow, line: int, text: str) -> None:
+    block = window.editor.text.document().findBlockByNumber(line - 1)
+    cursor = window.editor.text.textCursor()
+    cursor.setPosition(block.position())
+    cursor.setPosition(block.position() + block.length() - 1, cursor.MoveMode.KeepAnchor)
+    cursor.insertText(text)
+
+
+async def _until(predicate: Callable[[], object]) -> None:
+    """Wait with the loop running (file events start refreshes only then)."""
+    while not predicate():
+        await asyncio.sleep(0.02)
+
+
+async def _save(window: MainWindow) -> None:
+    window.authoring.save_action.trigger()
+    await _until(lambda: "writes hello.txt" in window.browser.current_skill().description)
+
+
+async def _run_skill(window: MainWindow) -> None:
+    panel = window.run_panel
+    panel.set_posture(PostureId.HARDENED)
+    task = panel.start()
+    assert task is not None
+    await task
+    await panel.changes.settle()
+
+
+def test_create_break_fix_save_run_package_and_reimport(
+    window: MainWindow, run: Run, extra_root: Path, tmp_path: Path, qtbot
+) -> None:
+    folder = run(window.authoring.create(extra_root, "hello-skill", "Says hello.", {"scripts"}))
+    assert window.browser.current_skill().path == folder
+    assert window.view.tabs().currentWidget() is window.editor
+    editor = window.editor
+    assert editor.text.document().findBlockByNumber(1).text() == "name: hello-skill"
+    assert editor.diagnostics() == ()
+
+    _edit_line(window, 2, "name: Hello-Skill")
+    run(_until(lambda: any(d.code is Code.NAME_CASE for d in editor.diagnostics())))
+    assert {d.line for d in editor.diagnostics()} == {2}
+    assert "capital letters" in " ".join(editor.text.line_messages(2))
+    assert window.editor.is_modified()
+
+    _edit_line(window, 2, "name: hello-skill")
+    run(_until(lambda: editor.diagnostics() == ()))
+    _edit_line(window, 3, "description: Says hello, and writes hello.txt.")
+    run(_save(window))
+    assert not editor.is_modified()
+    assert "writes hello.txt" in (folder / "SKILL.md").read_text(encoding="utf-8")
+
+    run(_run_skill(window))
+    panel = window.run_panel
+    assert panel.banner.sentence.text() == "Finished: exited with code 0", (
+        panel.output.text.toPlainText()
+    )
+    assert "Wrote hello.txt" in panel.output.text.toPlainText()
+
+    package = run(window.authoring.export(folder, tmp_path / "hello.skill"))
+    elsewhere = tmp_path / "imported"
+    imported = run(window.authoring.import_package(package, elsewhere))
+    assert imported == elsewhere / "hello-skill"
+    assert _tree(imported) == _tree(folder)
+    assert window.browser.current_skill().path == imported
+
+
+def test_switching_skill_with_unsaved_edits_asks_and_can_stay(
+    window: MainWindow, run: Run, extra_root: Path, write_skill, qtbot
+) -> None:
+    first = write_skill(extra_root, "first", "name: first\ndescription: First.")
+    second = write_skill(extra_root, "second", "name: second\ndescription: Second.")
+    run(window.reload_catalog())
+    assert window.browser.select_path(first)
+    _edit_line(window, 3, "description: Edited.")
+    window.browser.select_path(second)
+    qtbot.waitUntil(lambda: isinstance(QApplication.activeModalWidget(), QMessageBox))
+    QApplication.activeModalWidget().button(QMessageBox.StandardButton.Cancel).click()
+    qtbot.waitUntil(lambda: window.browser.current_skill().path == first)
+    assert window.editor.skill().path == first
+    assert window.editor.text.document().findBlockByNumber(2).text() == "description: Edited."
+
+    window.browser.select_path(second)
+    qtbot.waitUntil(lambda: isinstance(QApplication.activeModalWidget(), QMessageBox))
+    QApplication.activeModalWidget().button(QMessageBox.StandardButton.Save).click()
+    qtbot.waitUntil(lambda: window.editor.skill().path == second)
+    assert "description: Edited." in (first / "SKILL.md").read_text(encoding="utf-8")
+
+
+def test_an_external_edit_refreshes_the_browser_and_the_editor(
+    window: MainWindow, run: Run, extra_root: Path, write_skill, qtbot
+) -> None:
+    folder = write_skill(extra_root, "outside", "name: outside\ndescription: Before.")
+    run(window.reload_catalog())
+    assert window.browser.select_path(folder)
+    (folder / "SKILL.md").write_text("---\nname: Outside\ndescription: After.\n---\n")
+
+    run(_until(lambda: "After." in window.editor.text.toPlainText()))
+    run(_until(lambda: not window.browser.current_skill().valid))
+    assert window.browser.current_skill().description == "After."
+    assert any(d.code is Code.NAME_CASE for d in window.editor.diagnostics())
