@@ -1,11 +1,17 @@
-"""`workbench skills list|show|validate`: the skill catalog on the command line.
+"""`workbench skills list|show|validate|new|package|import|preview`: skills on the command line.
 
 Text for people by default, one schema-versioned JSON document with `--json`. Diagnostics print
 as `path:line: error|warning: message`. `validate` exits 0 when every skill conforms to the
-spec and 1 when any does not; an unknown skill or folder is a usage error (exit 2).
+spec and 1 when any does not; an unknown skill or folder is a usage error (exit 2). `show`
+includes the budget meter. `new` writes a skill from the template (a bad name or an existing
+folder is a usage error); `package` and `import` write and read `.skill` zips and exit 1 with
+the reason when a skill or a package is refused; `preview` prints the capability preview, a
+prediction and never a security control. Text from skills is printed with control characters
+escaped, so no escape sequence from a skill reaches the terminal.
 """
 
 import argparse
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -18,8 +24,13 @@ from workbench.skills import (
     Skill,
     default_roots,
     discover,
+    load_skill,
 )
 from workbench.skills import find_skill as find_named_skill
+from workbench.skills.budget import budget
+from workbench.skills.package import PackageError, export_skill, import_skill
+from workbench.skills.preview import preview
+from workbench.skills.template import FOLDERS, create_skill
 
 
 def register(commands: "argparse._SubParsersAction[Any]") -> None:
@@ -35,7 +46,28 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
     validate = actions.add_parser("validate", help="check skills against the Agent Skills spec")
     validate.add_argument("skills", nargs="+", metavar="SKILL", help="skill folders or names")
     validate.set_defaults(handler=_validate)
-    for action in (listing, show, validate):
+    new = actions.add_parser("new", help="create a new skill from the template")
+    new.add_argument("name", metavar="NAME", help="the skill's name (lowercase, digits, hyphens)")
+    new.add_argument("--description", required=True, help="what the skill does, when to use it")
+    new.add_argument("--root", type=Path, default=Path("skills"), help="where (default ./skills)")
+    new.add_argument(
+        "--folders", default="scripts", help=f"comma-separated, from {','.join(FOLDERS)}"
+    )
+    new.set_defaults(handler=_new)
+    package = actions.add_parser("package", help="write a skill as a .skill zip")
+    package.add_argument("skill", metavar="SKILL", help="a skill folder, or a skill's name")
+    package.add_argument("--output", type=Path, help="the file to write (default ./NAME.skill)")
+    package.set_defaults(handler=_package)
+    unpack = actions.add_parser("import", help="unpack a .skill zip into a skill root")
+    unpack.add_argument("file", type=Path, metavar="FILE", help="the .skill file")
+    unpack.add_argument(
+        "--root", type=Path, default=Path("skills"), help="where (default ./skills)"
+    )
+    unpack.set_defaults(handler=_import)
+    peek = actions.add_parser("preview", help="predict what each posture will block")
+    peek.add_argument("skill", metavar="SKILL", help="a skill folder, or a skill's name")
+    peek.set_defaults(handler=_preview)
+    for action in (listing, show, validate, new, package, unpack, peek):
         action.add_argument("--json", action="store_true", help="print one JSON document")
 
 
@@ -60,8 +92,9 @@ def _list(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     skill = find_named_skill(args.skill, default_roots())
+    meter = budget(skill)
     if args.json:
-        emit_json("skill", {"skill": _details(skill)})
+        emit_json("skill", {"skill": _details(skill), "budget": asdict(meter)})
         return 0
     print(f"name: {skill.name}  [{_status(skill)}]")
     print(f"path: {skill.path}")
@@ -69,6 +102,18 @@ def _show(args: argparse.Namespace) -> int:
     if skill.command:
         print(f"command: {skill.command}")
     print(f"body: {skill.body_lines:,} lines, about {skill.body_tokens:,} tokens")
+    print(
+        f"budget: metadata about {meter.metadata_tokens:,} tokens (advice about "
+        f"{meter.advised_metadata_tokens}), body advice under {meter.advised_body_lines} lines "
+        f"and {meter.advised_body_tokens:,} tokens"
+    )
+    sizes = ", ".join(
+        f"{r.folder}/ {_size(r.size)} ({r.files} file{'s' * (r.files != 1)})"
+        for r in meter.resources
+    )
+    print(f"resources (read only when needed): {sizes}")
+    for advice in meter.advice:
+        print(f"  advice: {_plain(advice)}")
     print("files:")
     for line in _tree_lines(skill.files, 1):
         print(line)
@@ -94,6 +139,81 @@ def _validate(args: argparse.Namespace) -> int:
             verdict = "valid" if skill.valid else f"INVALID ({_spec_count(skill)})"
             print(f"{skill.path}: {verdict}")
     return 0 if all_valid else 1
+
+
+def _new(args: argparse.Namespace) -> int:
+    folders = {part.strip() for part in args.folders.split(",") if part.strip()}
+    folder = create_skill(args.root, args.name, args.description, folders)
+    if args.json:
+        emit_json("skill-new", {"path": str(folder), "skill": _summary(load_skill(folder))})
+    else:
+        print(f"Created {folder}")
+        print(f"Edit {folder / 'SKILL.md'}, then: workbench skills validate {folder}")
+    return 0
+
+
+def _package(args: argparse.Namespace) -> int:
+    skill = find_named_skill(args.skill, default_roots())
+    output = args.output or Path(f"{skill.path.name}.skill")
+    try:
+        written = export_skill(skill.path, output)
+    except PackageError as error:
+        return _refused("package", error)
+    if args.json:
+        size = written.stat().st_size
+        emit_json("skill-package", {"path": str(written), "size": size, "skill": skill.name})
+    else:
+        print(f"Wrote {written} ({_size(written.stat().st_size)})")
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    try:
+        folder = import_skill(args.file, args.root)
+    except PackageError as error:
+        return _refused("import", error)
+    if args.json:
+        emit_json("skill-import", {"path": str(folder), "skill": _summary(load_skill(folder))})
+    else:
+        print(f"Imported {folder}")
+    return 0
+
+
+def _refused(action: str, error: PackageError) -> int:
+    print(f"workbench skills {action}: {_plain(str(error))}", file=sys.stderr)
+    return 1
+
+
+def _preview(args: argparse.Namespace) -> int:
+    result = preview(find_named_skill(args.skill, default_roots()))
+    if args.json:
+        emit_json("skill-preview", asdict(result))
+        return 0
+    print(f"Capability preview of {_plain(result.skill)}")
+    print(result.notice)
+    print("findings:" if result.findings else "findings: none")
+    for finding in result.findings:
+        print(f"  [{finding.capability}] {_plain(finding.summary)}")
+    print(f"commands invoked: {_plain(', '.join(result.tools)) or 'none'}")
+    missing = ", ".join(result.missing_tools) or "none"
+    print(f"not in the sandbox image: {_plain(missing)}")
+    print("per posture, with its default settings:")
+    for prediction in result.predictions:
+        print(f"  {prediction.posture}: {prediction.verdict}")
+        for line in prediction.blocked:
+            print(f"    blocked: {_plain(line)}")
+        for line in prediction.allowed:
+            print(f"    allowed: {_plain(line)}")
+    for line in result.skipped:
+        print(f"  not read: {_plain(line)}")
+    return 0
+
+
+def _plain(text: str) -> str:
+    """`text` with control characters shown escaped, so a skill cannot drive the terminal."""
+    return "".join(
+        c if c.isprintable() or c == " " else c.encode("unicode_escape").decode() for c in text
+    )
 
 
 def _status(skill: Skill) -> str:

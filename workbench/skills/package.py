@@ -98,7 +98,7 @@ def export_skill(skill_dir: Path, dest: Path) -> Path:
 
 
 def import_skill(zip_path: Path, root: Path, limits: ImportLimits = ImportLimits()) -> Path:
-    """Extract the `.skill` file `zip_path` into `root` and return the new skill folder.
+    """Extract the `.skill` file `zip_path` into `root`; return the new skill folder (absolute).
 
     Raises `PackageError` (see the module docstring for every refusal); nothing is written then.
     """
@@ -119,14 +119,15 @@ def import_skill(zip_path: Path, root: Path, limits: ImportLimits = ImportLimits
             raise PackageError(_bomb(f"it would unpack to {_mib(claimed)}", limits))
         for info in infos:
             _check_ratio(info, info.file_size, limits)
-        root.mkdir(parents=True, exist_ok=True)
+        target = root.absolute() / top
+        target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with staged_folder(root / top) as staging:
+            with staged_folder(target) as staging:
                 _extract(archive, infos, paths, staging, limits)
                 _require_valid(staging)
         except UsageError as error:  # the destination exists
             raise PackageError(str(error)) from None
-    return root / top
+    return target
 
 
 def is_excluded(name: str) -> bool:

@@ -62,7 +62,7 @@ def create_skill(
     if unknown:
         raise UsageError(f"unknown folder {', '.join(unknown)}; choose from {', '.join(FOLDERS)}")
     _check(name, description)
-    target = root / name
+    target = root.absolute() / name
     root.mkdir(parents=True, exist_ok=True)
     with staged_folder(target) as staging:
         with_script = "scripts" in folders
