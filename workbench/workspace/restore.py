@@ -121,9 +121,11 @@ class _Restorer:
         path = self.root / entry.path
         if entry.type is EntryType.DIR:
             path.mkdir(mode=stat.S_IRWXU)
+            _own_like_parent(path)
             self.folders_to_finish.add(entry.path)
         elif entry.type is EntryType.SYMLINK:
             path.symlink_to(entry.target or "")
+            _own_like_parent(path)
             os.utime(path, ns=(entry.mtime_ns, entry.mtime_ns), follow_symlinks=False)
         elif entry.type is EntryType.FILE:
             self._write_file(path, entry)
@@ -139,7 +141,8 @@ class _Restorer:
         fd, tmp_name = tempfile.mkstemp(prefix=".workbench-restore-", dir=path.parent)
         try:
             self.blobs.copy_to_fd(entry.digest, fd)
-            os.fchmod(fd, entry.mode)
+            _own_like_parent(Path(tmp_name))
+            os.fchmod(fd, entry.mode)  # after the chown, which clears set-uid bits
         finally:
             os.close(fd)
         os.utime(tmp_name, ns=(entry.mtime_ns, entry.mtime_ns))
@@ -159,6 +162,13 @@ class _Restorer:
                 os.utime(path, ns=(entry.mtime_ns, entry.mtime_ns))
             except OSError as error:
                 self.notes.append(f"Could not reset folder {rel!r}: {error.strerror}.")
+
+
+def _own_like_parent(path: Path) -> None:
+    """As root, give a recreated entry its folder's owner, not root (owners are not kept)."""
+    if os.geteuid() == 0:
+        folder = path.parent.lstat()
+        os.lchown(path, folder.st_uid, folder.st_gid)
 
 
 def _must_remove(change: FileChange) -> bool:

@@ -123,3 +123,27 @@ def test_restore_refuses_a_truncated_snapshot(tmp_path: Path) -> None:
     before = take_snapshot(tmp_path, limits=SnapshotLimits(max_entries=2))
     with pytest.raises(WorkspaceError, match="too many entries"):
         restore_workspace(tmp_path, before, BlobStore(tmp_path / "blobs"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root restores files for another owner")
+def test_restored_entries_belong_to_the_workspace_owner_not_root(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.txt").write_text("a")
+    (root / "sub" / "b.txt").write_text("b")
+    (root / "c.txt").symlink_to("a.txt")
+    for path in (root, root / "sub", root / "a.txt", root / "sub" / "b.txt", root / "c.txt"):
+        os.lchown(path, 1234, 1234)
+    store = BlobStore(tmp_path / "blobs")
+    before = take_snapshot(root, store=store)
+    for path in (root / "sub" / "b.txt", root / "a.txt", root / "c.txt"):
+        path.unlink()
+    (root / "sub").rmdir()
+
+    restore_workspace(root, before, store)
+
+    owners = {
+        path.relative_to(root).as_posix(): (path.lstat().st_uid, path.lstat().st_gid)
+        for path in root.rglob("*")
+    }
+    assert owners == {name: (1234, 1234) for name in ("a.txt", "sub", "sub/b.txt", "c.txt")}
