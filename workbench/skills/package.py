@@ -80,6 +80,8 @@ def export_skill(skill_dir: Path, dest: Path) -> Path:
     if not (folder / "SKILL.md").is_file():
         raise PackageError(f"{folder} has no SKILL.md; only a skill folder can be packaged")
     target = (dest / f"{folder.name}{SUFFIX}" if dest.is_dir() else dest).absolute()
+    if not target.parent.is_dir():
+        raise PackageError(f"{target.parent} is not a folder; choose where to write the package")
     if target.resolve().is_relative_to(folder.resolve()):
         raise PackageError(f"{target} is inside the skill; write the package somewhere else")
     entries = _entries(folder, ImportLimits())

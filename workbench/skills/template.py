@@ -63,7 +63,10 @@ def create_skill(
         raise UsageError(f"unknown folder {', '.join(unknown)}; choose from {', '.join(FOLDERS)}")
     _check(name, description)
     target = root.absolute() / name
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"cannot use {root} as a skill root: {error.strerror}") from None
     with staged_folder(target) as staging:
         with_script = "scripts" in folders
         write_atomic(staging / "SKILL.md", skill_md_text(name, description, with_script).encode())

@@ -88,6 +88,8 @@ def test_export_is_deterministic_and_leaves_out_junk(skill: Path, tmp_path: Path
 def test_export_refuses_links_and_a_destination_inside_the_skill(
     skill: Path, tmp_path: Path
 ) -> None:
+    with pytest.raises(PackageError, match="is not a folder; choose where"):
+        export_skill(skill, tmp_path / "missing" / "x.skill")
     with pytest.raises(PackageError, match="is inside the skill"):
         export_skill(skill, skill / "assets")
     (skill / "scripts" / "secrets").symlink_to("/etc")

@@ -80,6 +80,12 @@ def test_an_empty_description_and_an_unknown_folder_are_refused(tmp_path: Path) 
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_root_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "root").write_text("a file")
+    with pytest.raises(UsageError, match=r"cannot use .* as a skill root"):
+        create_skill(tmp_path / "root", "fine", "A description.")
+
+
 def test_an_existing_folder_is_never_overwritten(tmp_path: Path) -> None:
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "mine.txt").write_text("keep me")
