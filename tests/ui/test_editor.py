@@ -175,3 +175,13 @@ def test_an_unreadable_skill_md_opens_read_only(
     assert editor.text.isReadOnly() and not editor.save_button.isEnabled()
     assert not editor.save()
     assert (folder / "SKILL.md").read_bytes() == data
+
+
+def test_the_budget_meter_follows_the_buffer(editor: SkillEditor) -> None:
+    assert editor.budget.text().startswith("Budget: metadata about")
+    assert "references/" not in editor.budget.text()
+    long_body = "".join(f"## Part {n}\n\n" + "Some detail.\n" * 30 for n in range(20))
+    _replace_all(editor, GOOD + long_body)
+    editor.validate_now()
+    assert "of 500" in editor.budget.text()
+    assert "references/" in editor.budget.text() and "'## Part 0'" in editor.budget.text()

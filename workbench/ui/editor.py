@@ -5,13 +5,15 @@ Validation runs on the buffer, debounced, without touching the skill: the text i
 temporary copy of the skill folder's name (the catalog has no in-memory validator yet).
 Saving is atomic (a temporary file in the skill folder, then `os.replace`, keeping the mode),
 and refuses to overwrite a SKILL.md that changed on disk since it was loaded: the "changed on
-disk" bar offers Reload, Keep mine, or Show disk version. Questions use `.open()`, never a
+disk" bar offers Reload, Keep mine, or Show disk version. The budget meter under the preview
+measures the buffer against the spec's advice as you type. Questions use `.open()`, never a
 blocking `exec()`.
 """
 
 import stat
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -30,11 +32,12 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.skills import Diagnostic, Skill, load_skill
+from workbench.skills.budget import Budget, budget
 from workbench.skills.reading import read_skill_md
 from workbench.skills.template import write_atomic
 from workbench.ui.highlighter import SkillTextEdit
 from workbench.ui.skillview import MarkdownView
-from workbench.ui.text import tooltip
+from workbench.ui.text import plural, tooltip
 from workbench.ui.watch import Fingerprint, fingerprint
 from workbench.ui.widgets import plain_label, set_status
 
@@ -93,6 +96,8 @@ class SkillEditor(QWidget):
         self.text.setAccessibleName("SKILL.md editor")
         self.preview = MarkdownView(self)
         self.preview.setAccessibleName("Preview of the SKILL.md body")
+        self.budget = plain_label("", self, wrap=True)
+        self.budget.setAccessibleName("Context budget of the text")
         self.problems = QListWidget(self)
         self.problems.setAccessibleName("Problems in the editor")
         self.problems.setMaximumHeight(110)
@@ -137,7 +142,12 @@ class SkillEditor(QWidget):
         column.addLayout(status_row)
         self._splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self._splitter.setChildrenCollapsible(False)
-        for widget in (left, self.preview, self.disk_text):
+        right = QWidget(self)
+        pane = QVBoxLayout(right)
+        pane.setContentsMargins(0, 0, 0, 0)
+        pane.addWidget(self.preview, 1)
+        pane.addWidget(self.budget)
+        for widget in (left, right, self.disk_text):
             self._splitter.addWidget(widget)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -333,6 +343,7 @@ class SkillEditor(QWidget):
         checked = validate_text(self._skill.path, self._skill.skill_md, self.text.toPlainText())
         self._checked = checked
         self.preview.set_markdown(checked.body)
+        self._show_budget(budget(replace(checked, files=self._skill.files)))
         self.text.show_diagnostics(checked.diagnostics)
         self._list_problems(checked.diagnostics)
         self._show_state()
@@ -357,6 +368,17 @@ class SkillEditor(QWidget):
         verdict = "with errors" if errors else "valid" if self._is_valid() else "not valid"
         self._state.setText(f"{saved} · {verdict}")
         set_status(self._state, "danger" if errors else "warning" if self.is_modified() else "ok")
+
+    def _show_budget(self, meter: Budget) -> None:
+        over = meter.metadata_over or meter.body_over
+        self.budget.setText(
+            f"Budget: metadata about {plural(meter.metadata_tokens, 'token')} of "
+            f"{meter.advised_metadata_tokens} advised · body {plural(meter.body_lines, 'line')} "
+            f"of {meter.advised_body_lines}, about {plural(meter.body_tokens, 'token')} of "
+            f"{meter.advised_body_tokens:,}"
+            + "".join(f"\n{' '.join(advice.split())}" for advice in meter.advice)
+        )
+        set_status(self.budget, "warning" if over else "muted")
 
     def _is_valid(self) -> bool:
         return self._checked is not None and self._checked.valid
