@@ -8,11 +8,12 @@ module, are what stop a skill. `preview(skill)` reads the skill's scripts (Pytho
 the commands the skill invokes that the sandbox image lacks (`IMAGE_TOOLS`, the one list of
 what the image holds), and a `PosturePrediction` per posture, assuming its default settings.
 
-Reading is bounded for hostile skills: at most `MAX_FILES` scripts and `MAX_FILE_BYTES` of
-each, regular files only, opened with O_NOFOLLOW (links are never followed), binary files and
-junk folders skipped; what was skipped is listed.
+Reading is bounded for hostile skills: at most `MAX_ENTRIES` folder entries looked at,
+`MAX_FILES` scripts and `MAX_FILE_BYTES` of each; regular files only, opened with O_NOFOLLOW
+(links are never followed); binary files and junk folders skipped; what was skipped is listed.
 """
 
+import itertools
 import os
 import re
 import stat
@@ -40,9 +41,12 @@ NOTICE = (
 )
 MAX_FILES = 200
 MAX_FILE_BYTES = 256 * 1024
+MAX_ENTRIES = 20_000  # folder entries looked at in all
 SCRIPT_SUFFIXES = {".py": "python", ".sh": "shell", ".bash": "shell", ".js": "javascript",
                    ".mjs": "javascript", ".cjs": "javascript"}  # fmt: skip
-_SHEBANG = re.compile(rb"^#!\S*?(?:/env\s+)?\S*?(python|sh|bash|node)\b")
+_SHEBANG = re.compile(
+    rb"^#!\s*(?:\S*/)?(?:env\s+(?:-\S+\s+)*)?(python[0-9.]*|bash|sh|dash|node|nodejs)(?:\s|$)"
+)
 _INTERPRETERS = {"python3": "python", "python": "python", "sh": "shell", "bash": "shell",
                  "node": "javascript", "nodejs": "javascript"}  # fmt: skip
 _CONTAINER = (PostureId.DOCKER, PostureId.GVISOR)
@@ -179,18 +183,23 @@ def _candidates(folder: Path, skipped: list[str]) -> list[Path]:
     """Regular files under `folder` (links never followed, junk folders left out), bounded."""
     found: list[Path] = []
     pending = [folder]
-    while pending and len(found) < MAX_FILES * 20:
+    room = MAX_ENTRIES
+    while pending and room > 0:
         current = pending.pop()
         try:
             with os.scandir(current) as scan:
-                entries = sorted(scan, key=lambda entry: entry.name)
+                entries = sorted(itertools.islice(scan, room), key=lambda entry: entry.name)
         except OSError:
             continue
+        room -= len(entries)
+        if room <= 0:
+            skipped.append(f"the rest: only {MAX_ENTRIES:,} folder entries are looked at")
         for entry in entries:
             if is_excluded(entry.name):
                 continue
             if entry.is_symlink():
-                skipped.append(f"{Path(entry.path).relative_to(folder)}: a link, not followed")
+                if len(skipped) < MAX_FILES:
+                    skipped.append(f"{Path(entry.path).relative_to(folder)}: a link, not followed")
             elif entry.is_dir(follow_symlinks=False):
                 pending.append(Path(entry.path))
             elif entry.is_file(follow_symlinks=False) and entry.name != "SKILL.md":
@@ -223,7 +232,7 @@ def _language(path: Path, data: bytes) -> str | None:
     if match is None:
         return None
     word = match.group(1).decode()
-    return {"python": "python", "node": "javascript"}.get(word, "shell")
+    return "python" if word.startswith("python") else _INTERPRETERS.get(word, "shell")
 
 
 def _front_matter_findings(skill: Skill) -> list[Finding]:

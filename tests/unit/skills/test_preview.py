@@ -8,6 +8,7 @@ import pytest
 from workbench.paths import resources_dir
 from workbench.postures import PostureId
 from workbench.skills import load_skill
+from workbench.skills import preview as preview_module
 from workbench.skills.preview import (
     MAX_FILE_BYTES,
     NOTICE,
@@ -204,3 +205,26 @@ def test_bundled_examples_get_the_predictions_their_docs_promise(name: str) -> N
         assert verdicts[PostureId.QUICKJS] is Verdict.CANNOT_RUN
     expected = Verdict.PARTLY_BLOCKED if name == "secret-probe" else Verdict.RUNS
     assert verdicts[PostureId.DOCKER] is expected
+
+
+def test_scripts_without_a_suffix_are_known_by_their_shebang(tmp_path: Path) -> None:
+    folder = make_skill(
+        tmp_path,
+        {
+            "scripts/fetch": "#!/usr/bin/env python3\nimport socket\n",
+            "scripts/notes": "import socket\n",  # no shebang, no suffix: not a script
+        },
+    )
+    result = run_preview(folder)
+    assert ("scripts/fetch", 2, Capability.NETWORK) in found(result)
+    assert not [f for f in result.findings if f.file == "scripts/notes"]
+
+
+def test_a_huge_folder_is_looked_at_only_so_far(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(preview_module, "MAX_ENTRIES", 5)
+    folder = make_skill(tmp_path, {f"scripts/s{i}.sh": "curl x\n" for i in range(10)})
+    result = run_preview(folder)
+    assert "the rest: only 5 folder entries are looked at" in result.skipped
+    assert len({f.file for f in result.findings if f.capability is Capability.NETWORK}) < 10
