@@ -1,7 +1,12 @@
-"""Fixtures every test shares: an isolated user data area, and the Docker engine gate."""
+"""Fixtures every test shares: an isolated user data area, and the Docker engine gate.
+
+Docker tests skip with a reason when no engine answers, except under
+WORKBENCH_REQUIRE_DOCKER=1 (CI), where any skip of a `docker` or `gvisor` test is a failure:
+a missing engine, runtime, image or executor must not pass unnoticed.
+"""
 
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,11 +27,24 @@ def isolated_user_dirs(
 
 @pytest.fixture(scope="session")
 def docker_runtimes() -> Iterator[set[str]]:
-    """The local engine's runtimes; skips without an engine unless WORKBENCH_REQUIRE_DOCKER=1."""
+    """The engine's runtimes; skips without an engine (see the module doc)."""
     runtimes = docker_engine_runtimes()
     if runtimes is None:
-        message = "no Docker engine answers (start dockerd, or see .ci/run)"
-        if os.environ.get("WORKBENCH_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"WORKBENCH_REQUIRE_DOCKER=1 but {message}")
-        pytest.skip(message)
+        pytest.skip("no Docker engine answers (start dockerd, or see .ci/run)")
     yield runtimes
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Under WORKBENCH_REQUIRE_DOCKER=1, a skipped docker or gvisor test fails."""
+    del call
+    report = yield
+    required = os.environ.get("WORKBENCH_REQUIRE_DOCKER") == "1"
+    containers = item.get_closest_marker("docker") or item.get_closest_marker("gvisor")
+    if required and containers and report.skipped:
+        reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"WORKBENCH_REQUIRE_DOCKER=1, but this test was skipped: {reason}"
+    return report
