@@ -129,7 +129,9 @@ def open_app() -> int:
         say("or take a picture of the window instead:")
         say("  QT_QPA_PLATFORM=offscreen .venv/bin/workbench gui --screenshot workbench.png")
         return 1
-    return subprocess.run([venv_tool("workbench"), "gui"]).returncode
+    # Become the app rather than wait for it: no process holding this environment stays
+    # alive as the app's parent, where a command could read it from /proc.
+    os.execv(venv_tool("workbench"), [venv_tool("workbench"), "gui"])
 
 
 def run_tests(pytest_args: list[str]) -> int:

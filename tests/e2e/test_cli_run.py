@@ -165,6 +165,8 @@ def test_workbench_failure_exits_125_with_a_message(
     [
         ("--memory", "lots"),
         ("--timeout", "-1"),
+        ("--timeout", "inf"),
+        ("--cpus", "nan"),
         ("--posture", "nope"),
         ("--network", "host"),
         (),  # no command

@@ -12,6 +12,7 @@ and 125 when the workbench itself could not run it.
 
 import argparse
 import contextlib
+import math
 import re
 import signal
 import sys
@@ -146,9 +147,9 @@ def posture_from_args(posture_id: PostureId, args: argparse.Namespace, name: str
         )
         if value is not None
     }
-    if any(value <= 0 for value in limits.values()):
+    if not all(math.isfinite(value) and value > 0 for value in limits.values()):
         raise UsageError(
-            f"workbench {name}: --timeout, --memory, --cpus and --pids must be positive"
+            f"workbench {name}: --timeout, --memory, --cpus and --pids must be positive numbers"
         )
     return posture.with_limits(**limits)
 
