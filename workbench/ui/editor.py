@@ -100,7 +100,8 @@ class SkillEditor(QWidget):
         self.budget.setAccessibleName("Context budget of the text")
         self.problems = QListWidget(self)
         self.problems.setAccessibleName("Problems in the editor")
-        self.problems.setMaximumHeight(110)
+        self.problems.setMaximumHeight(72)
+        self.problems.setWordWrap(True)
         self.problems.setMinimumHeight(24)  # the window's minimum size must not grow
         self.text.setMinimumHeight(36)
         self.disk_text = QPlainTextEdit(self)
@@ -147,8 +148,9 @@ class SkillEditor(QWidget):
         pane.setContentsMargins(0, 0, 0, 0)
         pane.addWidget(self.preview, 1)
         pane.addWidget(self.budget)
-        for widget in (left, right, self.disk_text):
+        for stretch, widget in ((3, left), (2, right), (2, self.disk_text)):
             self._splitter.addWidget(widget)
+            self._splitter.setStretchFactor(self._splitter.indexOf(widget), stretch)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.conflict_bar)
