@@ -242,7 +242,10 @@ def _assess_hardened(posture: Posture) -> list[PostureWarning]:
         PostureWarning(Severity.CAUTION, "The skill can still reach the network."),
         PostureWarning(
             Severity.CAUTION,
-            "The skill can still see and signal your other processes.",
+            "The skill can still see your other processes and their command lines."
+            if os.geteuid() == 0  # it runs as a throwaway uid, which cannot signal them
+            else "The skill can still see and signal your other processes, and read their "
+            "environment variables (secrets included).",
         ),
         PostureWarning(
             Severity.INFO,
