@@ -1,13 +1,20 @@
 """The worker's `fs` object: file access confined to the run's workspace, with size caps.
 
-Every path is workspace-relative; `..` and absolute paths are refused outright, and the real
-path (symlinks resolved) must stay inside the workspace, so a planted symlink cannot lead out.
-Files are opened with O_NOFOLLOW. Caps per run: 16 MiB per read or write, 256 MiB written in
-all, 1,000 new files, 10,000 entries per listing. Refusals raise `FsRefused`, whose text the
-script sees.
+Every path is workspace-relative; `..`, empty and absolute paths are refused outright. The
+workspace folder is opened once, and every operation walks its path from that descriptor one
+name at a time (`openat`-style calls with `dir_fd`, `O_NOFOLLOW`, `follow_symlinks=False`),
+never through a path string, and refuses any name on the way that is a symbolic link. So a
+link planted in the workspace, or a folder swapped for a link while the script runs, cannot
+lead out: the check and the use are the same system call. Removing a link removes the link
+itself. Caps per run: 16 MiB per read or write, 256 MiB written in all, 1,000 new files, 10,000
+entries per listing. Refusals raise `FsRefused`, whose text the script sees.
 """
 
+import contextlib
+import errno
 import os
+import stat
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -20,74 +27,89 @@ MAX_WRITTEN_BYTES = 256 * MIB  # all fs.writeText of a run
 MAX_FILES_CREATED = 1000  # new files per run
 MAX_LIST_ENTRIES = 10_000
 
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+WRITE_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+
 
 class FsRefused(Exception):
     """An fs call the workspace policy refuses; its text is shown to the script."""
 
 
 class WorkspaceFs:
-    """File access confined to one workspace folder, with size and count caps."""
+    """File access confined to one workspace folder, with size and count caps.
+
+    Holds a descriptor of the workspace for the rest of the process (the worker's one run).
+    """
 
     def __init__(self, root: Path) -> None:
-        self.root = root.resolve(strict=True)
+        self.root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         self.files_created = 0
         self.bytes_written = 0
 
-    def resolve(self, rel: str) -> Path:
-        """The real path of workspace-relative `rel`; `FsRefused` for any escape."""
-        try:
-            real = (self.root / checked(rel)).resolve()
-        except (RuntimeError, OSError) as error:  # a symlink loop, an unreadable folder
-            raise FsRefused(f"path {rel!r} cannot be resolved: {error}") from None
-        if real != self.root and self.root not in real.parents:
-            raise FsRefused(f"path {rel!r} refused: it resolves outside the workspace")
-        return real
-
     def call(self, op: str, rel: str, data: str | None) -> Any:
         """Perform one fs operation; the value goes back to JavaScript as JSON."""
-        if op == "remove":
-            self.remove(rel)
-            return None
-        path = self.resolve(rel)
+        if op not in ("exists", "list", "readText", "writeText", "remove"):
+            raise FsRefused(f"unknown operation {op!r}")
         if op == "exists":
-            return path.exists()
-        if op == "list":
-            names = sorted(entry.name for entry in os.scandir(path))
-            if len(names) > MAX_LIST_ENTRIES:
-                raise FsRefused(f"{rel!r} has more than {MAX_LIST_ENTRIES} entries")
-            return names
-        if op == "readText":
-            return read_capped(path, rel).decode("utf-8", errors="replace")
-        if op == "writeText":
-            self.write_text(path, rel, data or "")
+            try:
+                with self.parent(rel) as (fd, name):
+                    refuse_link(fd, name, rel)
+                    return True
+            except (FileNotFoundError, NotADirectoryError):
+                return False
+        with self.parent(rel, create=op == "writeText") as (fd, name):
+            if op == "list":
+                return list_names(fd, name, rel)
+            if op == "readText":
+                file_fd = checked_open(fd, name, rel, os.O_RDONLY | os.O_CLOEXEC)
+                return read_capped(file_fd, rel).decode("utf-8", errors="replace")
+            if op == "writeText":
+                self.write_text(fd, name, rel, data or "")
+            else:
+                remove(fd, name)
             return None
-        raise FsRefused(f"unknown operation {op!r}")
 
-    def remove(self, rel: str) -> None:
-        """Remove a file, a symlink (not its target) or an empty folder."""
-        pure = checked(rel)
-        if pure.name in ("", "."):
-            raise FsRefused("the workspace itself cannot be removed")
-        path = self.resolve(str(pure.parent)) / pure.name
-        if path.is_dir() and not path.is_symlink():
-            path.rmdir()
-        else:
-            path.unlink()
+    @contextlib.contextmanager
+    def parent(self, rel: str, create: bool = False) -> Iterator[tuple[int, str]]:
+        """A descriptor of the folder holding `rel` (walked from the root), and its last name.
 
-    def write_text(self, path: Path, rel: str, text: str) -> None:
-        """Write `text` as UTF-8, creating parent folders inside the workspace."""
+        With `create`, missing folders on the way are made. The workspace itself is ".".
+        """
+        parts = checked(rel).parts
+        fd = os.dup(self.root_fd)
+        try:
+            for name in parts[:-1]:
+                if create:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(name, 0o755, dir_fd=fd)
+                inner = checked_open(fd, name, rel, DIR_FLAGS)
+                os.close(fd)
+                fd = inner
+            yield fd, parts[-1] if parts else "."
+        finally:
+            os.close(fd)
+
+    def write_text(self, dir_fd: int, name: str, rel: str, text: str) -> None:
+        """Write `text` as UTF-8 to `name` in `dir_fd`, a new file or an existing one."""
         data = text.encode()
         if len(data) > MAX_WRITE_BYTES:
             raise FsRefused(f"writing {rel!r} refused: {len(data)} bytes exceed the 16 MiB cap")
         if self.bytes_written + len(data) > MAX_WRITTEN_BYTES:
             raise FsRefused(f"writing {rel!r} refused: a run writes at most 256 MiB in all")
-        if not path.exists():
-            if self.files_created >= MAX_FILES_CREATED:
-                raise FsRefused(f"writing {rel!r} refused: {MAX_FILES_CREATED} new files cap")
-            self.files_created += 1
-        path.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(path, flags, 0o644)
+        fd = -1
+        if self.files_created < MAX_FILES_CREATED:
+            with contextlib.suppress(FileExistsError):
+                fd = os.open(name, WRITE_FLAGS | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=dir_fd)
+                self.files_created += 1
+        if fd < 0:
+            try:
+                fd = checked_open(dir_fd, name, rel, WRITE_FLAGS | os.O_TRUNC)
+            except FileNotFoundError:
+                if self.files_created < MAX_FILES_CREATED:
+                    raise
+                raise FsRefused(
+                    f"writing {rel!r} refused: {MAX_FILES_CREATED} new files cap"
+                ) from None
         try:
             write_all(fd, data)
         finally:
@@ -107,9 +129,50 @@ def checked(rel: str) -> PurePosixPath:
     return pure
 
 
-def read_capped(path: Path, rel: str) -> bytes:
-    """The bytes of a regular file no larger than `MAX_READ_BYTES`."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+def refuse_link(dir_fd: int, name: str, rel: str) -> None:
+    """`FsRefused` when `name` in `dir_fd` is a symbolic link; OSError when it is missing."""
+    if stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+        raise FsRefused(
+            f"path {rel!r} refused: {name!r} is a symbolic link, which could lead outside "
+            "the workspace"
+        )
+
+
+def checked_open(dir_fd: int, name: str, rel: str, flags: int) -> int:
+    """`os.open(name, flags | O_NOFOLLOW, dir_fd=dir_fd)`, with `FsRefused` for a link."""
+    try:
+        return os.open(name, flags | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except OSError as error:
+        if error.errno in (errno.ELOOP, errno.ENOTDIR):
+            refuse_link(dir_fd, name, rel)
+        raise
+
+
+def list_names(dir_fd: int, name: str, rel: str) -> list[str]:
+    """The sorted names in folder `name` of `dir_fd`."""
+    fd = checked_open(dir_fd, name, rel, DIR_FLAGS)
+    try:
+        with os.scandir(fd) as entries:
+            names = sorted(entry.name for entry in entries)
+    finally:
+        os.close(fd)
+    if len(names) > MAX_LIST_ENTRIES:
+        raise FsRefused(f"{rel!r} has more than {MAX_LIST_ENTRIES} entries")
+    return names
+
+
+def remove(dir_fd: int, name: str) -> None:
+    """Remove a file, a symbolic link (not its target) or an empty folder."""
+    if name == ".":
+        raise FsRefused("the workspace itself cannot be removed")
+    if stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+        os.rmdir(name, dir_fd=dir_fd)
+    else:
+        os.unlink(name, dir_fd=dir_fd)
+
+
+def read_capped(fd: int, rel: str) -> bytes:
+    """The bytes of the open file `fd` (then closed), if no more than `MAX_READ_BYTES`."""
     try:
         with os.fdopen(fd, "rb", closefd=False) as file:
             data = file.read(MAX_READ_BYTES + 1)

@@ -200,7 +200,8 @@ def run(request: dict[str, Any], control_fd: int) -> dict[str, Any]:
         context.add_callable("__workbench_fetch_call", fetcher.call)
     context.eval(PRELUDE.replace("ARGS", json.dumps(json.dumps(request["args"]))))
     try:
-        source = read_capped(Path(request["script_path"]), display).decode()
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+        source = read_capped(os.open(request["script_path"], flags), display).decode()
     except (OSError, FsRefused, UnicodeDecodeError) as error:
         return {"type": "result", "outcome": "bad_script", "error": f"{display}: {error}"}
     track = context.eval(TRACK_COMPLETION)

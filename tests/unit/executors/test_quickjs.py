@@ -8,8 +8,11 @@ Last, the worker's start stays import-light (its cost is in `tests/perf/quickjs_
 """
 
 import asyncio
+import ctypes
+import json
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -269,12 +272,58 @@ def test_fs_refuses_every_escape_and_leaves_host_files_alone(env: Env) -> None:
     assert not [line for line in lines if line.startswith("ALLOWED")]
     assert lines[0] == "fs.readText: path '../outside/secret.txt' refused: '..' is not allowed"
     assert "absolute path" in lines[2] and "refused" in lines[2]
-    assert lines[4] == "fs.readText: path 'passwd-link' refused: it resolves outside the workspace"
+    assert lines[4] == (
+        "fs.readText: path 'passwd-link' refused: 'passwd-link' is a symbolic link, which "
+        "could lead outside the workspace"
+    )
     assert all("refused" in line for line in lines)
     assert secret.read_text() == "host data"
     assert [p.name for p in env.outside.iterdir()] == ["secret.txt"]
     assert Path("/etc/passwd").read_bytes() == passwd
     assert not (env.workspace / "secret-link").is_symlink()  # removing a link spares its target
+
+
+RACE = """
+let written = 0, refused = 0, failed = 0;
+const end = Date.now() + 1500;
+while (Date.now() < end) {
+  try { fs.writeText("d/pwned.txt", "pwned"); written++; }
+  catch (e) { if (e.message.includes("refused")) refused++; else failed++; }
+}
+console.log(JSON.stringify({ written, refused, failed }));
+"""
+
+
+def _exchange(a: Path, b: Path) -> None:
+    """Swap two names atomically (renameat2 with RENAME_EXCHANGE)."""
+    at_fdcwd, rename_exchange = -100, 2
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.renameat2(at_fdcwd, bytes(a), at_fdcwd, bytes(b), rename_exchange) != 0:
+        raise OSError(ctypes.get_errno(), "renameat2")
+
+
+def test_fs_writes_never_escape_through_a_folder_swapped_for_a_link(env: Env) -> None:
+    """The reviewer's race: `d` flips between a folder and a link out while JS writes d/..."""
+    (env.workspace / "d").mkdir()
+    (env.workspace / "swap").symlink_to(env.outside)
+    env.outside.chmod(0o777)  # writable by anyone: only the fs walk stands in the way
+    done = threading.Event()
+
+    def swap() -> None:
+        while not done.is_set():
+            _exchange(env.workspace / "d", env.workspace / "swap")
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    try:
+        result = run(env, RACE)
+    finally:
+        done.set()
+        swapper.join()
+    assert result.status is RunStatus.OK, result.stderr.text
+    counts = json.loads(result.stdout.text)
+    assert counts["written"] > 0 and counts["refused"] > 0  # both sides of the race were hit
+    assert list(env.outside.iterdir()) == []
 
 
 def test_console_output_is_capped_per_run(env: Env) -> None:

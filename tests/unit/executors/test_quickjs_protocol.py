@@ -10,7 +10,7 @@ from workbench.executors.quickjs import (
     worker_rlimits,
 )
 from workbench.executors.types import SessionSpec
-from workbench.jsworker.fs import FsRefused, WorkspaceFs
+from workbench.jsworker.fs import MAX_FILES_CREATED, FsRefused, WorkspaceFs
 from workbench.jsworker.protocol import (
     HEADER,
     MAX_MESSAGE,
@@ -95,22 +95,47 @@ def test_limit_checks_compare_proc_limits_with_the_wanted_ones() -> None:
 
 
 def test_workspace_fs_policy(tmp_path: Path) -> None:
-    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws/sub").mkdir(parents=True)
     (tmp_path / "ws/inner.txt").write_text("in")
     (tmp_path / "ws/link-in").symlink_to(tmp_path / "ws/inner.txt")
+    (tmp_path / "ws/dir-link").symlink_to(tmp_path / "ws/sub")
     (tmp_path / "ws/loop").symlink_to(tmp_path / "ws/loop")
     fs = WorkspaceFs(tmp_path / "ws")
-    assert fs.call("readText", "link-in", None) == "in"
     assert fs.call("exists", "./inner.txt", None) is True
+    assert fs.call("exists", "nope/inner.txt", None) is False
+    assert fs.call("list", ".", None) == ["dir-link", "inner.txt", "link-in", "loop", "sub"]
     for bad in ["", "a\0b", "/ws/inner.txt", "x/../inner.txt"]:
         with pytest.raises(FsRefused):
-            fs.resolve(bad)
-    with pytest.raises(FsRefused, match="cannot be resolved"):
-        fs.call("readText", "loop", None)
+            fs.call("exists", bad, None)
+    # Links are refused wherever they are on the path, even ones that stay inside.
+    for op, rel in [
+        ("readText", "link-in"),
+        ("readText", "loop"),
+        ("list", "dir-link"),
+        ("exists", "dir-link/x"),
+        ("writeText", "dir-link/new.txt"),
+    ]:
+        with pytest.raises(FsRefused, match="is a symbolic link"):
+            fs.call(op, rel, "x")
+    assert list((tmp_path / "ws/sub").iterdir()) == []
+    fs.call("remove", "link-in", None)
+    assert (tmp_path / "ws/inner.txt").read_text() == "in"
+    assert not (tmp_path / "ws/link-in").is_symlink()
     with pytest.raises(FsRefused, match="workspace itself"):
         fs.call("remove", ".", None)
     with pytest.raises(FsRefused, match="unknown operation"):
         fs.call("chmod", "inner.txt", None)
+
+
+def test_workspace_fs_counts_new_files_against_the_cap(tmp_path: Path) -> None:
+    fs = WorkspaceFs(tmp_path)
+    fs.files_created = MAX_FILES_CREATED - 1
+    fs.call("writeText", "a/last.txt", "1")
+    fs.call("writeText", "a/last.txt", "2")  # overwriting is not a new file
+    with pytest.raises(FsRefused, match="new files cap"):
+        fs.call("writeText", "a/one-too-many.txt", "3")
+    assert (tmp_path / "a/last.txt").read_text() == "2"
+    assert not (tmp_path / "a/one-too-many.txt").exists()
 
 
 def test_clean_stack_names_the_script_and_drops_host_frames() -> None:
