@@ -143,3 +143,28 @@ def test_an_external_edit_refreshes_the_browser_and_the_editor(
     run(_until(lambda: not window.browser.current_skill().valid))
     assert window.browser.current_skill().description == "After."
     assert any(d.code is Code.NAME_CASE for d in window.editor.diagnostics())
+
+
+def test_the_capability_preview_is_labelled_a_prediction_and_names_what_is_blocked(
+    window: MainWindow, run: Run, extra_root: Path, write_skill
+) -> None:
+    folder = write_skill(extra_root, "fetcher", "name: fetcher\ndescription: Fetches.")
+    (folder / "scripts").mkdir()
+    (folder / "scripts" / "fetch.py").write_text(
+        'import urllib.request\nurllib.request.urlopen("https://example.com/<b>x</b>")\n'
+    )
+    run(window.reload_catalog())
+    assert window.browser.select_path(folder)
+    tree = window.view._capabilities
+    run(_until(lambda: tree.topLevelItemCount() > 0))
+    assert window.view._prediction.text().startswith("PREDICTION, NOT A SECURITY CONTROL")
+    rows = {
+        tree.topLevelItem(i).text(0): [
+            tree.topLevelItem(i).child(j).text(0) for j in range(tree.topLevelItem(i).childCount())
+        ]
+        for i in range(tree.topLevelItemCount())
+    }
+    docker = next(children for title, children in rows.items() if title.startswith("Docker c"))
+    assert any(line.startswith("blocked:") and "network" in line for line in docker)
+    found = next(children for title, children in rows.items() if title.startswith("What the"))
+    assert any("scripts/fetch.py:2" in line for line in found)

@@ -1,4 +1,5 @@
-"""The skill view: one skill's header, SKILL.md body, front matter, diagnostics and files.
+"""The skill view: one skill's header, SKILL.md body, front matter, diagnostics, files and the
+capability preview (a prediction from a static read, labelled as such, never a security control).
 
 Everything shown here comes from the skill's own files and is untrusted. Labels are plain
 text, the body is rendered as Markdown with HTML turned off, links are never opened and
@@ -22,7 +23,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.postures import POSTURE_INFO
 from workbench.skills import Skill
+from workbench.skills.preview import CapabilityPreview
 from workbench.ui.filetree import FileBrowser
 from workbench.ui.text import badge_text, diagnostic_counts, plural, tooltip
 from workbench.ui.theme import icon
@@ -112,6 +115,16 @@ class SkillView(QWidget):
         page.addWidget(self._diagnostics, 1)
         page.addWidget(self._diagnostic_details)
         self._files = FileBrowser(self)
+        self._capabilities = QTreeWidget(self)
+        self._capabilities.setHeaderHidden(True)
+        self._capabilities.setAccessibleName("Capability preview")
+        self._prediction = plain_label("", self, wrap=True)
+        set_status(self._prediction, "warning")
+        self._capabilities_page = QWidget(self)
+        page = QVBoxLayout(self._capabilities_page)
+        page.setContentsMargins(0, 4, 0, 0)
+        page.addWidget(self._prediction)
+        page.addWidget(self._capabilities, 1)
 
         self._tabs = QTabWidget(self)
         self._tabs.setDocumentMode(True)
@@ -120,6 +133,7 @@ class SkillView(QWidget):
         self._tabs.addTab(self._front, "Front matter")
         self._tabs.addTab(self._diagnostics_page, "Diagnostics")
         self._tabs.addTab(self._files, "Files")
+        self._tabs.addTab(self._capabilities_page, "Capabilities")
 
         self._placeholder = plain_label("Select a skill to see its instructions and files.", self)
         self._placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -177,6 +191,29 @@ class SkillView(QWidget):
         self._show_diagnostics(skill)
         if not skill.usable:
             self._tabs.setCurrentWidget(self._diagnostics_page)
+
+    def show_capabilities(self, result: CapabilityPreview | None) -> None:
+        """Show the capability preview of the skill on show (None: not read yet)."""
+        self._capabilities.clear()
+        self._prediction.setText(result.notice if result else "Reading the skill's scripts…")
+        if result is None:
+            return
+        for prediction in result.predictions:
+            title = POSTURE_INFO[prediction.posture].title
+            item = QTreeWidgetItem(self._capabilities, [f"{title}: {prediction.verdict}"])
+            for kind, lines in (("blocked", prediction.blocked), ("allowed", prediction.allowed)):
+                for line in lines:
+                    item.addChild(QTreeWidgetItem([f"{kind}: {line}"]))
+        groups = (
+            ("What the scripts do", [finding.summary for finding in result.findings]),
+            ("Commands invoked", list(result.tools)),
+            ("Not in the sandbox image", list(result.missing_tools)),
+            ("Not read", list(result.skipped)),
+        )
+        for title, lines in groups:
+            item = QTreeWidgetItem(self._capabilities, [f"{title} ({len(lines)})"])
+            item.addChildren([QTreeWidgetItem([" ".join(line.split())]) for line in lines])
+        self._capabilities.expandAll()
 
     def skill(self) -> Skill | None:
         """The skill on show."""
