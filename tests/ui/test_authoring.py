@@ -10,6 +10,7 @@ import asyncio
 import shutil
 import stat
 import tempfile
+import zipfile
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,40 @@ def test_the_capability_preview_is_labelled_a_prediction_and_names_what_is_block
     assert any(line.startswith("blocked:") and "network" in line for line in docker)
     found = next(children for title, children in rows.items() if title.startswith("What the"))
     assert any("scripts/fetch.py:2" in line for line in found)
+
+
+def test_closing_with_unsaved_edits_asks_and_cancel_keeps_the_window(
+    window: MainWindow, run: Run, extra_root: Path, write_skill, qtbot
+) -> None:
+    folder = write_skill(extra_root, "kept", "name: kept\ndescription: Kept.")
+    run(window.reload_catalog())
+    assert window.browser.select_path(folder)
+    _edit_line(window, 3, "description: Not yet saved.")
+    window.close()
+    qtbot.waitUntil(lambda: isinstance(QApplication.activeModalWidget(), QMessageBox))
+    QApplication.activeModalWidget().button(QMessageBox.StandardButton.Cancel).click()
+    assert window.isVisible() and window.editor.is_modified()
+    window.close()
+    qtbot.waitUntil(lambda: isinstance(QApplication.activeModalWidget(), QMessageBox))
+    QApplication.activeModalWidget().button(QMessageBox.StandardButton.Discard).click()
+    qtbot.waitUntil(lambda: not window.isVisible())
+    assert "Not yet saved" not in (folder / "SKILL.md").read_text(encoding="utf-8")
+
+
+def test_a_hostile_package_is_refused_in_the_message_bar_and_writes_nothing(
+    window: MainWindow, run: Run, extra_root: Path, tmp_path: Path
+) -> None:
+    package = tmp_path / "evil.skill"
+    with zipfile.ZipFile(package, "w") as archive:
+        archive.writestr("evil/SKILL.md", "---\nname: evil\ndescription: E.\n---\n")
+        archive.writestr("evil/../../escaped.txt", "gotcha")
+    before = sorted(extra_root.rglob("*"))
+
+    async def attempt() -> None:
+        window._spawn(window.authoring.import_package(package, extra_root))
+        await _until(window.message_bar.isVisible)
+
+    run(attempt())
+    assert "evil/../../escaped.txt" in window.message_bar.text()
+    assert sorted(extra_root.rglob("*")) == before
+    assert not (tmp_path / "escaped.txt").exists()
