@@ -185,3 +185,17 @@ def test_the_budget_meter_follows_the_buffer(editor: SkillEditor) -> None:
     editor.validate_now()
     assert "of 500" in editor.budget.text()
     assert "references/" in editor.budget.text() and "'## Part 0'" in editor.budget.text()
+
+
+def test_a_lowercase_skill_md_is_still_editable(
+    qtbot, tmp_path: Path, write_skill: WriteSkill
+) -> None:
+    folder = write_skill(tmp_path, "lower", "name: lower\ndescription: L.")
+    (folder / "SKILL.md").rename(folder / "skill.md")
+    editor = SkillEditor()
+    qtbot.addWidget(editor)
+    editor.show_skill(load_skill(folder))
+    assert not editor.text.isReadOnly()
+    _replace_all(editor, GOOD.replace("demo", "lower"))
+    assert editor.save()
+    assert (folder / "skill.md").read_text(encoding="utf-8") == GOOD.replace("demo", "lower")

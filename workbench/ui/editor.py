@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.skills import Diagnostic, Skill, load_skill
+from workbench.skills import Code, Diagnostic, Skill, load_skill
 from workbench.skills.budget import Budget, budget
 from workbench.skills.reading import read_skill_md
 from workbench.skills.template import write_atomic
@@ -43,6 +43,7 @@ from workbench.ui.widgets import plain_label, set_status
 
 VALIDATE_DELAY_MS = 300
 LINE_ROLE = Qt.ItemDataRole.UserRole + 1
+_LOSSY = frozenset({Code.INVALID_UTF8, Code.SKILL_MD_TOO_LARGE})
 
 
 def validate_text(folder: Path, skill_md: Path, text: str) -> Skill:
@@ -328,14 +329,15 @@ class SkillEditor(QWidget):
             return
         read = read_skill_md(skill.path)
         self._loaded = fingerprint(read.path)
-        editable = read.text is not None and not read.diagnostics
+        lossy = [d for d in read.diagnostics if d.code in _LOSSY]  # saving would lose bytes
+        editable = read.text is not None and not lossy
         self.text.setReadOnly(not editable)
         self.save_button.setEnabled(editable)
         self.text.setPlainText(read.text or "")
         self.text.document().setModified(False)
         self._validate()
         if not editable:
-            reason = read.diagnostics[0].message if read.diagnostics else "it cannot be read"
+            reason = (lossy or read.diagnostics)[0].message if read.diagnostics else "unreadable"
             self._state.setText(f"Read only: {reason}")
             set_status(self._state, "danger")
 
@@ -367,7 +369,8 @@ class SkillEditor(QWidget):
             return
         errors = sum(1 for d in self.diagnostics() if str(d.severity) == "error")
         saved = "Unsaved changes" if self.is_modified() else "Saved"
-        verdict = "with errors" if errors else "valid" if self._is_valid() else "not valid"
+        valid = self._checked is not None and self._checked.valid
+        verdict = "with errors" if errors else "valid" if valid else "not valid"
         self._state.setText(f"{saved} · {verdict}")
         set_status(self._state, "danger" if errors else "warning" if self.is_modified() else "ok")
 
@@ -381,9 +384,6 @@ class SkillEditor(QWidget):
             + "".join(f"\n{' '.join(advice.split())}" for advice in meter.advice)
         )
         set_status(self.budget, "warning" if over else "muted")
-
-    def _is_valid(self) -> bool:
-        return self._checked is not None and self._checked.valid
 
     def _show_conflict(self, message: str) -> None:
         self._conflict_text.setText(
