@@ -157,7 +157,8 @@ def test_the_capability_preview_is_labelled_a_prediction_and_names_what_is_block
     run(window.reload_catalog())
     assert window.browser.select_path(folder)
     tree = window.view._capabilities
-    run(_until(lambda: tree.topLevelItemCount() > 0))
+    assert tree.topLevelItemCount() == 0  # read only when its tab is shown
+    window.view.tabs().setCurrentWidget(window.view._capabilities_page)
     assert window.view._prediction.text().startswith("PREDICTION, NOT A SECURITY CONTROL")
     rows = {
         tree.topLevelItem(i).text(0): [
@@ -169,6 +170,11 @@ def test_the_capability_preview_is_labelled_a_prediction_and_names_what_is_block
     assert any(line.startswith("blocked:") and "network" in line for line in docker)
     found = next(children for title, children in rows.items() if title.startswith("What the"))
     assert any("scripts/fetch.py:2" in line for line in found)
+    other = next(s for s in window.browser.skills() if s.name == "workspace-report")
+    assert window.browser.select_path(other.path)  # the tab stays; the preview follows the skill
+    texts = [tree.topLevelItem(i).child(j).text(0) for i in range(tree.topLevelItemCount())
+             for j in range(tree.topLevelItem(i).childCount())]  # fmt: skip
+    assert texts and not any("fetch.py" in text for text in texts)
 
 
 def test_closing_with_unsaved_edits_asks_and_cancel_keeps_the_window(

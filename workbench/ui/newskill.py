@@ -4,11 +4,10 @@
 and description are checked as they are typed with the catalog's own rules, so the dialog shows
 the very message `workbench skills validate` would give, and Create stays off until they pass.
 
-`AuthoringActions` owns New Skill, Save, Export and Import, wires the SKILL.md editor, the
-capability preview and the file watcher into the window (a saved or externally changed skill
-is reloaded and shown again), and guards unsaved edits when the user switches skill or closes
-the window. Every dialog is opened with `.open()`, never `exec()`; blocking work goes through
-`asyncio.to_thread`.
+`AuthoringActions` owns New Skill, Save, Export and Import, wires the SKILL.md editor and the
+file watcher into the window (a saved or externally changed skill is reloaded and shown again),
+and guards unsaved edits when the user switches skill or closes the window. Every dialog is
+opened with `.open()`, never `exec()`; blocking work goes through `asyncio.to_thread`.
 """
 
 import asyncio
@@ -35,7 +34,6 @@ from PySide6.QtWidgets import (
 from workbench.paths import example_skills_dir
 from workbench.skills import Skill
 from workbench.skills.package import SUFFIX, export_skill, import_skill
-from workbench.skills.preview import preview
 from workbench.skills.reading import find_skill_md
 from workbench.skills.rules import check_front_matter
 from workbench.skills.template import DEFAULT_FOLDERS, FOLDERS, create_skill
@@ -222,8 +220,6 @@ class AuthoringActions(QObject):
         if skill is not None:
             self.editor.show_skill(skill)
             self.watcher.set_skill(skill.path)
-            if _loop_running():
-                self._spawn(self.show_preview(skill))
         return True
 
     def holds_close(self) -> bool:
@@ -255,14 +251,6 @@ class AuthoringActions(QObject):
         folder = await asyncio.to_thread(import_skill, package, root)
         await self._open_new(root, folder)
         return folder
-
-    async def show_preview(self, skill: Skill) -> None:
-        """Read the skill's scripts off the GUI thread and show the capability preview."""
-        self._window.view.show_capabilities(None)
-        result = await asyncio.to_thread(preview, skill)
-        shown = self._window.view.skill()
-        if shown is not None and shown.path == skill.path:
-            self._window.view.show_capabilities(result)
 
     async def refresh(self, folder: Path) -> None:
         """Load the skill `folder` again and show it wherever it is shown."""

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from workbench.postures import POSTURE_INFO
 from workbench.skills import Skill
-from workbench.skills.preview import CapabilityPreview
+from workbench.skills.preview import CapabilityPreview, preview
 from workbench.ui.filetree import FileBrowser
 from workbench.ui.text import badge_text, diagnostic_counts, plural, tooltip
 from workbench.ui.theme import icon
@@ -168,6 +168,7 @@ class SkillView(QWidget):
         self._body.link_activated.connect(self.on_body_link_activated)
         self._diagnostics.itemActivated.connect(self.on_diagnostics_item_activated)
         self._diagnostics.currentItemChanged.connect(self.on_diagnostics_current_changed)
+        self._tabs.currentChanged.connect(self.on_tabs_current_changed)
 
     # Public API -------------------------------------------------------------------------
 
@@ -191,19 +192,17 @@ class SkillView(QWidget):
         self._show_diagnostics(skill)
         if not skill.usable:
             self._tabs.setCurrentWidget(self._diagnostics_page)
+        self._capabilities.clear()  # read again when its tab is shown
+        self.on_tabs_current_changed(self._tabs.currentIndex())
 
-    def show_capabilities(self, result: CapabilityPreview | None) -> None:
-        """Show the capability preview of the skill on show (None: not read yet)."""
-        self._capabilities.clear()
-        self._prediction.setText(result.notice if result else "Reading the skill's scripts…")
-        if result is None:
-            return
+    def _show_capabilities(self, result: CapabilityPreview) -> None:
+        self._prediction.setText(result.notice)
         for prediction in result.predictions:
             title = POSTURE_INFO[prediction.posture].title
             item = QTreeWidgetItem(self._capabilities, [f"{title}: {prediction.verdict}"])
             for kind, lines in (("blocked", prediction.blocked), ("allowed", prediction.allowed)):
                 for line in lines:
-                    item.addChild(QTreeWidgetItem([f"{kind}: {line}"]))
+                    item.addChild(_line_item(f"{kind}: {line}"))
         groups = (
             ("What the scripts do", [finding.summary for finding in result.findings]),
             ("Commands invoked", list(result.tools)),
@@ -212,7 +211,7 @@ class SkillView(QWidget):
         )
         for title, lines in groups:
             item = QTreeWidgetItem(self._capabilities, [f"{title} ({len(lines)})"])
-            item.addChildren([QTreeWidgetItem([" ".join(line.split())]) for line in lines])
+            item.addChildren([_line_item(line) for line in lines])
         self._capabilities.expandAll()
 
     def skill(self) -> Skill | None:
@@ -250,6 +249,11 @@ class SkillView(QWidget):
         line = item.data(1, Qt.ItemDataRole.UserRole)
         if isinstance(relative, Path) and self._files.select_relative(relative, line):
             self._tabs.setCurrentWidget(self._files)
+
+    def on_tabs_current_changed(self, index: int) -> None:
+        unread = self._capabilities.topLevelItemCount() == 0
+        if self._skill and self._tabs.widget(index) is self._capabilities_page and unread:
+            self._show_capabilities(preview(self._skill))  # bounded static read, on demand
 
     def on_diagnostics_current_changed(
         self, item: QTreeWidgetItem | None, _previous: object
@@ -332,4 +336,11 @@ def _value_item(key: str, value: object) -> QTreeWidgetItem:
         text = "" if value is None else str(value)
         item = QTreeWidgetItem([key, " ".join(text.split())])
         item.setToolTip(1, tooltip(text))
+    return item
+
+
+def _line_item(text: str) -> QTreeWidgetItem:
+    """One line of the capability preview, whole in its tool tip (the row may be cut)."""
+    item = QTreeWidgetItem([" ".join(text.split())])
+    item.setToolTip(0, tooltip(text))
     return item
