@@ -17,6 +17,12 @@ JS error or a stack overflow is `failed` with the message; the engine's memory l
 `limit_exceeded` ("QuickJS memory limit 64 MiB"); RLIMIT_CPU is `limit_exceeded`; the worker
 dying on any other signal (an engine crash) is `error`; the timeout is `timed_out`.
 
+Identity: when the workbench runs as root, the worker runs as the session's throwaway uid,
+chosen as the hardened posture chooses it; the workspace is lent to it (`SharedLoan`) while
+runs are in flight. The worker opens the workspace and the script first, then drops to that
+uid (no supplementary groups) before the rlimits, `ready` and the engine; the card reads the
+uid back from /proc. As a user, the worker runs as that user.
+
 COMMAND is `SCRIPT.js [ARG...]`; `scriptArgs` holds the ARGs. SCRIPT is `$SKILL_DIR/...` for
 the skill folder, a relative path (looked up in the workspace, then in the skill folder, so a
 skill's own `scripts/x.js` command works), or an absolute path inside one of the two; anything
@@ -44,14 +50,18 @@ import asyncio
 import contextlib
 import json
 import os
-import re
+import secrets
 import signal
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from workbench.executors.hardened import RUN_UID_BASE, RUN_UID_SPAN, _proc_texts
+from workbench.executors.local import describe_user
 from workbench.executors.outcome import classify, format_bytes
+from workbench.executors.ownership import FolderLoan, SharedLoan
+from workbench.executors.readback import PROC_LIMIT_ROWS, parse_limits, parse_status
 from workbench.executors.runner import EndedBy, Launch, ProcessOutcome
 from workbench.executors.subprocess_base import PreparedRun, RunContext, SubprocessExecutor
 from workbench.executors.types import HostCall, PostureCard, RunResult, RunStatus, SessionSpec
@@ -67,16 +77,6 @@ FETCH_TIMEOUT_S = 10.0  # per call, cut to what is left of the run
 FETCH_MAX_BYTES = 4 * MIB  # per response body (and per request body)
 FETCH_MAX_CALLS = 100  # per run
 SKILL_PREFIXES = ("$SKILL_DIR/", "${SKILL_DIR}/")
-
-# How /proc/PID/limits names each rlimit the worker sets.
-_PROC_LIMIT_NAMES = {
-    "AS": "Max address space",
-    "CPU": "Max cpu time",
-    "NPROC": "Max processes",
-    "NOFILE": "Max open files",
-    "FSIZE": "Max file size",
-    "CORE": "Max core file size",
-}
 
 
 def resolve_entry_script(session: SessionSpec, argv0: str) -> tuple[Path, str] | str:
@@ -133,19 +133,19 @@ def fetch_checks(hosts: tuple[str, ...]) -> list[tuple[str, bool]]:
 
 def limit_checks(proc_limits: str, wanted: dict[str, tuple[int, int]]) -> list[tuple[str, bool]]:
     """Pair each wanted rlimit with whether `/proc/PID/limits` shows it applied."""
-    rows = {}
-    for line in proc_limits.splitlines():
-        fields = re.split(r"\s{2,}", line.strip())
-        if len(fields) >= 3:
-            rows[fields[0]] = fields[1]
+    rows = parse_limits(proc_limits)
     checks = []
     for name, (soft, _) in wanted.items():
         label = f"RLIMIT_{name} " + (format_bytes(soft) if name in ("AS", "FSIZE") else str(soft))
-        held = rows.get(_PROC_LIMIT_NAMES[name]) == str(soft)
-        if name == "NPROC" and os.geteuid() == 0:
-            label, held = label + " (not enforced for root)", False
+        held = rows.get(PROC_LIMIT_ROWS[name], (None,))[0] == soft
         checks.append((label + (" s" if name == "CPU" else ""), held))
     return checks
+
+
+def uid_check(proc_status: str, uid: int) -> tuple[str, bool]:
+    """The card's line for the throwaway uid, held when every uid of the worker is it."""
+    uids = parse_status(proc_status).get("Uid", "").split()
+    return (f"runs as uid {uid}", len(uids) == 4 and set(uids) == {str(uid)})
 
 
 class _ControlReader(asyncio.Protocol):
@@ -176,15 +176,25 @@ class _ControlReader(asyncio.Protocol):
 class _WorkerRun(PreparedRun):
     """One worker run: owns the control pipe and turns the worker's report into a verdict."""
 
-    def __init__(self, launch: Launch, card: PostureCard, limits: Limits, read_fd: int) -> None:
+    def __init__(
+        self,
+        launch: Launch,
+        card: PostureCard,
+        limits: Limits,
+        read_fd: int,
+        run_uid: int | None,
+        workspace_loan: SharedLoan | None,
+    ) -> None:
         super().__init__(launch, card, limits)
         self.read_fd = read_fd
+        self.run_uid = run_uid
+        self.workspace_loan = workspace_loan
         self.write_fd = launch.pass_fds[0]
         self.reader = _ControlReader()
         self.transport: asyncio.ReadTransport | None = None
 
     async def on_spawned(self, pid: int) -> None:
-        """Read the applied rlimits back once the worker is ready; keep reading to the end."""
+        """Read the applied rlimits and uid back once the worker is ready; read to the end."""
         os.close(self.write_fd)
         self.write_fd = -1
         pipe = os.fdopen(self.read_fd, "rb", buffering=0)
@@ -192,20 +202,24 @@ class _WorkerRun(PreparedRun):
         loop = asyncio.get_running_loop()
         self.transport, _ = await loop.connect_read_pipe(lambda: self.reader, pipe)
         await self.reader.ready
-        if self.reader.messages:
-            with contextlib.suppress(OSError):
-                proc = Path(f"/proc/{pid}/limits").read_text()
-                checks = limit_checks(proc, worker_rlimits(self.card.posture.limits))
-                self.card = replace(self.card, checks=tuple(checks) + self.card.checks)
+        if self.reader.messages:  # from /proc of the worker, or its own copy if it is gone
+            ready = self.reader.messages[0]
+            texts = _proc_texts(pid) or (str(ready.get("limits")), str(ready.get("status")))
+            checks = limit_checks(texts[0], worker_rlimits(self.card.posture.limits))
+            if self.run_uid is not None:
+                checks.append(uid_check(texts[1], self.run_uid))
+            self.card = replace(self.card, checks=tuple(checks) + self.card.checks)
         await self.reader.closed
 
     async def close(self) -> None:
-        """Close whatever end of the control pipe is still open here."""
+        """Close whatever end of the control pipe is still open here; give the workspace back."""
         if self.transport is not None:
             self.transport.close()
         for fd in (self.read_fd, self.write_fd):
             if fd >= 0:
                 os.close(fd)
+        if self.workspace_loan is not None:
+            await self.workspace_loan.release()
 
     def result_message(self) -> dict[str, Any] | None:
         """The worker's `result` message, if it sent one."""
@@ -234,11 +248,27 @@ class _WorkerRun(PreparedRun):
 class QuickJsExecutor(SubprocessExecutor):
     """Runs a JavaScript file in a fresh QuickJS context in a fresh, limited worker."""
 
+    _run_uid: int | None = None
+    _workspace_loan: SharedLoan | None = None
+
+    async def start(self, session: SessionSpec) -> None:
+        """Start the session; as root, pick its throwaway uid and lend it the workspace."""
+        await super().start(session)
+        if os.geteuid() == 0:
+            uid = self._run_uid = RUN_UID_BASE + secrets.randbelow(RUN_UID_SPAN)
+            self._workspace_loan = SharedLoan(FolderLoan(session.workspace, uid, uid))
+
     async def _prepare(self, context: RunContext) -> PreparedRun | str:
         script = resolve_entry_script(context.session, context.request.argv[0])
         if isinstance(script, str):
             return script
         path, display = script
+        uid, loan = self._run_uid, self._workspace_loan
+        if loan is not None:
+            try:
+                await loan.acquire()
+            except OSError as error:
+                return f"cannot lend the workspace to uid {uid}: {error}"
         limits = self.posture.limits
         read_fd, write_fd = os.pipe()
         started_at = time.time()
@@ -252,6 +282,7 @@ class QuickJsExecutor(SubprocessExecutor):
             }
         spec = {
             "control_fd": write_fd,
+            "run_as": uid,
             "rlimits": worker_rlimits(limits),
             "run": {
                 "script_path": str(path),
@@ -281,9 +312,9 @@ class QuickJsExecutor(SubprocessExecutor):
             checks=tuple(checks),
             env_kept=tuple(sorted(env)),
             env_dropped=tuple(sorted(context.request.env)),
-            run_as=f"uid {os.geteuid()}",
+            run_as=_run_as(uid),
         )
-        return _WorkerRun(launch, card, limits, read_fd)
+        return _WorkerRun(launch, card, limits, read_fd, uid, loan)
 
     def _result(
         self,
@@ -350,3 +381,15 @@ class QuickJsExecutor(SubprocessExecutor):
             f"the QuickJS worker crashed ({name}): the engine failed on this script; "
             "the app is unaffected"
         )
+
+
+def _run_as(uid: int | None) -> str:
+    if uid is None:
+        user = describe_user(os.getuid())
+        return f"{user}: you (the workbench is not root, so it cannot switch users)"
+    return (
+        f"uid {uid}, gid {uid}: a throwaway user for this session (the workbench runs as root); "
+        "the worker switches to it before loading the engine, after opening the workspace and "
+        "the script. The workspace is chowned to it while runs are in flight and given back "
+        "afterwards."
+    )

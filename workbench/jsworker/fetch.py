@@ -13,9 +13,16 @@ checked (no proxies), one socket at a time.
 Every call, allowed or refused, is reported as a `host_call` control message as soon as it
 ends (so a run killed later still has its log). Calls past the cap are refused; the first of
 them is logged, later ones are not, so a script cannot flood the run record.
+
+Everything a call needs is imported with this module (the IDNA codec too: socket encodes host
+names with it), and the worker imports it before it gives up root: the throwaway uid may not
+be able to read the standard library's files.
 """
 
+import encodings.idna  # noqa: F401 - loaded now, see above
+import http.client
 import json
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any
@@ -99,8 +106,6 @@ class Fetcher:
         self, parts: SplitResult, method: str, headers: list[list[str]], body: str | None
     ) -> tuple[dict[str, Any], int]:
         """The response for JavaScript and its size in bytes; `FetchFailed` or `OSError`."""
-        import http.client  # only a run that fetches pays for it
-
         timeout = min(self.timeout_s, self.deadline - time.time())
         if timeout <= 0:
             raise FetchFailed("the run has no time left")
@@ -108,8 +113,6 @@ class Fetcher:
         port = parts.port  # ValueError for a bad port
         connection: http.client.HTTPConnection
         if parts.scheme == "https":
-            import ssl
-
             connection = http.client.HTTPSConnection(
                 parts.hostname or "", port, timeout=timeout, context=ssl.create_default_context()
             )

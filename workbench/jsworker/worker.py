@@ -2,13 +2,16 @@
 
 Started by `workbench.executors.quickjs` as `python -I -m workbench.jsworker.worker SPEC`, with
 the workspace as its working folder. SPEC is JSON: `control_fd` (the pipe for control messages,
-see `protocol`), `rlimits` ({name: [soft, hard]}) and `run` (script path and display name,
-`scriptArgs`, workspace, engine memory and stack limits, the run's start and deadline as Unix
-times, and `fetch`: null, or the allow-list and caps). First thing, before the engine is even
-imported, it applies the rlimits (address space, CPU time, no new processes, few descriptors,
-file size, no core dumps) and sends `ready`; then it runs the script and sends `result`, with a
-`host_call` message after each fetch. The script's console output goes to the worker's
-stdout/stderr and nowhere else.
+see `protocol`), `run_as` (a uid to switch to, or null or absent to stay), `rlimits` ({name:
+[soft, hard]}) and `run` (script path and display name, `scriptArgs`, workspace, engine memory
+and stack limits, the run's start and deadline as Unix times, and `fetch`: null, or the
+allow-list and caps). First thing, before the engine is even imported, it opens the workspace
+and reads the script (`open_run`), switches to `run_as` for good (gid too, no supplementary
+groups), applies the rlimits (address space, CPU time, no new processes, few descriptors, file
+size, no core dumps) and sends `ready` with its /proc `limits` and `status` (the app's copy
+when the worker is gone before the app reads them); then it runs the script and sends
+`result`, with a `host_call` message after each fetch. The script's console output goes to
+the worker's stdout/stderr and nowhere else.
 
 The run gets a context with the engine's memory and stack limits and exactly this host API:
 `console.log/info/warn/error` (log/info to stdout, warn/error to stderr, one line per call),
@@ -36,12 +39,13 @@ calls into a no-op Python callable took 38 ms, against 23 ms for pushing to a JS
 Start-up cost, and why there is no warm worker: see `workbench.executors.quickjs`.
 """
 
+import importlib
 import json
 import os
 import resource
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from workbench.jsworker.fs import MIB, FsRefused, WorkspaceFs, read_capped
 from workbench.jsworker.protocol import encode_message, write_all
@@ -173,15 +177,49 @@ def clean_stack(text: str, display_name: str) -> str:
     return "\n".join(lines)
 
 
-def run(request: dict[str, Any], control_fd: int) -> dict[str, Any]:
-    """Evaluate the request's script in a fresh context; the result message to send."""
+class Opened(NamedTuple):
+    """What a run opens before the worker gives up root: the workspace and the script.
+
+    `open_run` also imports `fetch` (when the run may fetch) for the same reason.
+    """
+
+    fs: WorkspaceFs
+    source: str | None  # None when the script could not be read, and then why
+    error: str
+
+
+def open_run(request: dict[str, Any]) -> Opened:
+    """Open the request's workspace and read its script."""
+    display = str(request["display_name"])
+    if request["fetch"] is not None:  # its modules, while the standard library is readable
+        importlib.import_module("workbench.jsworker.fetch")
+    fs = WorkspaceFs(Path(request["workspace"]))
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return Opened(fs, read_capped(os.open(request["script_path"], flags), display).decode(), "")
+    except (OSError, FsRefused, UnicodeDecodeError) as error:
+        return Opened(fs, None, f"{display}: {error}")
+
+
+def run(request: dict[str, Any], control_fd: int, opened: Opened | None = None) -> dict[str, Any]:
+    """Evaluate the request's script in a fresh context; the result message to send.
+
+    `opened`: the workspace and script from `open_run`, else they are opened here.
+    """
     # After the rlimits are in place. The engine itself, not the `quickjs` package: that
     # wrapper only adds a thread-pool helper this worker does not use, and its imports
     # (concurrent.futures, logging, threading) cost 12-18 ms of every run's start.
-    import _quickjs as quickjs  # type: ignore[import-not-found]
+    try:
+        import _quickjs as quickjs  # type: ignore[import-not-found]
+    except ImportError as error:  # installed where the throwaway uid cannot read it
+        text = f"cannot load the QuickJS engine as uid {os.getuid()}: {error}"
+        return {"type": "result", "outcome": "no_engine", "error": text}
 
     display = str(request["display_name"])
-    host = Host(WorkspaceFs(Path(request["workspace"])))
+    fs, source, problem = open_run(request) if opened is None else opened
+    if source is None:
+        return {"type": "result", "outcome": "bad_script", "error": problem}
+    host = Host(fs)
     context = quickjs.Context()
     context.set_memory_limit(int(request["memory_limit"]))
     context.set_max_stack_size(int(request["stack_limit"]))
@@ -199,11 +237,6 @@ def run(request: dict[str, Any], control_fd: int) -> dict[str, Any]:
         fetcher = Fetcher(request["fetch"], request["started_at"], request["deadline"], report)
         context.add_callable("__workbench_fetch_call", fetcher.call)
     context.eval(PRELUDE.replace("ARGS", json.dumps(json.dumps(request["args"]))))
-    try:
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-        source = read_capped(os.open(request["script_path"], flags), display).decode()
-    except (OSError, FsRefused, UnicodeDecodeError) as error:
-        return {"type": "result", "outcome": "bad_script", "error": f"{display}: {error}"}
     track = context.eval(TRACK_COMPLETION)
     try:
         track(context.eval(source), False)
@@ -229,6 +262,14 @@ def js_failure(outcome: str, text: str) -> dict[str, Any]:
     return {"type": "result", "outcome": outcome, "error": text.splitlines()[0] if text else ""}
 
 
+def drop_privileges(uid: int | None) -> None:
+    """Become `uid`, group `uid`, with no supplementary groups, for good (None: stay)."""
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+
+
 def apply_rlimits(rlimits: dict[str, list[int]]) -> None:
     """Set each RLIMIT_<name> to [soft, hard]."""
     for name, (soft, hard) in rlimits.items():
@@ -236,12 +277,15 @@ def apply_rlimits(rlimits: dict[str, list[int]]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """Apply the limits, say ready, run the script, report its result."""
+    """Open what the run needs, drop root, apply the limits, say ready, run, report."""
     spec = json.loads(argv[1])
     control_fd = int(spec["control_fd"])
+    opened = open_run(spec["run"])
+    drop_privileges(spec.get("run_as"))
     apply_rlimits(spec["rlimits"])
-    write_all(control_fd, encode_message({"type": "ready"}))
-    result = run(spec["run"], control_fd)
+    proc = {name: Path(f"/proc/self/{name}").read_text() for name in ("limits", "status")}
+    write_all(control_fd, encode_message({"type": "ready", **proc}))
+    result = run(spec["run"], control_fd, opened)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     result["cpu_seconds"] = usage.ru_utime + usage.ru_stime
     result["peak_rss_bytes"] = usage.ru_maxrss * 1024

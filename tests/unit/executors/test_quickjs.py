@@ -10,6 +10,7 @@ Last, the worker's start stays import-light (its cost is in `tests/perf/quickjs_
 import asyncio
 import ctypes
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from workbench.executors.hardened import RUN_UID_BASE
 from workbench.executors.quickjs import QuickJsExecutor
 from workbench.executors.types import (
     CancelToken,
@@ -385,8 +387,28 @@ def test_card_reads_back_the_worker_rlimits(env: Env) -> None:
     assert checks["RLIMIT_CPU 7 s"] is True
     assert checks["RLIMIT_NOFILE 16"] is True
     assert checks["RLIMIT_CORE 0"] is True
+    assert checks["RLIMIT_NPROC 0"] is True  # enforced: the worker is never root
     assert checks["QuickJS memory limit 64 MiB"] is True
     assert checks["QuickJS in-VM time limit (off: it refuses host calls)"] is False
+
+
+def test_card_says_who_the_worker_ran_as(env: Env) -> None:
+    """As root, a throwaway uid read back from /proc; the workspace is lent, then given back."""
+    (env.workspace / "mine.txt").write_text("the user's")
+    result = run(env, 'fs.writeText("new.txt", fs.readText("mine.txt") + " copy");')
+    assert result.status is RunStatus.OK, result.stderr.text
+    assert (env.workspace / "new.txt").read_text() == "the user's copy"
+    if os.geteuid() != 0:
+        assert result.card.run_as.endswith(
+            "you (the workbench is not root, so it cannot switch users)"
+        )
+        return
+    uid = int(result.card.run_as.split(",")[0].removeprefix("uid "))
+    assert uid >= RUN_UID_BASE
+    assert result.card.run_as.startswith(f"uid {uid}, gid {uid}: a throwaway user")
+    assert dict(result.card.checks)[f"runs as uid {uid}"] is True
+    owners = {path.stat().st_uid for path in (env.workspace, *env.workspace.iterdir())}
+    assert owners == {0}  # lent for the run, given back after it
 
 
 def test_the_worker_start_imports_nothing_heavy() -> None:

@@ -7,6 +7,7 @@ import pytest
 from workbench.executors.quickjs import (
     limit_checks,
     resolve_entry_script,
+    uid_check,
     worker_rlimits,
 )
 from workbench.executors.types import SessionSpec
@@ -92,6 +93,15 @@ def test_limit_checks_compare_proc_limits_with_the_wanted_ones() -> None:
     assert checks["RLIMIT_AS 320 MiB"] is True
     assert checks["RLIMIT_NOFILE 16"] is False
     assert checks["RLIMIT_CORE 0"] is False
+
+
+def test_uid_check_needs_every_uid_of_the_worker_to_be_the_throwaway_one() -> None:
+    assert uid_check(
+        "Name:\tpython\nUid:\t1610612737\t1610612737\t1610612737\t1610612737\n", 1610612737
+    ) == ("runs as uid 1610612737", True)
+    assert uid_check("Uid:\t1610612737\t1610612737\t0\t1610612737\n", 1610612737)[1] is False
+    assert uid_check("Uid:\t0\t0\t0\t0\n", 1610612737)[1] is False
+    assert uid_check("", 1610612737)[1] is False
 
 
 def test_workspace_fs_policy(tmp_path: Path) -> None:
