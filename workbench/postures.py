@@ -120,7 +120,10 @@ POSTURE_INFO: dict[PostureId, PostureInfo] = {
         id=PostureId.LOCAL,
         title="Local (no sandbox)",
         summary="Runs the command as a plain process on this computer, as you.",
-        guarantees=("A wall-clock timeout that kills the whole process tree.",),
+        guarantees=(
+            "A wall-clock timeout that kills the whole process tree (if the workbench "
+            "itself is killed mid-run, what the skill detached keeps running).",
+        ),
         does_not=(
             "Isolate anything: the skill can read, change and delete any of your files.",
             "Hide secrets: it sees your whole environment, tokens and keys included.",
@@ -137,7 +140,8 @@ POSTURE_INFO: dict[PostureId, PostureInfo] = {
             "Limits on CPU time, memory, processes, open files and file size.",
             "Environment built from an allow-list; credential-looking names are removed.",
             "Private HOME and TMPDIR inside the run's folder.",
-            "The whole process tree is killed on timeout or Stop, daemons included.",
+            "The whole process tree is killed on timeout or Stop, daemons included (if the "
+            "workbench itself is killed mid-run, what the skill detached keeps running).",
         ),
         does_not=(
             "Protect your files: the skill can still read and write anything you can.",
@@ -165,7 +169,7 @@ POSTURE_INFO: dict[PostureId, PostureInfo] = {
         summary="The Docker posture on the runsc runtime: a user-space kernel between the "
         "command and the host kernel.",
         guarantees=(
-            "Everything the Docker posture guarantees.",
+            "Everything the Docker posture guarantees, except a process limit.",
             "System calls are served by gVisor, not the host kernel.",
         ),
         does_not=(
@@ -272,6 +276,14 @@ def _assess_container(posture: Posture) -> list[PostureWarning]:
         ),
         PostureWarning(Severity.INFO, "No size limit on the workspace: a skill can fill the disk."),
     ]
+    if posture.id is PostureId.GVISOR:
+        warnings.append(
+            PostureWarning(
+                Severity.CAUTION,
+                "No process limit: gVisor's own threads count against the host's pids limit, "
+                "so it is left off; memory and the timeout still bound a fork bomb.",
+            )
+        )
     if posture.network is not Network.NONE:
         warnings.append(
             PostureWarning(Severity.DANGER, "Network is ON: the skill can reach the network.", True)

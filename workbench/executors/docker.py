@@ -35,6 +35,7 @@ from workbench.executors.docker_spec import (
     posture_card,
     skill_mount,
 )
+from workbench.executors.outcome import format_bytes
 from workbench.executors.ownership import FolderLoan, SharedLoan
 from workbench.executors.runner import EndedBy
 from workbench.executors.types import (
@@ -253,6 +254,13 @@ class DockerExecutor:
             if failure
             else classify(end, self.posture.limits, request.argv[0])
         )
+        with contextlib.suppress(DockerException, OSError):
+            if failure == CONTAINER_GONE and await session.oom_killed():
+                # gVisor charges its own kernel to the container: a memory bomb there can take
+                # the whole sandbox down, which is still the memory limit at work.
+                status = RunStatus.OOM_KILLED
+                limit = format_bytes(self.posture.limits.memory_bytes)
+                cause = f"memory limit {limit} (cgroup OOM killed the container)"
         if end.background_killed and status is RunStatus.OK:
             warnings += (
                 PostureWarning(

@@ -172,11 +172,27 @@ class DockerSession:
 
     async def running(self) -> bool:
         """True when the container still exists and runs."""
+        return (await self._state()).get("Running") is True
+
+    async def oom_killed(self) -> bool:
+        """True when the engine says the kernel killed the container for memory.
+
+        The engine may learn of the OOM kill a little after the container stopped: ask for
+        up to a second.
+        """
+        for _ in range(10):
+            if (await self._state()).get("OOMKilled") is True:
+                return True
+            await asyncio.sleep(0.1)
+        return False
+
+    async def _state(self) -> dict[str, object]:
         try:
             attrs = await self.inspect()
         except NotFound:
-            return False
-        return attrs["State"].get("Running") is True
+            return {}
+        state: dict[str, object] = attrs["State"]
+        return state
 
     async def exec(self, argv: list[str], env: dict[str, str], workdir: str) -> ExecStream:
         """Start `argv` in the container and return its stream."""

@@ -19,6 +19,7 @@ _EXECUTORS: dict[
     PostureId.HARDENED: HardenedExecutor,
     PostureId.QUICKJS: QuickJsExecutor,
     PostureId.DOCKER: DockerExecutor,
+    PostureId.GVISOR: DockerExecutor,  # the same executor on the runsc runtime
 }
 
 

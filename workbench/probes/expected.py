@@ -89,7 +89,11 @@ EXPECTED: dict[PostureId, dict[ProbeId, Expect]] = {
         ProbeId.ESCAPE: _DISPLAY,
     },
     PostureId.DOCKER: _CONTAINER,
-    PostureId.GVISOR: _CONTAINER,
+    PostureId.GVISOR: {
+        **_CONTAINER,
+        ProbeId.MEMORY: _c("cgroup memory limit (it can take the whole sandbox down)"),
+        ProbeId.FORK: _n("No process limit"),
+    },
     PostureId.QUICKJS: {
         ProbeId.ENV_SECRET: _c("no host API: no environment"),
         ProbeId.READ_OUTSIDE: _c("workspace-confined fs"),
