@@ -23,14 +23,13 @@ import fnmatch
 import os
 import re
 import stat
-import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from workbench.errors import SkillError, UsageError
 from workbench.skills.catalog import load_skill
-from workbench.skills.template import staged_folder
+from workbench.skills.template import atomic_file, staged_folder
 
 SUFFIX = ".skill"
 EXCLUDED = (
@@ -85,17 +84,9 @@ def export_skill(skill_dir: Path, dest: Path) -> Path:
     if target.resolve().is_relative_to(folder.resolve()):
         raise PackageError(f"{target} is inside the skill; write the package somewhere else")
     entries = _entries(folder, ImportLimits())
-    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    temporary = Path(name)
-    try:
-        with os.fdopen(handle, "wb") as file, zipfile.ZipFile(file, "w") as archive:
-            for relative in entries:
-                _add(archive, folder, relative)
-        temporary.chmod(0o644)
-        temporary.replace(target)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    with atomic_file(target) as file, zipfile.ZipFile(file, "w") as archive:
+        for relative in entries:
+            _add(archive, folder, relative)
     return target
 
 

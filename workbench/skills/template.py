@@ -9,7 +9,8 @@ Names and descriptions are checked by the catalog's own rules (`check_front_matt
 is refused with the very message `workbench skills validate` would give. An existing folder is
 never overwritten. Everything is built in a hidden staging folder beside the target and renamed
 into place at the end (`staged_folder`), so a failure leaves nothing behind; single files are
-replaced atomically with `write_atomic` (a temporary file in the same folder, then `os.replace`).
+replaced atomically with `write_atomic` or `atomic_file` (a temporary file in the same
+folder, then `os.replace`).
 """
 
 import os
@@ -18,6 +19,7 @@ import tempfile
 from collections.abc import Iterator, Set
 from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 import yaml
 
@@ -36,6 +38,7 @@ _RUN_PY = '''\
 
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 workspace = Path(os.environ.get("WORKSPACE", "."))
 names = sorted(path.name for path in workspace.iterdir())
@@ -119,15 +122,23 @@ body short (the spec advises under 500 lines); move long detail into `references
 
 
 def write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Replace `path` with `data` in one step: readers see the old file or the new, never half.
+    """Replace `path` with `data` in one step: readers see the old file or the new, never half."""
+    with atomic_file(path, mode) as file:
+        file.write(data)
 
-    Writes a temporary file in the same folder, flushes it to disk, then `os.replace`s it.
+
+@contextmanager
+def atomic_file(path: Path, mode: int = 0o644) -> Iterator[BinaryIO]:
+    """A file to write that replaces `path` in one step when the block succeeds.
+
+    It is a temporary file in the same folder, flushed to disk, then `os.replace`d onto `path`;
+    on any failure it is removed and `path` is left as it was.
     """
     handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     temporary = Path(name)
     try:
         with os.fdopen(handle, "wb") as file:
-            file.write(data)
+            yield file
             file.flush()
             os.fsync(file.fileno())
         temporary.chmod(mode)

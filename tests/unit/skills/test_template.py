@@ -11,7 +11,7 @@ import skills_ref
 
 from workbench.errors import UsageError
 from workbench.skills import load_skill
-from workbench.skills.template import FOLDERS, create_skill, write_atomic
+from workbench.skills.template import FOLDERS, atomic_file, create_skill, write_atomic
 
 
 @pytest.mark.parametrize("folders", [set(), {"scripts"}, set(FOLDERS)])
@@ -102,3 +102,13 @@ def test_write_atomic_replaces_and_leaves_no_temporary(tmp_path: Path) -> None:
     assert target.read_bytes() == b"new"
     assert target.stat().st_mode & 0o777 == 0o600
     assert [p.name for p in tmp_path.iterdir()] == ["SKILL.md"]
+
+
+def test_atomic_file_keeps_the_old_file_when_writing_fails(tmp_path: Path) -> None:
+    target = tmp_path / "package.skill"
+    target.write_bytes(b"old")
+    with pytest.raises(OSError, match="disk full"), atomic_file(target) as file:
+        file.write(b"half")
+        raise OSError("disk full")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["package.skill"]
