@@ -212,7 +212,11 @@ class HardenedExecutor(SubprocessExecutor):
         spec = limits_exec.spec_args(requested, run_uid, write_fd, [*env.kept, RUN_TAG_ENV])
         argv = (*child_argv(limits_exec.__name__, WRAPPER), *spec)
         launch = Launch(
-            argv + context.request.argv, env.env, session.workspace, pass_fds=(write_fd,)
+            argv + context.request.argv,
+            env.env,
+            session.workspace,
+            pass_fds=(write_fd,),
+            own_uid=run_uid,
         )
         card = PostureCard(
             posture=self.posture,

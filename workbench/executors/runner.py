@@ -25,10 +25,13 @@ import psutil
 from workbench.executors.capture import StreamCapture
 from workbench.executors.process_tree import (
     KillReport,
+    RunScope,
+    claim,
     kill_now,
     kill_run,
     live_roots,
     track_root,
+    unclaim,
     untrack_root,
 )
 from workbench.executors.types import CancelToken, CapturedOutput, OutputSink, Stream
@@ -53,12 +56,14 @@ class EndedBy(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Launch:
-    """How to spawn one command: argv, the complete environment, working folder, fds to pass."""
+    """How to spawn one command: argv, the complete environment, working folder, fds to pass,
+    and the uid it runs as when that uid is the session's own (its processes are the runs')."""
 
     argv: tuple[str, ...]
     env: dict[str, str]
     cwd: Path
     pass_fds: tuple[int, ...] = ()
+    own_uid: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +157,7 @@ async def run_process(
         2: StreamCapture(Stream.STDERR, cap_bytes, run_dir / "stderr.log", sink),
     }
     tag = run_tag(run_id)
-    since = time.time() - 0.05
+    scope = RunScope(tag, time.time() - 0.05, launch.own_uid)
     t0 = loop.time()
     try:
         transport, pipes = await loop.subprocess_exec(
@@ -178,12 +183,13 @@ async def run_process(
     except psutil.Error:
         root = None
     sampler = ProcessTreeSampler(root, tag, t0, on_sample, exclude=live_roots)
+    claim(tag, sampler.seen)
     monitor = asyncio.create_task(sampler.run())
     hook = asyncio.create_task(on_spawned(pid)) if on_spawned else None
     kill: KillReport | None = None
     try:
         ended_by = await _first_end(pipes.exited, timeout_s, cancel, shutdown)
-        kill = await kill_run(root, tag, sampler.seen.values(), since)
+        kill = await kill_run(root, scope, sampler.seen.values())
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(pipes.exited), _EXIT_WAIT_S)
         with contextlib.suppress(TimeoutError):
@@ -198,9 +204,10 @@ async def run_process(
             monitor.cancel()
             if hook is not None:
                 hook.cancel()
-            kill_now(root, tag, sampler.seen.values())
+            kill_now(root, scope, sampler.seen.values())
             for capture in captures.values():
                 capture.finish()
+        unclaim(tag)
         transport.close()
     end = pipes.exited.result() if pipes.exited.done() else loop.time()
     return _outcome(captures, ended_by, transport.get_returncode(), "", end - t0, sampler, kill)

@@ -1,0 +1,123 @@
+"""Escapes that drop the run's tag (`env -i`) and leave the tree still end with the run.
+
+Checked independently of the workbench's own tag scan: each test puts a unique marker in the
+escapee's command line (`sleep 60.NNNNNN`) and looks for it in the host's process list.
+"""
+
+import os
+import secrets
+import time
+
+import psutil
+import pytest
+
+from tests.contract.conftest import Harness
+from workbench.executors.types import RunStatus
+
+pytestmark = pytest.mark.timeout(60)
+
+ESCAPES = {
+    "setsid-env-i": "(setsid env -i sleep {m} </dev/null >/dev/null 2>&1 &)",
+    "double-fork-env-i": "(env -i sh -c 'sleep {m} & exit' </dev/null >/dev/null 2>&1 &)",
+}
+
+
+def _marker() -> str:
+    return f"60.{secrets.randbelow(900_000) + 100_000}"
+
+
+def _marked(marker: str) -> list[int]:
+    """Live processes whose command line holds `marker` (zombies have none)."""
+    return [p.pid for p in psutil.process_iter(["cmdline"]) if marker in (p.info["cmdline"] or ())]
+
+
+def _gone(marker: str) -> bool:
+    """No process holds `marker`, looking twice (an escapee that was missed would exec)."""
+    if _marked(marker):
+        return False
+    time.sleep(0.3)
+    return not _marked(marker)
+
+
+def _kill_marked(marker: str) -> None:
+    for pid in _marked(marker):
+        os.kill(pid, 9)
+
+
+@pytest.mark.parametrize("escape", ESCAPES.values(), ids=ESCAPES.keys())
+def test_untagged_escapee_left_behind_is_killed(harness: Harness, escape: str) -> None:
+    marker = _marker()
+    try:
+        script = escape.format(m=marker) + "; sleep 0.3; echo done"
+        result = harness.run("sh", "-c", script).result
+        assert result.status is RunStatus.OK
+        assert result.stdout.text == "done\n"
+        assert result.leftover_processes == 0
+        assert "killed 1 background process it left behind" in result.cause
+        assert _gone(marker)
+    finally:
+        _kill_marked(marker)
+
+
+@pytest.mark.parametrize("escape", ESCAPES.values(), ids=ESCAPES.keys())
+def test_timeout_kills_untagged_escapees(harness: Harness, escape: str) -> None:
+    executor = harness.start(harness.posture(timeout_s=1))
+    marker = _marker()
+    try:
+        script = escape.format(m=marker) + "; sleep 100"
+        result = harness.run("sh", "-c", script, executor=executor).result
+        assert result.status is RunStatus.TIMED_OUT
+        assert result.leftover_processes == 0
+        assert _gone(marker)
+    finally:
+        _kill_marked(marker)
+
+
+def test_an_older_untagged_child_of_the_app_is_left_alone(harness: Harness) -> None:
+    marker = _marker()
+    with psutil.Popen(["setsid", "env", "-i", "sleep", marker]) as bystander:
+        time.sleep(0.2)  # born before the run (which allows 50 ms for clock granularity)
+        try:
+            result = harness.run("sh", "-c", "setsid sleep 60 & echo done").result
+            assert result.leftover_processes == 0
+            assert bystander.is_running()
+            assert bystander.status() != psutil.STATUS_ZOMBIE
+        finally:
+            bystander.kill()
+            bystander.wait()
+
+
+def test_a_helper_the_app_detaches_during_a_run_is_left_alone(harness: Harness) -> None:
+    marker = _marker()
+    helpers: list[psutil.Popen] = []
+
+    def detach() -> None:  # like Qt opening a file: own session, the app's environment
+        helpers.append(psutil.Popen(["setsid", "sleep", marker]))
+
+    harness.loop.call_later(0.1, detach)
+    try:
+        result = harness.run("sh", "-c", "sleep 0.5").result
+        assert result.status is RunStatus.OK
+        assert result.leftover_processes == 0
+        (helper,) = helpers
+        assert helper.is_running()
+        assert helper.status() != psutil.STATUS_ZOMBIE
+    finally:
+        for helper in helpers:
+            helper.kill()
+            helper.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching uid needs root")
+def test_no_process_of_the_throwaway_uid_survives(hardened: Harness) -> None:
+    marker = _marker()
+    executor = hardened.start(hardened.posture(timeout_s=1))
+    try:
+        script = "id -u; " + ESCAPES["setsid-env-i"].format(m=marker) + "; sleep 100"
+        result = hardened.run("sh", "-c", script, executor=executor).result
+        uid = int(result.stdout.text)
+        assert result.status is RunStatus.TIMED_OUT
+        assert result.leftover_processes == 0
+        assert [p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"].real == uid] == []
+    finally:
+        _kill_marked(marker)
