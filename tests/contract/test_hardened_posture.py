@@ -117,6 +117,21 @@ def test_runs_as_a_throwaway_uid_and_gives_the_workspace_back(hardened: Harness)
 
 
 @needs_root
+def test_a_hard_link_to_a_root_only_file_lends_nothing(hardened: Harness) -> None:
+    outside = hardened.workspace.parent / "root-only"
+    outside.write_text("secret\n")
+    outside.chmod(0o600)
+    (hardened.workspace / "linked").hardlink_to(outside)
+    script = "stat -c %u linked; cat linked; echo more >> linked; echo end"
+    result = hardened.run("sh", "-c", script).result
+    assert result.stdout.text == "0\nend\n"  # owned by root all along: neither read nor written
+    assert "secret" not in result.stdout.text + result.stderr.text
+    assert "Permission denied" in result.stderr.text
+    assert outside.read_text() == "secret\n"
+    assert (outside.stat().st_uid, outside.stat().st_gid) == (0, 0)
+
+
+@needs_root
 def test_overlapping_runs_share_the_workspace_loan(hardened: Harness) -> None:
     def request(name: str, pause: str) -> RunRequest:
         return RunRequest(("sh", "-c", f"sleep {pause}; echo {name} > {name}; id -u"))

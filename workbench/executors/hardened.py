@@ -269,5 +269,5 @@ def _run_as(run_uid: int | None, home: Path, tmp: Path, moved: bool) -> str:
     return (
         f"uid {run_uid}, gid {run_uid}: a throwaway user for this session (the workbench runs "
         f"as root). The workspace is chowned to it while runs are in flight and given back "
-        f"afterwards. {where}"
+        f"afterwards (files with several hard links stay as they were). {where}"
     )

@@ -5,12 +5,16 @@ which must be able to write the workspace and its private HOME. `FolderLoan.lend
 owner of every entry and chowns the tree to that uid; `give_back()` restores the recorded
 owners and gives entries the command created to the owner of the folder itself. Only owners
 change (the kernel clears set-uid bits on chown); contents and modes are left alone. Symlinks
-are never followed. If the app dies mid-run the files keep the throwaway owner: nothing is lost,
+are never followed, and regular files with more than one hard link are not lent: the inode may
+also be a file outside the folder (a root-only one, say), and lending it would lend that file.
+The command sees such files as before, with the permissions they give other users (read-only,
+or not at all). If the app dies mid-run the files keep the throwaway owner: nothing is lost,
 and root can still read and fix them.
 """
 
 import asyncio
 import os
+import stat
 from pathlib import Path
 
 
@@ -30,9 +34,14 @@ class FolderLoan:
         return paths
 
     def lend(self) -> None:
-        """Chown the tree to the borrower, remembering every owner. Raises OSError."""
+        """Chown the tree to the borrower, remembering every owner. Raises OSError.
+
+        Regular files with several hard links are skipped (see the module docstring).
+        """
         for path in self._entries():
             st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                continue  # the same file may be outside the folder: never lend it
             self._owners[path] = (st.st_uid, st.st_gid)
             os.lchown(path, self._uid, self._gid)
 

@@ -33,6 +33,24 @@ def test_lend_and_give_back(tmp_path: Path) -> None:
     assert (root / "sub").stat().st_uid == os.getuid()
 
 
+@needs_root
+def test_a_hard_linked_file_is_never_lent(tmp_path: Path) -> None:
+    outside = tmp_path / "secret"
+    outside.write_text("root only")
+    outside.chmod(0o600)
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "linked").hardlink_to(outside)
+    (root / "plain").write_text("x")
+    loan = FolderLoan(root, BORROWER, BORROWER)
+    loan.lend()
+    assert (root / "plain").stat().st_uid == BORROWER
+    assert outside.stat().st_uid == 0
+    loan.give_back()
+    assert (outside.stat().st_uid, outside.stat().st_gid) == (0, 0)
+    assert (root / "plain").stat().st_uid == 0
+
+
 def test_can_reach(tmp_path: Path) -> None:
     open_dir = tmp_path / "open"
     open_dir.mkdir()
