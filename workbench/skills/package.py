@@ -4,10 +4,11 @@ Layout (the one rule): a `.skill` file is a zip holding exactly one folder at th
 like the skill, with SKILL.md directly inside it (`my-skill/SKILL.md`, `my-skill/scripts/...`).
 Files at the top level, or two top-level folders, are refused.
 
-`export_skill` leaves out caches and junk (`EXCLUDED`: `__pycache__`, `*.pyc`, `node_modules`,
-`.git`, `.DS_Store`, `Thumbs.db`, backups `*~`, editor swap files), refuses symbolic links and
-special files, and writes entries in name order with a fixed timestamp and only permission bits,
-so the same skill always gives the same bytes. The zip is written atomically.
+`export_skill` leaves out caches, junk and local secrets (`EXCLUDED`: `__pycache__`, `*.pyc`,
+`node_modules`, `.git`, `.DS_Store`, `Thumbs.db`, backups `*~`, editor swap files, `.env`),
+refuses symbolic links and special files, and writes entries in name order with a fixed
+timestamp and only permission bits, so the same skill always gives the same bytes. The zip is
+written atomically.
 
 `import_skill` trusts nothing in the zip. It refuses absolute paths, `..`, drive letters,
 backslashes, links and special files (from `external_attr`), encrypted entries, duplicate
@@ -45,6 +46,8 @@ EXCLUDED = (
     ".*.swp",
     ".*.swo",
     ".*.swx",
+    ".env",  # local secrets: a skill shared as a package must not carry them
+    ".env.*",
     ".#*",
     "#*#",
 )

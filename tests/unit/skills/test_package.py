@@ -75,7 +75,7 @@ def test_export_is_deterministic_and_leaves_out_junk(skill: Path, tmp_path: Path
     for junk in ("__pycache__/x.pyc", "node_modules/a/b.js", ".git/HEAD", "scripts/run.py~"):
         (skill / junk).parent.mkdir(parents=True, exist_ok=True)
         (skill / junk).write_text("junk")
-    for junk in (".DS_Store", "Thumbs.db", "scripts/.run.py.swp", "scripts/cache.pyc"):
+    for junk in (".DS_Store", "Thumbs.db", "scripts/.run.py.swp", "scripts/cache.pyc", ".env"):
         (skill / junk).write_text("junk")
     os.utime(skill / "SKILL.md", (1, 1))
     second = export_skill(skill, tmp_path / "two.skill")
@@ -83,6 +83,7 @@ def test_export_is_deterministic_and_leaves_out_junk(skill: Path, tmp_path: Path
     names = zipfile.ZipFile(second).namelist()
     assert names[0] == "round-trip/SKILL.md"
     assert not any("pycache" in n or "node_modules" in n or ".git/" in n for n in names)
+    assert "round-trip/.env" not in names
 
 
 def test_export_refuses_links_and_a_destination_inside_the_skill(
