@@ -181,8 +181,9 @@ def test_bad_options_are_usage_errors(
     assert done.stderr.startswith("error:")
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGHUP], ids=["ctrl-c", "hangup"])
 def test_ctrl_c_cancels_the_run_and_exits_130(
-    env: dict[str, str], skill: Path, workspace: Path
+    env: dict[str, str], skill: Path, workspace: Path, signum: signal.Signals
 ) -> None:
     command = [
         sys.executable, "-m", "workbench", "run", "--skill", str(skill), "--posture", "local",
@@ -191,7 +192,7 @@ def test_ctrl_c_cancels_the_run_and_exits_130(
     with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as cli:
         assert cli.stdout is not None
         assert cli.stdout.readline() == b"started\n"
-        cli.send_signal(signal.SIGINT)
+        cli.send_signal(signum)
         _, stderr = cli.communicate(timeout=30)
     assert cli.returncode == 130, stderr
     assert b": cancelled (" in stderr

@@ -161,19 +161,19 @@ async def _run_with_signals(service: "RunService", plan: "RunPlan", live: bool) 
 
 @contextlib.contextmanager
 def cancel_on_signals() -> Iterator["CancelToken"]:
-    """A cancel token that Ctrl-C (SIGINT) and SIGTERM cancel while the block runs."""
+    """A cancel token that Ctrl-C (SIGINT), SIGTERM and a closed terminal (SIGHUP) cancel."""
     import asyncio
 
     from workbench.executors.types import CancelToken
 
     cancel = CancelToken()
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(signum, cancel.cancel)
     try:
         yield cancel
     finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             loop.remove_signal_handler(signum)
 
 
