@@ -69,6 +69,8 @@ def test_canary_secrets_never_reach_the_command(
     assert {"WB_CANARY_TOKEN", "PLAIN_SETTING"} <= set(result.card.env_dropped)
     assert "WB_CANARY_TOKEN" not in result.card.env_kept
     assert set(result.card.env_kept) >= {"PATH", "SKILL_DIR", "WORKSPACE", "HOME", "TMPDIR"}
+    assert "WORKBENCH_APP" in os.environ  # the app's own mark: neither passed nor listed
+    assert "WORKBENCH_APP" not in {*result.card.env_kept, *result.card.env_dropped}
 
 
 def test_credentials_pass_only_when_confirmed(

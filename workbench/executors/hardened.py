@@ -29,6 +29,7 @@ from workbench.executors import limits_exec
 from workbench.executors.env import scrub_env
 from workbench.executors.local import describe_user
 from workbench.executors.ownership import FolderLoan, SharedLoan, can_reach
+from workbench.executors.process_tree import APP_MARK_ENV
 from workbench.executors.readback import limit_checks, parse_status, requested_rlimits
 from workbench.executors.runner import Launch
 from workbench.executors.subprocess_base import PreparedRun, RunContext, SubprocessExecutor
@@ -205,7 +206,8 @@ class HardenedExecutor(SubprocessExecutor):
                 await asyncio.to_thread(_give_back_all, loans)
                 return f"cannot lend the workspace and private folders to uid {run_uid}: {error}"
         fixed = {**context.command_env(), "HOME": str(home), "TMPDIR": str(tmp)}
-        env = scrub_env(self.posture, os.environ, context.request.env, fixed)
+        app_env = {name: v for name, v in os.environ.items() if name != APP_MARK_ENV}
+        env = scrub_env(self.posture, app_env, context.request.env, fixed)
         limits = self.posture.limits
         requested = requested_rlimits(limits, _own_tasks() if run_uid is None else 0)
         read_fd, write_fd = os.pipe()
