@@ -4,8 +4,6 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from workbench import desktop
-
 
 def register_flags(parser: argparse.ArgumentParser) -> None:
     """Add the two flags to the root parser; each picks its handler."""
@@ -42,6 +40,8 @@ class _PickHandler(argparse.Action):
 
 
 def _install(args: argparse.Namespace) -> int:
+    from workbench import desktop  # here, not at the top: every command loads this module
+
     del args
     command = desktop.installed_command()
     for path in desktop.install(command, desktop.data_home()):
@@ -51,6 +51,8 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _uninstall(args: argparse.Namespace) -> int:
+    from workbench import desktop
+
     del args
     removed = desktop.uninstall(desktop.data_home())
     for path in removed:
