@@ -4,6 +4,7 @@ Checked independently of the workbench's own tag scan: each test puts a unique m
 escapee's command line (`sleep 60.NNNNNN`) and looks for it in the host's process list.
 """
 
+import asyncio
 import os
 import secrets
 import time
@@ -12,7 +13,7 @@ import psutil
 import pytest
 
 from tests.contract.conftest import Harness
-from workbench.executors.types import RunStatus
+from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -121,3 +122,25 @@ def test_no_process_of_the_throwaway_uid_survives(hardened: Harness) -> None:
         assert [p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"].real == uid] == []
     finally:
         _kill_marked(marker)
+
+
+# Its own foreground child without the tag, and a tagged escapee its monitor has seen: under
+# hardened as root both run as the session's uid, which the first run's kill scans.
+SECOND = "(setsid sh -c 'sleep 1.2; echo escaped > e.txt' &); env -i sleep 1.5; echo b"
+
+
+def test_a_concurrent_runs_processes_are_left_alone(harness: Harness) -> None:
+    def request(script: str) -> RunRequest:
+        return RunRequest(("sh", "-c", script))
+
+    async def go() -> tuple[RunResult, RunResult]:
+        return await asyncio.gather(
+            harness.executor.run(request("sleep 0.6; echo a"), lambda c: None, CancelToken()),
+            harness.executor.run(request(SECOND), lambda c: None, CancelToken()),
+        )
+
+    first, second = harness.loop.run_until_complete(go())
+    assert (first.stdout.text, second.stdout.text) == ("a\n", "b\n")
+    assert first.status is second.status is RunStatus.OK
+    assert "background" not in first.cause
+    assert (harness.workspace / "e.txt").read_text() == "escaped\n"

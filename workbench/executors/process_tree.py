@@ -144,9 +144,9 @@ def escapees(scope: RunScope, others: set[int]) -> set[int]:
                 continue
         except (psutil.Error, OSError):
             continue
-        entries = _environ(pid)
-        if entries is None or any(entry.startswith(_ANY_TAG) for entry in entries):
-            continue  # a zombie, or tagged: the tag decides whose it is
+        entries = _environ(pid) or []  # unreadable (made non-dumpable): no tag, no mark
+        if any(entry.startswith(_ANY_TAG) for entry in entries):
+            continue  # tagged: the tag decides whose it is
         if mark not in entries or (not app_nnp and _no_new_privs(pid)):
             found.add(pid)
     return found
