@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from workbench.postures import PostureId
 from workbench.skills import Code
 from workbench.ui.mainwindow import MainWindow
+from workbench.ui.newskill import NewSkillDialog
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]
 
@@ -212,3 +213,29 @@ def test_a_hostile_package_is_refused_in_the_message_bar_and_writes_nothing(
     assert "evil/../../escaped.txt" in window.message_bar.text()
     assert sorted(extra_root.rglob("*")) == before
     assert not (tmp_path / "escaped.txt").exists()
+
+
+def test_file_new_skill_creates_lists_and_opens_it_in_the_editor(
+    window: MainWindow, run: Run, extra_root: Path, qtbot
+) -> None:
+    window.authoring.new_action.trigger()
+    qtbot.waitUntil(lambda: isinstance(QApplication.activeModalWidget(), NewSkillDialog))
+    dialog = QApplication.activeModalWidget()
+    dialog.add_root(extra_root)
+    dialog.name.setText("from-the-menu")
+    dialog.description.setText("Made with File > New Skill.")
+
+    async def create() -> None:
+        dialog.create_button.click()
+        await _until(
+            lambda: window.editor.skill() and window.editor.skill().name == "from-the-menu"
+        )
+
+    run(create())
+    assert (extra_root / "from-the-menu" / "scripts" / "run.py").is_file()
+    assert window.view.tabs().currentWidget() is window.editor
+    edit_tab = window.view.tabs().indexOf(window.editor)
+    _edit_line(window, 3, "description: Changed.")
+    assert window.view.tabs().tabText(edit_tab) == "Edit •"
+    assert window.editor.save()
+    assert window.view.tabs().tabText(edit_tab) == "Edit"

@@ -186,6 +186,7 @@ class AuthoringActions(QObject):
         self.export_action.triggered.connect(self.on_export_action_triggered)
         self.import_action.triggered.connect(self.on_import_action_triggered)
         self.editor.saved.connect(self.on_editor_saved)
+        self.editor.modified_changed.connect(self.on_editor_modified_changed)
         self.editor.status_message.connect(self._window.on_view_status_message)
         self.watcher.skill_changed.connect(self.on_editor_saved)
         self.watcher.roots_changed.connect(self.on_watcher_roots_changed)
@@ -275,6 +276,10 @@ class AuthoringActions(QObject):
         self, root: Path, name: str, description: str, folders: frozenset[str]
     ) -> None:
         self._spawn(self.create(root, name, description, folders))
+
+    def on_editor_modified_changed(self, modified: bool) -> None:
+        tabs = self._window.view.tabs()
+        tabs.setTabText(tabs.indexOf(self.editor), "Edit •" if modified else "Edit")
 
     def on_save_action_triggered(self) -> None:
         self.editor.save()
