@@ -120,9 +120,9 @@ class DockerExecutor:
         """Run one command in the container; see `Executor.run`."""
         if self._spec is None or self._session is None:
             raise ExecutorError("The executor was not started (or was stopped) before a run.")
-        run_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"
+        run_id = request.run_id
         run_dir = self._spec.runs_dir / run_id
-        run_dir.mkdir(parents=True)
+        run_dir.mkdir(parents=True, exist_ok=True)  # the run service may have made it
         warnings = tuple(assess(self.posture))
         self._running += 1
         self._idle.clear()

@@ -104,7 +104,6 @@ class RunService:
             raise
         result = replace(
             result,
-            run_id=plan.run_id,
             changes=diff_snapshots(before, after),
             warnings=result.warnings or tuple(assess(plan.posture)),
         )
