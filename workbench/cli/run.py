@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 from workbench.ansi import AnsiDecoder
 from workbench.cli.output import emit_json, warn
 from workbench.errors import PostureError, UsageError, WorkbenchError
+from workbench.executors.types import new_run_id
 from workbench.postures import Network, Posture, PostureId, Severity, assess, parse_posture_id
 from workbench.runs.layout import DataLayout
-from workbench.runs.record import new_run_id, plain_text, record_to_dict
+from workbench.runs.record import plain_text, record_to_dict
 from workbench.skills import default_roots, find_skill
 
 if TYPE_CHECKING:  # imported when a run happens: they are heavy, and every command loads us

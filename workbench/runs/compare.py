@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.errors import UsageError, WorkbenchError, WorkspaceError
-from workbench.executors.types import CancelToken, OutputChunk
+from workbench.executors.types import CancelToken, OutputChunk, new_run_id
 from workbench.postures import STRENGTH_ORDER, Posture, PostureId
-from workbench.runs.record import RunRecord, new_run_id
+from workbench.runs.record import RunRecord
 from workbench.runs.service import RunPlan, RunService
 
 

@@ -11,7 +11,6 @@ from enum import Enum, StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.executors.types import new_run_id as new_run_id  # callers name it from here
 from workbench.workspace.changes import ChangeKind, EntryType, FileChange
 
 if TYPE_CHECKING:  # the executors package is heavy to import; these modules only name it

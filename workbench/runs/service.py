@@ -26,12 +26,13 @@ from workbench.executors.types import (
     RunResult,
     RunStatus,
     SessionSpec,
+    new_run_id,
 )
 from workbench.monitor.sample import ResourceSample
 from workbench.postures import Posture, assess
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import AFTER_SNAPSHOT, BEFORE_SNAPSHOT, DataLayout
-from workbench.runs.record import RunRecord, new_run_id
+from workbench.runs.record import RunRecord
 from workbench.workspace.diff import diff_snapshots
 from workbench.workspace.manifest import load_snapshot, save_snapshot
 from workbench.workspace.snapshot import (

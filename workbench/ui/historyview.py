@@ -34,10 +34,10 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError, WorkspaceError
-from workbench.executors.types import CancelToken, RunStatus
+from workbench.executors.types import CancelToken, RunStatus, new_run_id
 from workbench.postures import Limits, Posture, PostureId
 from workbench.runs.export import ExportFormat, export_record
-from workbench.runs.record import RunRecord, RunState, new_run_id
+from workbench.runs.record import RunRecord, RunState
 from workbench.runs.restore import restore_run
 from workbench.runs.service import RunPlan, RunService
 from workbench.ui.text import plural, tooltip

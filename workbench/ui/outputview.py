@@ -25,8 +25,8 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
-from workbench.executors.types import OutputChunk, Stream
 from workbench.ansi import AnsiDecoder, Piece, Style
+from workbench.executors.types import OutputChunk, Stream
 from workbench.ui.text import format_size
 from workbench.ui.theme import status_colors
 from workbench.ui.widgets import plain_label, set_status

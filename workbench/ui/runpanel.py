@@ -28,9 +28,8 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import UsageError, WorkbenchError
-from workbench.executors.types import CancelToken
+from workbench.executors.types import CancelToken, new_run_id
 from workbench.postures import POSTURE_INFO, Posture, PostureId
-from workbench.runs.record import new_run_id
 from workbench.runs.service import CompletedRun, RunPlan, RunService
 from workbench.skills import Skill
 from workbench.ui.cardview import CardView
