@@ -36,7 +36,7 @@ def diff_snapshots(before: Snapshot, after: Snapshot) -> tuple[FileChange, ...]:
     changes = []
     for path, old in old_entries.items():
         new = new_entries.get(path)
-        if new == old:  # the common case: every stat field and the hash are the same
+        if new is old or new == old:  # the common case: the very same entry, kept unchanged
             continue
         kind = _change_kind(old, new)
         if kind is not None:

@@ -7,9 +7,10 @@ link mid-walk is not entered. Only regular files are ever opened (non-blocking, 
 folders and files, too many entries and too deep a tree become notes, never exceptions.
 
 Stat first, hash only what may have changed: given the `previous` snapshot, a file whose size,
-mtime, ctime, inode and device are unchanged reuses the previous hash (ctime catches a
-content change disguised by resetting the mtime), unless its times were within `RACY_NS` of
-the previous snapshot, where a coarse file-system clock could hide a later write. With a
+mtime, ctime, inode, device and mode are unchanged keeps the previous `Entry` itself, hash
+included (ctime catches a content change disguised by resetting the mtime), unless its times
+were within `RACY_NS` of the previous snapshot, where a coarse file-system clock could hide a
+later write; an unchanged folder keeps its `Entry` too, so a diff skips both by identity. With a
 `BlobStore`, every file that gets hashed is also kept in the store (within the size caps);
 the ones that were not are listed in `unstored`, so a restore knows it will be partial.
 Paths in `exclude` (e.g. the workbench's own data folder inside a workspace) are skipped
@@ -17,11 +18,11 @@ entirely; a snapshot taken against a `previous` one excludes what that one exclu
 """
 
 import os
-import stat
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_IMODE, S_ISDIR, S_ISLNK, S_ISREG
 from typing import NamedTuple
 
 from workbench.errors import WorkspaceError
@@ -32,6 +33,7 @@ MIB = 1024 * 1024
 RACY_NS = 100_000_000  # 100 ms: above any file-system timestamp granularity on Linux
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_FILE, _DIR = EntryType.FILE, EntryType.DIR
 
 
 class Entry(NamedTuple):
@@ -204,7 +206,11 @@ class _Walker:
         self.notes.append(note)
 
     def _list(self, frame: _Frame) -> None:
-        """Record every entry of one folder (the hot loop: kept flat on purpose)."""
+        """Record every entry of one folder (the hot loop: kept flat on purpose).
+
+        An unchanged entry keeps the previous snapshot's `Entry` object itself (see `_same`),
+        so a diff can tell it apart by identity and nothing new is built for it.
+        """
         fd, prefix = frame.fd, frame.prefix
         if self.truncated:
             self.unlisted.append(prefix.rstrip("/"))
@@ -220,33 +226,49 @@ class _Walker:
             items = items[:room]
             self.truncated = True
             self.unlisted.append(prefix.rstrip("/"))
-        entries = self.entries
+        entries, excluded, previous = self.entries, self.excluded, self.previous_entries
+        racy_limit_ns, rehash, subdirs = self.racy_limit_ns, self.rehash, frame.subdirs
         for item in items:
             name = item.name
             rel = prefix + name
-            if rel in self.excluded:
+            if rel in excluded:
                 continue
             try:
                 st = item.stat(follow_symlinks=False)
                 mode = st.st_mode
-                target = os.readlink(name, dir_fd=fd) if stat.S_ISLNK(mode) else None
+                target = os.readlink(name, dir_fd=fd) if S_ISLNK(mode) else None
             except OSError as error:  # vanished meanwhile
                 self.notes.append(f"Cannot read {rel!r}: {error.strerror}.")
                 continue
+            old = previous.get(rel)
             digest = None
-            if stat.S_ISREG(mode):
-                kind = EntryType.FILE
-                digest = self._reusable_digest(rel, st) or self._hash(fd, name, rel, st)
-            elif stat.S_ISDIR(mode):
-                kind = EntryType.DIR
-                frame.subdirs.append((name, st.st_ino))
+            if S_ISREG(mode):
+                if (
+                    old is not None
+                    and old.type is _FILE
+                    and old.digest is not None
+                    and _same(old, st)
+                    and old.mtime_ns < racy_limit_ns
+                    and old.ctime_ns < racy_limit_ns
+                    and rel not in rehash
+                ):
+                    entries[rel] = old
+                    continue
+                kind = _FILE
+                digest = self._hash(fd, name, rel, st)
+            elif S_ISDIR(mode):
+                subdirs.append((name, st.st_ino))
+                if old is not None and old.type is _DIR and _same(old, st):
+                    entries[rel] = old
+                    continue
+                kind = _DIR
             else:
                 kind = EntryType.SYMLINK if target is not None else EntryType.OTHER
             entries[rel] = Entry(
                 rel,
                 kind,
                 st.st_size,
-                stat.S_IMODE(mode),
+                S_IMODE(mode),
                 st.st_mtime_ns,
                 st.st_ctime_ns,
                 st.st_ino,
@@ -254,23 +276,6 @@ class _Walker:
                 digest,
                 target,
             )
-
-    def _reusable_digest(self, rel: str, st: os.stat_result) -> str | None:
-        old = self.previous_entries.get(rel)
-        if (
-            old is not None
-            and old.digest is not None
-            and old.type is EntryType.FILE
-            and old.size == st.st_size
-            and old.mtime_ns == st.st_mtime_ns
-            and old.ctime_ns == st.st_ctime_ns
-            and old.inode == st.st_ino
-            and old.device == st.st_dev
-            and max(old.mtime_ns, old.ctime_ns) < self.racy_limit_ns
-            and rel not in self.rehash
-        ):
-            return old.digest
-        return None
 
     def _hash(self, dir_fd: int, name: str, rel: str, st: os.stat_result) -> str | None:
         if st.st_size > self.limits.max_hash_bytes:
@@ -287,7 +292,7 @@ class _Walker:
             return None
         try:
             opened = os.fstat(fd)
-            if not stat.S_ISREG(opened.st_mode) or opened.st_ino != st.st_ino:
+            if not S_ISREG(opened.st_mode) or opened.st_ino != st.st_ino:
                 self.notes.append(f"{rel!r} changed while it was being read.")
                 self.unstored.append(rel)
                 return None
@@ -309,6 +314,18 @@ class _Walker:
             )
             self.unstored.append(rel)
         return digest
+
+
+def _same(old: Entry, st: os.stat_result) -> bool:
+    """Whether `st` has every stat field `old` recorded (mtime first: it differs most often)."""
+    return (
+        old.mtime_ns == st.st_mtime_ns
+        and old.ctime_ns == st.st_ctime_ns
+        and old.size == st.st_size
+        and old.inode == st.st_ino
+        and old.device == st.st_dev
+        and old.mode == S_IMODE(st.st_mode)
+    )
 
 
 def iter_ancestors(path: str) -> Iterator[str]:

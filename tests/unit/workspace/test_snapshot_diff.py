@@ -266,3 +266,38 @@ def test_long_text_diff_uses_diff_u_with_the_same_hunks_as_difflib(
     assert external == internal
     assert external.startswith("--- a/long.txt\n+++ b/long.txt\n@@ -3,7 +3,7 @@")
     assert "-line 2999\n" in external and "+changed 2500\n" in external
+
+
+def test_unchanged_entries_are_kept_as_the_same_objects(tmp_path: Path) -> None:
+    _make_tree(tmp_path)
+    _settle()
+    before = take_snapshot(tmp_path)
+    (tmp_path / "edit.txt").write_text("changed\n")
+    (tmp_path / "tool.sh").chmod(0o755)
+    after = take_snapshot(tmp_path, previous=before)
+    kept = {path for path, entry in after.entries.items() if entry is before.entries[path]}
+    assert kept == set(before.entries) - {"edit.txt", "tool.sh"}
+    assert after.entries["tool.sh"].digest == before.entries["tool.sh"].digest
+    assert _kinds(diff_snapshots(before, after)) == {
+        "edit.txt": ChangeKind.MODIFIED,
+        "tool.sh": ChangeKind.MODE_CHANGED,
+    }
+
+
+def test_files_written_just_before_a_snapshot_are_hashed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "fresh.txt").write_text("AAAA")
+    before = take_snapshot(tmp_path)  # within the racy window: its clock may hide a write
+    hashed: list[int] = []
+
+    def counting_hash(fd: int) -> str:
+        hashed.append(fd)
+        return hash_fd(fd)
+
+    monkeypatch.setattr(snapshot_module, "hash_fd", counting_hash)
+    after = take_snapshot(tmp_path, previous=before)
+    assert len(hashed) == 1
+    assert after.entries["fresh.txt"] is not before.entries["fresh.txt"]
+    assert after.entries["fresh.txt"] == before.entries["fresh.txt"]
+    assert diff_snapshots(before, after) == ()
