@@ -304,6 +304,40 @@ def test_a_container_removed_between_runs_is_replaced(docker_runtimes: set[str])
         session.close()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the host reads the run's environ only as root")
+def test_a_local_runc_engine_kills_from_the_host_one_exec_per_run(
+    docker_runtimes: set[str],
+) -> None:
+    """No sweep exec where the host sees the cgroup; a process without the tag falls back."""
+    session = Session(Posture(PostureId.DOCKER).with_limits(**LIMITS))
+    client = docker.from_env()
+    try:
+        runs = [
+            session.run("true").result,
+            session.run("sh", "-c", "setsid sleep 60 & echo done").result,
+            session.run("sh", "-c", "setsid sleep 60 & sleep 60", cancel_after=0.3).result,
+        ]
+        assert _execs(client, session) == 3
+        assert [r.status for r in runs] == [RunStatus.OK, RunStatus.OK, RunStatus.CANCELLED]
+        assert runs[1].cause == "exited with code 0; killed 1 background process it left behind"
+        assert [r.leftover_processes for r in runs] == [0, 0, 0]
+        assert _container_processes(session) == ["sleep 3600"]
+        escape = "env -i sh -c 'touch /tmp/up; exec sleep 60' >/dev/null 2>&1 &"
+        untagged = session.run("sh", "-c", f"{escape} until [ -e /tmp/up ]; do :; done").result
+        assert (untagged.status, untagged.leftover_processes) == (RunStatus.OK, 0)
+        assert _execs(client, session) == 6  # the listing, the run and its sweep
+    finally:
+        client.close()
+        session.close()
+
+
+def _execs(client: docker.DockerClient, session: Session) -> int:
+    """How many execs the engine created in the session's container so far."""
+    filters = {"container": session.executor.container_id, "event": "exec_create"}
+    events = client.api.events(since=0, until=f"{time.time() + 0.2:.3f}", filters=filters)
+    return sum(1 for _ in events)
+
+
 def _labelled(client: docker.DockerClient, container_id: str) -> bool:
     found = client.api.containers(all=True, filters={"label": LABEL_APP})
     return any(item["Id"] == container_id for item in found)

@@ -6,11 +6,11 @@ tag, `SKILL_DIR` and `WORKSPACE` in its environment and the workspace as its wor
 streams its output into `StreamCapture`s, samples the container's cgroup at 10 Hz
 (`ContainerSampler`), and ends on the first of: the command exiting, the wall-clock timeout, the
 user's Stop, or the session closing. Whatever ended it, the run's processes are then killed and
-the kill verified inside the container (`DockerSession.sweep`), and the cgroup's OOM and pids
-counters decide the outcome (`docker_outcome`). `stop()` ends runs in flight and removes the
-container. The `gvisor` posture is the same executor on the `runsc` runtime. When the workbench
-runs as root, commands run as uid 1000 and the workspace is lent to that uid for each run
-(`SharedLoan`, as the hardened posture does), then given back.
+the kill verified (`DockerSession.sweep`: from the host where it can, else inside the
+container), and the cgroup's OOM and pids counters decide the outcome (`docker_outcome`).
+`stop()` ends runs in flight and removes the container. The `gvisor` posture is the same executor on
+the `runsc` runtime. When the workbench runs as root, commands run as uid 1000 and the workspace is
+lent to that uid for each run (`SharedLoan`, as the hardened posture does), then given back.
 """
 
 import asyncio

@@ -12,11 +12,23 @@ none, which is also the verification. Under a fork bomb that holds every slot of
 limit not even that exec can start; then the container's main process, a supervisor shell
 under the init, is sent SIGUSR1 (the init forwards it) and runs the `kill -9 -1` builtin, which
 needs no new process, and the killer retries.
+
+On a local engine running runc, with the workbench as root, the session can see the
+container's cgroup and read any process's environment, so it does the same from the host,
+without an exec: it kills the tagged processes among the cgroup's members (`cgroup.procs`,
+host pids, each signalled through a pidfd so a reused pid is never hit) until a pass finds
+none, and trusts that only once the kernel's task count (`pids.current`) is back to the idle
+session's. After a run that left nothing, that is one pass and one count: no kill at all.
+Anything else (the count does not come back, the files cannot be read) falls back to the exec
+sweep, which stays the only way under gVisor, whose host pids are the sandbox's own.
 """
 
 import asyncio
 import contextlib
+import os
+import signal
 import socket
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +43,7 @@ from workbench.errors import ExecutorError
 from workbench.executors.docker_spec import LABEL_APP, LABEL_SESSION, SWEEP_SIGNAL
 from workbench.executors.types import Stream
 from workbench.monitor.container import CgroupFiles
+from workbench.monitor.process import carries_tag
 
 # Kills every process whose environment holds the run's tag ($1; busybox `grep -F` stops at
 # the NUL bytes of environ, a plain pattern does not), scanning /proc until a pass
@@ -56,6 +69,9 @@ SWEEP_TRIES = 5
 SWEEP_POLL_S = 0.05
 EXIT_POLL_S = 0.05
 KILLER_TIMEOUT_S = 5.0  # an exec whose container dies may never end its stream
+HOST_ROUNDS = 100  # passes over the cgroup's members, as the in-container killer makes
+HOST_POLL_S = 0.002
+HOST_SETTLE_S = 0.5  # how long killed processes may take to be reaped before the exec sweep
 
 Chunk = tuple[Stream, bytes]
 
@@ -138,6 +154,7 @@ class DockerSession:
         self.attrs: dict[str, Any] = {}
         self.cgroup: CgroupFiles | None = None
         self.baseline_tasks = 0
+        self._host: CgroupFiles | None = None  # set when the host can kill the run's processes
 
     @property
     def api(self) -> docker.APIClient:
@@ -161,6 +178,9 @@ class DockerSession:
         host_pid = int(self.attrs["State"].get("Pid") or 0)
         self.cgroup = CgroupFiles.for_pid(host_pid) if host_pid else None
         self.baseline_tasks = self.cgroup.usage().tasks if self.cgroup else 0
+        local = self.cgroup is not None and self.container_id in str(self.cgroup.pids)
+        host_kills = local and self._options.get("runtime") == "runc" and os.geteuid() == 0
+        self._host = self.cgroup if host_kills else None
 
     def _create(self) -> str:
         return str(self._client.containers.create(**self._options).id)
@@ -171,7 +191,16 @@ class DockerSession:
         return self.attrs
 
     async def running(self) -> bool:
-        """True when the container still exists and runs."""
+        """True when the container still exists and runs.
+
+        Where the host sees the container's cgroup, it exists while the container runs and
+        holds at least the init: no engine call is needed.
+        """
+        if self._host is not None:
+            try:
+                return self._host.tasks() > 0
+            except (OSError, ValueError):
+                return False
         return (await self._state()).get("Running") is True
 
     async def oom_killed(self) -> bool:
@@ -210,6 +239,10 @@ class DockerSession:
         the supervisor kills every process of the container instead, and the killer retries.
         """
         killed = 0
+        if self._host is not None:
+            killed, verified = await self._host_sweep(self._host, tag.encode())
+            if verified:
+                return Sweep(killed, 0)
         for _ in range(SWEEP_TRIES):
             try:
                 output = await self.exec_text(["sh", "-c", KILL_SCRIPT, "kill", tag])
@@ -225,6 +258,31 @@ class DockerSession:
                 await asyncio.to_thread(self.api.kill, self.container_id, SWEEP_SIGNAL)
             await asyncio.sleep(SWEEP_POLL_S)
         return Sweep(killed, max(left, 1))
+
+    async def _host_sweep(self, cgroup: CgroupFiles, tag: bytes) -> tuple[int, bool]:
+        """Kill the run's processes by host pid: (how many were killed, verified none is left).
+
+        Not verified when the task count does not come back to the idle session's (a process
+        without the tag, one still being reaped past the bound) or the files cannot be read.
+        """
+        killed: set[int] = set()
+        try:
+            for _ in range(HOST_ROUNDS):
+                found = [pid for pid in cgroup.processes() if carries_tag(pid, tag)]
+                if not found:
+                    break
+                killed.update(pid for pid in found if _kill_tagged(pid, tag))
+                await asyncio.sleep(HOST_POLL_S)
+            else:  # still finding some after every pass (a fork bomb outruns the passes)
+                return len(killed), False
+            deadline = time.monotonic() + HOST_SETTLE_S
+            while cgroup.tasks() != self.baseline_tasks:
+                if time.monotonic() > deadline or not any(map(_exists, killed)):
+                    return len(killed), False  # what is left is not the run's, or is slow
+                await asyncio.sleep(HOST_POLL_S)
+        except (OSError, ValueError):
+            return len(killed), False
+        return len(killed), True
 
     async def exec_text(self, argv: list[str]) -> str:
         """Run `argv` in the container to its end and return its stdout (bounded in time)."""
@@ -250,6 +308,28 @@ class DockerSession:
         """Remove the container (forced). Safe to call more than once."""
         if self.container_id:
             await asyncio.to_thread(_remove, self.api, self.container_id)
+
+
+def _kill_tagged(pid: int, tag: bytes) -> bool:
+    """SIGKILL `pid` if it still carries `tag` (checked through a pidfd: never a reused pid)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:  # already gone
+        return False
+    try:
+        if not carries_tag(pid, tag):
+            return False
+        signal.pidfd_send_signal(fd, signal.SIGKILL)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _exists(pid: int) -> bool:
+    """True while `pid` is in the process table (running, or a zombie not yet reaped)."""
+    return os.path.exists(f"/proc/{pid}")  # noqa: PTH110 - hot path, plain names
 
 
 def _close_socket(sock: Any) -> None:

@@ -5,7 +5,8 @@ On a local Linux engine the container's cgroup files are read directly (cgroup v
 `pids.current`), which is cheap enough for about 10 samples a second. When those files are not
 readable (a remote engine, another PID namespace), the sampler falls back to the engine's stats
 API, which yields about one sample a second. `CgroupFiles` also reads the event counters
-(`oom_kill`, pids `max`) the Docker executor compares before and after a run.
+(`oom_kill`, pids `max`) the Docker executor compares before and after a run, and the task count
+and member processes (host pids) it uses to kill a run's processes from the host.
 """
 
 import asyncio
@@ -117,8 +118,16 @@ class CgroupFiles:
         return CgroupUsage(
             cpu_ns=cpu_ns,
             memory_bytes=int(self.memory.read_text()),
-            tasks=int(self.pids.read_text()),
+            tasks=self.tasks(),
         )
+
+    def tasks(self) -> int:
+        """The kernel's count of tasks in the cgroup and below it (`pids.current`)."""
+        return int(self.pids.read_text())
+
+    def processes(self) -> list[int]:
+        """The host pids of the processes directly in the cgroup (`cgroup.procs`)."""
+        return [int(pid) for pid in (self.pids.parent / "cgroup.procs").read_text().split()]
 
     def counters(self) -> CgroupCounters:
         """Read the OOM-kill and pids-limit counters (0 where the kernel does not report one)."""

@@ -42,6 +42,8 @@ def test_v1_files_from_the_pid(tmp_path: Path) -> None:
     usage = files.usage()
     assert (usage.cpu_ns, usage.memory_bytes, usage.tasks) == (1_500_000_000, 4096, 5)
     assert files.counters() == CgroupCounters(oom_kills=3, pids_max_hits=7)
+    write(root / "pids" / CID / "cgroup.procs", "4242\n4250\n")
+    assert (files.tasks(), files.processes()) == (5, [4242, 4250])
 
 
 def test_v2_files_from_the_pid(tmp_path: Path) -> None:
@@ -58,6 +60,8 @@ def test_v2_files_from_the_pid(tmp_path: Path) -> None:
     usage = files.usage()
     assert (usage.cpu_ns, usage.memory_bytes, usage.tasks) == (2_500_000, 8192, 2)
     assert files.counters() == CgroupCounters(oom_kills=1, pids_max_hits=0)
+    write(root / CID / "cgroup.procs", "77\n")
+    assert (files.tasks(), files.processes()) == (2, [77])
 
 
 def test_unreadable_files_mean_none(tmp_path: Path) -> None:
