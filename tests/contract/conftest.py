@@ -23,8 +23,16 @@ from workbench.executors.types import (
 from workbench.monitor.sample import ResourceSample
 from workbench.postures import Posture, PostureId
 
-CONTRACT_POSTURES = [PostureId.LOCAL, PostureId.HARDENED]
+CONTRACT_POSTURES = [
+    PostureId.LOCAL,
+    PostureId.HARDENED,
+    pytest.param(PostureId.DOCKER, marks=pytest.mark.docker),
+    pytest.param(PostureId.GVISOR, marks=[pytest.mark.docker, pytest.mark.gvisor]),
+]
 CONTAINER_POSTURES = {PostureId.DOCKER, PostureId.GVISOR}  # gated on a Docker engine
+# Postures whose processes the host sees and the app adopts. A container's escapees end with
+# the container, which the run service removes after every run; gVisor's are not visible here.
+HOST_POSTURES = [PostureId.LOCAL, PostureId.HARDENED]
 
 
 @dataclass
@@ -106,6 +114,14 @@ def harness(request: pytest.FixtureRequest, reachable_dir: Path) -> Iterator[Har
     """A started executor of each contract posture."""
     if request.param in CONTAINER_POSTURES:
         request.getfixturevalue("docker_runtimes")  # skips (or fails) without an engine
+    h = Harness(request.param, reachable_dir)
+    yield h
+    h.close()
+
+
+@pytest.fixture(params=HOST_POSTURES, ids=lambda p: p.value)
+def host_harness(request: pytest.FixtureRequest, reachable_dir: Path) -> Iterator[Harness]:
+    """A started executor of each posture whose processes run on the host, as the app's."""
     h = Harness(request.param, reachable_dir)
     yield h
     h.close()

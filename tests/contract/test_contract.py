@@ -62,16 +62,24 @@ def test_death_by_signal_is_a_failure_with_the_signal(harness: Harness) -> None:
 
 
 def test_env_and_working_folder(harness: Harness) -> None:
+    # SKILL_DIR and WORKSPACE name the folders as the command sees them (a container mounts
+    # them elsewhere): what counts is that they hold the skill's and the workspace's files.
+    (harness.skill_dir / "marker").write_text("skill")
+    (harness.workspace / "marker").write_text("workspace")
     ran = harness.run(
         "sh",
         "-c",
-        'printf "%s|%s|%s|%s" "$SKILL_DIR" "$WORKSPACE" "$(pwd)" "$EXTRA"',
+        'printf "%s|%s|%s|%s|%s" "$(cat "$SKILL_DIR/marker")" "$(cat "$WORKSPACE/marker")" '
+        '"$(cat marker)" "$EXTRA" "$([ "$(pwd)" = "$WORKSPACE" ] && echo cwd)"',
         env={"EXTRA": "asked-for"},
     )
-    skill, workspace, cwd, extra = ran.result.stdout.text.split("|")
-    assert skill == str(harness.skill_dir)
-    assert workspace == cwd == str(harness.workspace)
-    assert extra == "asked-for"
+    assert ran.result.stdout.text.split("|") == [
+        "skill",
+        "workspace",
+        "workspace",
+        "asked-for",
+        "cwd",
+    ]
 
 
 def test_command_not_found_is_an_error_result(harness: Harness) -> None:

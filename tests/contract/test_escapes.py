@@ -46,11 +46,11 @@ def _kill_marked(marker: str) -> None:
 
 
 @pytest.mark.parametrize("escape", ESCAPES.values(), ids=ESCAPES.keys())
-def test_untagged_escapee_left_behind_is_killed(harness: Harness, escape: str) -> None:
+def test_untagged_escapee_left_behind_is_killed(host_harness: Harness, escape: str) -> None:
     marker = _marker()
     try:
         script = escape.format(m=marker) + "; sleep 0.3; echo done"
-        result = harness.run("sh", "-c", script).result
+        result = host_harness.run("sh", "-c", script).result
         assert result.status is RunStatus.OK
         assert result.stdout.text == "done\n"
         assert result.leftover_processes == 0
@@ -61,12 +61,12 @@ def test_untagged_escapee_left_behind_is_killed(harness: Harness, escape: str) -
 
 
 @pytest.mark.parametrize("escape", ESCAPES.values(), ids=ESCAPES.keys())
-def test_timeout_kills_untagged_escapees(harness: Harness, escape: str) -> None:
-    executor = harness.start(harness.posture(timeout_s=1))
+def test_timeout_kills_untagged_escapees(host_harness: Harness, escape: str) -> None:
+    executor = host_harness.start(host_harness.posture(timeout_s=1))
     marker = _marker()
     try:
         script = escape.format(m=marker) + "; sleep 100"
-        result = harness.run("sh", "-c", script, executor=executor).result
+        result = host_harness.run("sh", "-c", script, executor=executor).result
         assert result.status is RunStatus.TIMED_OUT
         assert result.leftover_processes == 0
         assert _gone(marker)
@@ -74,12 +74,12 @@ def test_timeout_kills_untagged_escapees(harness: Harness, escape: str) -> None:
         _kill_marked(marker)
 
 
-def test_an_older_untagged_child_of_the_app_is_left_alone(harness: Harness) -> None:
+def test_an_older_untagged_child_of_the_app_is_left_alone(host_harness: Harness) -> None:
     marker = _marker()
     with psutil.Popen(["setsid", "env", "-i", "sleep", marker]) as bystander:
         time.sleep(0.2)  # born before the run (which allows 50 ms for clock granularity)
         try:
-            result = harness.run("sh", "-c", "setsid sleep 60 & echo done").result
+            result = host_harness.run("sh", "-c", "setsid sleep 60 & echo done").result
             assert result.leftover_processes == 0
             assert bystander.is_running()
             assert bystander.status() != psutil.STATUS_ZOMBIE
@@ -88,16 +88,16 @@ def test_an_older_untagged_child_of_the_app_is_left_alone(harness: Harness) -> N
             bystander.wait()
 
 
-def test_a_helper_the_app_detaches_during_a_run_is_left_alone(harness: Harness) -> None:
+def test_a_helper_the_app_detaches_during_a_run_is_left_alone(host_harness: Harness) -> None:
     marker = _marker()
     helpers: list[psutil.Popen] = []
 
     def detach() -> None:  # like Qt opening a file: own session, the app's environment
         helpers.append(psutil.Popen(["setsid", "sleep", marker]))
 
-    harness.loop.call_later(0.1, detach)
+    host_harness.loop.call_later(0.1, detach)
     try:
-        result = harness.run("sh", "-c", "sleep 0.5").result
+        result = host_harness.run("sh", "-c", "sleep 0.5").result
         assert result.status is RunStatus.OK
         assert result.leftover_processes == 0
         (helper,) = helpers
@@ -129,18 +129,18 @@ def test_no_process_of_the_throwaway_uid_survives(hardened: Harness) -> None:
 SECOND = "(setsid sh -c 'sleep 1.2; echo escaped > e.txt' &); env -i sleep 1.5; echo b"
 
 
-def test_a_concurrent_runs_processes_are_left_alone(harness: Harness) -> None:
+def test_a_concurrent_runs_processes_are_left_alone(host_harness: Harness) -> None:
     def request(script: str) -> RunRequest:
         return RunRequest(("sh", "-c", script))
 
     async def go() -> tuple[RunResult, RunResult]:
         return await asyncio.gather(
-            harness.executor.run(request("sleep 0.6; echo a"), lambda c: None, CancelToken()),
-            harness.executor.run(request(SECOND), lambda c: None, CancelToken()),
+            host_harness.executor.run(request("sleep 0.6; echo a"), lambda c: None, CancelToken()),
+            host_harness.executor.run(request(SECOND), lambda c: None, CancelToken()),
         )
 
-    first, second = harness.loop.run_until_complete(go())
+    first, second = host_harness.loop.run_until_complete(go())
     assert (first.stdout.text, second.stdout.text) == ("a\n", "b\n")
     assert first.status is second.status is RunStatus.OK
     assert "background" not in first.cause
-    assert (harness.workspace / "e.txt").read_text() == "escaped\n"
+    assert (host_harness.workspace / "e.txt").read_text() == "escaped\n"

@@ -208,7 +208,11 @@ class DockerExecutor:
             wall = time.monotonic() - t0
             sweep = await session.sweep(tag)
             with contextlib.suppress(TimeoutError):
-                code = await asyncio.wait_for(exited, DRAIN_S)
+                code = await asyncio.wait_for(asyncio.shield(exited), DRAIN_S)
+            if not exited.done():  # Stop came before the command had started: sweep again
+                sweep = await session.sweep(tag)
+                with contextlib.suppress(TimeoutError):
+                    code = await asyncio.wait_for(exited, DRAIN_S)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(pump), DRAIN_S)
         except (DockerException, OSError) as error:
