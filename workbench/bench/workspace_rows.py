@@ -58,13 +58,24 @@ def change_tree(root: Path, files: int, rnd: random.Random) -> None:
 
 
 def _git_env(work_tree: Path, git_dir: Path) -> dict[str, str]:
-    """git with its repository outside the tree and a fixed identity for the base commit."""
+    """git with its repository outside the tree and a fixed identity for the base commit.
+
+    Automatic `git gc` is off: started by the big base commit, it would run in the background
+    while the rows are timed, and hold files in the repository when the bench removes it.
+    """
     identity = {
         f"GIT_{who}_{what}": value
         for who in ("AUTHOR", "COMMITTER")
         for what, value in (("NAME", "bench"), ("EMAIL", "bench@localhost"))
     }
-    return {**os.environ, "GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(work_tree), **identity}
+    no_gc = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "gc.auto", "GIT_CONFIG_VALUE_0": "0"}
+    return {
+        **os.environ,
+        "GIT_DIR": str(git_dir),
+        "GIT_WORK_TREE": str(work_tree),
+        **identity,
+        **no_gc,
+    }
 
 
 async def measure_tree(context: BenchContext, files: int) -> Outcome:
