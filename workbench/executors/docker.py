@@ -56,6 +56,7 @@ from workbench.postures import Posture, PostureId, PostureWarning, Severity, ass
 ENGINE_TIMEOUT_S = 10
 CONTAINER_GONE = "the session container stopped during the run (removed or stopped from outside)"
 DRAIN_S = 2.0  # after the sweep, how long the output stream may take to close
+RESWEEP_S = 0.05  # first wait for the exec's end before sweeping again (then doubled)
 _NO_OUTPUT = CapturedOutput(text="", total_bytes=0, truncated=False, log_path=None)
 
 
@@ -207,12 +208,14 @@ class DockerExecutor:
             ended_by = await self._first_end(exited, cancel)
             wall = time.monotonic() - t0
             sweep = await session.sweep(tag)
-            with contextlib.suppress(TimeoutError):
-                code = await asyncio.wait_for(asyncio.shield(exited), DRAIN_S)
-            if not exited.done():  # Stop came before the command had started: sweep again
-                sweep = await session.sweep(tag)
+            wait, deadline = RESWEEP_S, time.monotonic() + DRAIN_S
+            while time.monotonic() < deadline:
                 with contextlib.suppress(TimeoutError):
-                    code = await asyncio.wait_for(exited, DRAIN_S)
+                    code = await asyncio.wait_for(asyncio.shield(exited), wait)
+                if exited.done():
+                    break
+                sweep = await session.sweep(tag)  # Stop came before the command had started
+                wait *= 2
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(pump), DRAIN_S)
         except (DockerException, OSError) as error:
