@@ -5,6 +5,7 @@ import contextlib
 import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import psutil
@@ -109,7 +110,8 @@ def test_a_process_carrying_the_token_is_found_and_killed(tmp_path: Path) -> Non
     async def scenario() -> int:
         async with LabSite(tmp_path) as site:
             token = site.cell_token(PostureId.LOCAL, ProbeId.DAEMON)
-            daemon = subprocess.Popen(["sh", "-c", "sleep 30; exit 0", token])
+            # One process, no children: a shell's child briefly shows the token while it forks.
+            daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", token])
             try:
                 await exec_done(daemon.pid, token)
                 found = site.end_survivors(token)
