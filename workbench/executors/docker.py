@@ -37,7 +37,7 @@ from workbench.executors.docker_spec import (
 )
 from workbench.executors.outcome import format_bytes
 from workbench.executors.ownership import FolderLoan, SharedLoan
-from workbench.executors.runner import EndedBy
+from workbench.executors.runner import EndedBy, first_end
 from workbench.executors.types import (
     CancelToken,
     CapturedOutput,
@@ -205,7 +205,9 @@ class DockerExecutor:
             pump = asyncio.create_task(_pump(stream, captures, t0))
             exited: asyncio.Task[int] = asyncio.create_task(stream.exited())
             tasks += [pump, exited]
-            ended_by = await self._first_end(exited, cancel)
+            ended_by = await first_end(
+                exited, self.posture.limits.timeout_s, cancel, self._shutdown
+            )
             wall = time.monotonic() - t0
             sweep = await session.sweep(tag)
             wait, deadline = RESWEEP_S, time.monotonic() + DRAIN_S
@@ -295,23 +297,6 @@ class DockerExecutor:
             samples=tuple(sampler.samples),
             run_dir=run_dir,
         )
-
-    async def _first_end(self, exited: "asyncio.Task[int]", cancel: CancelToken) -> EndedBy:
-        timer = asyncio.create_task(asyncio.sleep(self.posture.limits.timeout_s))
-        stopped = asyncio.create_task(cancel.wait())
-        closing = asyncio.create_task(self._shutdown.wait())
-        try:
-            await asyncio.wait(
-                {exited, timer, stopped, closing}, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            for task in (timer, stopped, closing):
-                task.cancel()
-        if exited.done():
-            return EndedBy.EXIT
-        if stopped.done():
-            return EndedBy.CANCEL
-        return EndedBy.SHUTDOWN if self._shutdown.is_set() else EndedBy.TIMEOUT
 
     def _stats(self) -> dict[str, object]:
         assert self._client is not None and self._session is not None

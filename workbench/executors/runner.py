@@ -114,12 +114,13 @@ def _spawn_error(argv0: str, error: OSError) -> str:
     return f"cannot start {argv0}: {error.strerror or error}"
 
 
-async def _first_end(
-    exited: asyncio.Future[float],
+async def first_end(
+    exited: "asyncio.Future[Any]",
     timeout_s: float,
     cancel: CancelToken,
     shutdown: asyncio.Event,
 ) -> EndedBy:
+    """What ends a run first: its exit, the timeout, Stop, or the executor shutting down."""
     timer = asyncio.create_task(asyncio.sleep(timeout_s))
     stopped = asyncio.create_task(cancel.wait())
     closing = asyncio.create_task(shutdown.wait())
@@ -188,7 +189,7 @@ async def run_process(
     hook = asyncio.create_task(on_spawned(pid)) if on_spawned else None
     kill: KillReport | None = None
     try:
-        ended_by = await _first_end(pipes.exited, timeout_s, cancel, shutdown)
+        ended_by = await first_end(pipes.exited, timeout_s, cancel, shutdown)
         kill = await kill_run(root, scope, sampler.seen.values())
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(pipes.exited), _EXIT_WAIT_S)
