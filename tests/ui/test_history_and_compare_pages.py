@@ -64,6 +64,7 @@ def test_view_menu_shortcuts_switch_pages(window: MainWindow) -> None:
         "Run": QKeySequence("Ctrl+1"),
         "History": QKeySequence("Ctrl+2"),
         "Compare": QKeySequence("Ctrl+3"),
+        "Lab": QKeySequence("Ctrl+4"),
     }
     next(a for a in view_menu.actions() if a.text() == "Compare").trigger()
     assert window.pages.currentWidget() is window.compare

@@ -29,7 +29,7 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
         "--during", type=float, metavar="S", help="shoot S seconds into the run, not after it"
     )
     scene.add_argument(
-        "--view", default="run", choices=("run", "history", "compare"), help="page to show"
+        "--view", default="run", choices=("run", "history", "compare", "lab"), help="page to show"
     )
     parser.set_defaults(handler=_gui)
 

@@ -33,6 +33,7 @@ from workbench.skills import Skill
 from workbench.ui.compareview import CompareView
 from workbench.ui.editor import SkillEditor
 from workbench.ui.historyview import HistoryView
+from workbench.ui.labview import LabView
 from workbench.ui.messagebar import MessageBar
 from workbench.ui.newskill import AuthoringActions
 from workbench.ui.posturepicker import PosturePicker
@@ -80,9 +81,10 @@ class MainWindow(QMainWindow):
         self.postures = PosturePicker(self)
         self.history = HistoryView(services.runs, self)
         self.compare = CompareView(services.runs, self)
+        self.lab = LabView(services.runs, self)
         self.pages = QTabWidget(self)
         self.pages.setDocumentMode(True)
-        self.pages.setAccessibleName("Views: run, history, compare")
+        self.pages.setAccessibleName("Views: run, history, compare, lab")
         self._splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self._splitter.setObjectName("mainSplitter")
         self._splitter.setChildrenCollapsible(False)
@@ -106,6 +108,7 @@ class MainWindow(QMainWindow):
             (self._splitter, "Run"),
             (self.history, "History"),
             (self.compare, "Compare"),
+            (self.lab, "Lab"),
         ):
             self.pages.addTab(page, title)
         layout.addWidget(self.pages, 1)
@@ -164,6 +167,7 @@ class MainWindow(QMainWindow):
         self.run_panel.run_finished.connect(self.on_run_panel_run_finished)
         self.pages.currentChanged.connect(self.on_pages_current_changed)
         self.compare.run_activated.connect(self.on_compare_run_activated)
+        self.lab.run_activated.connect(self.on_compare_run_activated)
 
     # Start-up and state -----------------------------------------------------------------
 
@@ -210,7 +214,9 @@ class MainWindow(QMainWindow):
 
     async def shutdown(self) -> None:
         """Stop the run in progress and end every background task (after the window closed)."""
-        await asyncio.gather(self.run_panel.shutdown(), self.compare.shutdown())
+        await asyncio.gather(
+            self.run_panel.shutdown(), self.compare.shutdown(), self.lab.shutdown()
+        )
         await self.history.shutdown()
         for task in list(self._tasks):
             task.cancel()
@@ -340,6 +346,7 @@ class MainWindow(QMainWindow):
         probe: PostureProbe = await asyncio.to_thread(self._services.probe_postures)
         self.postures.set_availability(probe.availability)
         self.compare.set_availability(probe.availability)
+        self.lab.set_availability(probe.availability)
         if probe.docker_runtimes is None:
             self._docker_label.setText("Docker engine: not reachable")
             self._docker_label.setToolTip("The docker and gvisor postures need a Docker engine.")

@@ -29,7 +29,7 @@ class Scene:
     memory_mib: int | None = None
     show: str = "output"
     during_s: float | None = None
-    view: str = "run"  # or "history" (the run selected there) or "compare" (a comparison)
+    view: str = "run"  # or "history" (the run selected), "compare" or "lab" (their results)
 
 
 async def stage(window: MainWindow, scene: Scene) -> None:
@@ -41,6 +41,9 @@ async def stage(window: MainWindow, scene: Scene) -> None:
         raise UsageError(f"--show takes one of {', '.join(TABS)}, not {scene.show!r}.")
     if scene.view == "compare":
         await _stage_compare(window, scene)
+        return
+    if scene.view == "lab":
+        await _stage_lab(window)
         return
     panel = window.run_panel
     if scene.posture is not None:
@@ -75,6 +78,16 @@ async def _stage_compare(window: MainWindow, scene: Scene) -> None:
     task = window.compare.start()
     if task is None:
         raise UsageError(f"The {scene.skill} example cannot be compared here.")
+    await task
+    await asyncio.sleep(0.3)  # let the table draw
+
+
+async def _stage_lab(window: MainWindow) -> None:
+    """Run the probe lab under the postures ticked by default."""
+    window.pages.setCurrentWidget(window.lab)
+    task = window.lab.start()
+    if task is None:
+        raise UsageError("No posture can run the probe lab here.")
     await task
     await asyncio.sleep(0.3)  # let the table draw
 

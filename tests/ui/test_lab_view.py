@@ -1,0 +1,92 @@
+"""The probe lab view: posture choices, the scoreboard the headless lab gives, links to runs."""
+
+import asyncio
+from typing import Any
+
+import pytest
+import qasync
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
+
+from workbench.postures import POSTURE_INFO, PostureId
+from workbench.probes.catalogue import ProbeId
+from workbench.probes.lab import Scoreboard
+from workbench.probes.verdict import Verdict
+from workbench.ui.labview import MARKS, UNEXPECTED_MARK, LabView
+from workbench.ui.mainwindow import MainWindow
+
+
+def _open_lab(window: MainWindow) -> LabView:
+    view_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&View")
+    (lab_action,) = [a for a in view_menu.actions() if a.text() == "Lab"]
+    assert lab_action.shortcut().toString() == "Ctrl+4"
+    lab_action.trigger()
+    assert window.pages.currentWidget() is window.lab
+    return window.lab
+
+
+def test_offers_available_postures_and_asks_before_probing_local(window: MainWindow) -> None:
+    view = _open_lab(window)
+    assert view.chosen() == [PostureId.HARDENED, PostureId.QUICKJS]
+    assert view.boxes[PostureId.LOCAL].isEnabled() and not view.boxes[PostureId.LOCAL].isChecked()
+    assert not view.boxes[PostureId.DOCKER].isEnabled()
+    assert "No engine." in view.boxes[PostureId.DOCKER].toolTip()
+    view.boxes[PostureId.LOCAL].setChecked(True)
+    view.run_button.click()
+    box = view.question()
+    assert box is not None and box.isVisible() and "local posture" in box.text()
+    box.button(QMessageBox.StandardButton.Cancel).click()
+    assert view.question() is None
+    assert not view.stop_button.isEnabled() and view.run_button.isEnabled()
+    for box_widget in view.boxes.values():
+        box_widget.setChecked(False)
+    assert not view.run_button.isEnabled()
+
+
+@pytest.mark.slow
+def test_shows_the_scoreboard_and_a_cell_opens_its_run(
+    window: MainWindow, loop: qasync.QEventLoop, qtbot: Any
+) -> None:
+    view = _open_lab(window)
+    finished: list[Scoreboard] = []
+    view.lab_finished.connect(finished.append)
+    task = view.start()
+    assert task is not None and view.stop_button.isEnabled() and not view.run_button.isEnabled()
+    loop.run_until_complete(asyncio.wait_for(task, 120))
+
+    board = view.scoreboard()
+    assert board is not None and finished == [board]
+    assert board.postures == (PostureId.HARDENED, PostureId.QUICKJS)
+    assert len(board.cells) == 2 * len(ProbeId) and not board.interrupted
+    assert view.progress.text() == f"cell {len(board.cells)} of {len(board.cells)}"
+    titles = [view.table.horizontalHeaderItem(i).text() for i in range(2)]
+    assert titles == [POSTURE_INFO[PostureId.HARDENED].title, POSTURE_INFO[PostureId.QUICKJS].title]
+    for cell in board.cells:
+        item = view.table.item(list(ProbeId).index(cell.probe), board.postures.index(cell.posture))
+        mark = MARKS[cell.verdict] + (UNEXPECTED_MARK if cell.unexpected else "")
+        assert item.text() == mark
+        assert cell.run_id in item.toolTip()
+    # What the postures promise and the headless lab finds: hardened reads host files,
+    # QuickJS has no host file API.
+    hardened = board.cell(PostureId.HARDENED, ProbeId.READ_OUTSIDE)
+    quickjs = board.cell(PostureId.QUICKJS, ProbeId.READ_OUTSIDE)
+    assert hardened is not None and hardened.verdict is Verdict.NOT_CONTAINED
+    assert quickjs is not None and quickjs.verdict is Verdict.CONTAINED
+    row = list(ProbeId).index(ProbeId.READ_OUTSIDE)
+    assert view.table.item(row, 0).text().startswith("NOT CONTAINED")
+    assert view.table.item(row, 1).text().startswith("contained")
+    assert view.status.text().startswith(f"{len(board.cells)} cells in ")
+
+    view.table.setCurrentCell(row, 1)
+    view.table.setFocus()
+    qtbot.keyClick(view.table, Qt.Key.Key_Return)
+
+    async def opened() -> None:
+        while window.history.current_record() is None:
+            await asyncio.sleep(0.02)
+
+    loop.run_until_complete(asyncio.wait_for(opened(), 10))
+    assert window.pages.currentWidget() is window.history
+    record = window.history.current_record()
+    assert record is not None
+    assert record.run_id == quickjs.run_id and record.posture == "quickjs"

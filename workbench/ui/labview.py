@@ -1,0 +1,293 @@
+"""The probe lab view: what does each posture really stop, shown as a scoreboard.
+
+The user ticks postures (every available, implemented one except `local`, which is only ever
+ticked by the user and asks before the lab runs) and runs the lab: `run_lab` runs every probe
+under every ticked posture as an ordinary recorded run. The table has one row per probe and
+one column per posture; each cell says "contained", "NOT CONTAINED" or "n/a" in words and
+colour, its tool tip gives the control or the reason, and a cell whose verdict differs from
+the posture's description is marked "!" in the warning colour. Activating a cell
+(double-click or Enter) opens its run in the history.
+"""
+
+import asyncio
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QHBoxLayout,
+    QHeaderView,
+    QMessageBox,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.errors import WorkbenchError
+from workbench.executors import implemented_postures
+from workbench.executors.types import CancelToken
+from workbench.postures import POSTURE_INFO, Availability, PostureId
+from workbench.probes.catalogue import PROBE_BY_ID, ProbeId
+from workbench.probes.lab import Cell, Scoreboard, run_lab
+from workbench.probes.verdict import Verdict
+from workbench.runs.record import plain_text
+from workbench.runs.service import RunService
+from workbench.ui.historyview import ask
+from workbench.ui.posturepicker import CARD_ORDER
+from workbench.ui.text import plural, tooltip
+from workbench.ui.theme import status_colors
+from workbench.ui.widgets import plain_label, set_status
+
+MARKS = {
+    Verdict.CONTAINED: "contained",
+    Verdict.NOT_CONTAINED: "NOT CONTAINED",
+    Verdict.NOT_APPLICABLE: "n/a",
+}
+UNEXPECTED_MARK = " !"
+_RUN_ID = Qt.ItemDataRole.UserRole
+_HINT = "Double-click a cell (or press Enter) to open its run in the history."
+
+
+class LabView(QWidget):
+    """Posture choices and Run / Stop above, the scoreboard below, progress at the bottom.
+
+    Signals:
+        run_activated(str): the user opened the run with this id from a cell.
+        lab_finished(object): the `Scoreboard` of a lab that ended (also when stopped).
+    """
+
+    run_activated = Signal(str)
+    lab_finished = Signal(object)
+
+    def __init__(
+        self, service: RunService, parent: QWidget | None = None, lab_parent: Path | None = None
+    ) -> None:
+        super().__init__(parent)
+        self._service = service
+        self._lab_parent = lab_parent
+        self._cancel: CancelToken | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._question: QMessageBox | None = None
+        self._board: Scoreboard | None = None
+        self._columns: list[PostureId] = []
+        self._done = 0
+
+        self.run_button = QPushButton("Run the lab", self)
+        self.run_button.setToolTip("Run every probe under every ticked posture")
+        self.stop_button = QPushButton("Stop", self)
+        self.stop_button.setToolTip("Stop the probe in progress and skip the rest")
+        self.boxes: dict[PostureId, QCheckBox] = {}
+        for posture_id in CARD_ORDER:
+            box = QCheckBox(POSTURE_INFO[posture_id].title, self)
+            box.setAccessibleName(f"Probe {POSTURE_INFO[posture_id].title}")
+            box.setEnabled(False)
+            box.setToolTip("Checking whether this posture can run here…")
+            if posture_id is PostureId.LOCAL:
+                set_status(box, "danger")
+            self.boxes[posture_id] = box
+        self.table = QTableWidget(len(ProbeId), 0, self)
+        self.table.setAccessibleName("Probe lab scoreboard")
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        for row, probe in enumerate(ProbeId):
+            header = QTableWidgetItem(PROBE_BY_ID[probe].question)
+            header.setToolTip(tooltip(f"Probe {probe.value}"))
+            self.table.setVerticalHeaderItem(row, header)
+        self.progress = plain_label("", self)
+        self.status = plain_label(
+            "Each probe is a small, bounded experiment run as a recorded run. Tick postures and "
+            "press Run the lab. " + _HINT,
+            self,
+            wrap=True,
+        )
+        set_status(self.status, "muted")
+
+        postures_row = QHBoxLayout()
+        postures_row.addWidget(plain_label("Postures:", self))
+        for box in self.boxes.values():
+            postures_row.addWidget(box)
+        postures_row.addStretch(1)
+        buttons_row = QHBoxLayout()
+        buttons_row.addWidget(self.run_button)
+        buttons_row.addWidget(self.stop_button)
+        buttons_row.addWidget(self.progress)
+        buttons_row.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(postures_row)
+        layout.addLayout(buttons_row)
+        layout.addWidget(self.table, 1)
+        layout.addWidget(self.status)
+        self._connect_signals()
+        self._update_buttons()
+
+    def _connect_signals(self) -> None:
+        self.run_button.clicked.connect(self.on_run_button_clicked)
+        self.stop_button.clicked.connect(self.on_stop_button_clicked)
+        self.table.itemActivated.connect(self.on_table_item_activated)
+        for box in self.boxes.values():
+            box.toggled.connect(self._update_buttons)
+
+    # Public API -------------------------------------------------------------------------
+
+    def set_availability(self, availability: dict[PostureId, Availability]) -> None:
+        """Offer the postures that can run here and have an executor in this build; tick
+        every one of them but `local`."""
+        implemented = implemented_postures()
+        for posture_id, box in self.boxes.items():
+            found = availability[posture_id]
+            usable = found.available and posture_id in implemented
+            box.setEnabled(usable)
+            box.setChecked(usable and posture_id is not PostureId.LOCAL)
+            implemented_here = posture_id in implemented or not found.available
+            box.setToolTip(
+                tooltip(found.reason if implemented_here else "Not implemented in this build yet.")
+            )
+        self._update_buttons()
+
+    def chosen(self) -> list[PostureId]:
+        """The ticked postures, strongest first."""
+        return [p for p, box in self.boxes.items() if box.isChecked() and box.isEnabled()]
+
+    def scoreboard(self) -> Scoreboard | None:
+        """The scoreboard of the last lab that ended, if any."""
+        return self._board
+
+    def question(self) -> QMessageBox | None:
+        """The open "run without a sandbox?" question, if one is open."""
+        return self._question
+
+    def start(self) -> "asyncio.Task[None] | None":
+        """Start the lab (what Run the lab does, after `local` was confirmed)."""
+        if not self.run_button.isEnabled():
+            return None
+        self._cancel = CancelToken()
+        self._task = asyncio.ensure_future(self._run(self.chosen(), self._cancel))
+        self._task.add_done_callback(self._on_task_done)
+        self._update_buttons()
+        return self._task
+
+    def stop(self) -> None:
+        """Stop the probe in progress; the cells not yet run stay empty."""
+        if self._cancel is not None and not self._cancel.cancelled:
+            self._cancel.cancel()
+            self._show("Stopping… (the lab removes what it planted)", "muted")
+
+    async def shutdown(self, grace_s: float = 15.0) -> None:
+        """Stop the lab in progress and wait (at most `grace_s`) for it to clean up."""
+        if self._task is not None:
+            self.stop()
+            await asyncio.wait([self._task], timeout=grace_s)
+
+    # Slots ------------------------------------------------------------------------------
+
+    def on_run_button_clicked(self) -> None:
+        if not self.run_button.isEnabled() or self._question is not None:
+            return
+        if PostureId.LOCAL not in self.chosen():
+            self.start()
+            return
+        self._question = ask(
+            self,
+            "Run the probes without a sandbox?",
+            "The lab includes the local posture: there the probes run as you. They are small "
+            "and bounded and touch only what the lab plants, but nothing stops them from "
+            "reaching your files, your network and the secrets in your environment.",
+            "Run the lab, local included",
+            self.start,
+        )
+        self._question.finished.connect(self.on_question_finished)
+
+    def on_question_finished(self, _result: int) -> None:
+        self._question = None
+
+    def on_stop_button_clicked(self) -> None:
+        self.stop()
+
+    def on_table_item_activated(self, item: QTableWidgetItem) -> None:
+        run_id = item.data(_RUN_ID)
+        if isinstance(run_id, str):
+            self.run_activated.emit(run_id)
+
+    # Internals --------------------------------------------------------------------------
+
+    async def _run(self, postures: list[PostureId], cancel: CancelToken) -> None:
+        self._board = None
+        self._columns = postures
+        self._done = 0
+        self.table.clearContents()
+        self.table.setColumnCount(len(postures))
+        self.table.setHorizontalHeaderLabels([POSTURE_INFO[p].title for p in postures])
+        self._show_progress()
+        self._show(f"Probing under {plural(len(postures), 'posture')}…", "muted")
+        board = await run_lab(
+            postures, self._service, cancel=cancel, on_cell=self._on_cell, parent=self._lab_parent
+        )
+        self._board = board
+        summary = f"{plural(len(board.cells), 'cell')} in {board.seconds:.1f} s"
+        unexpected = len(board.unexpected())
+        if unexpected == 1:
+            summary += "; 1 differs from its posture's description (marked !)"
+        elif unexpected:
+            summary += f"; {unexpected} differ from the postures' descriptions (marked !)"
+        else:
+            summary += "; every verdict matches its posture's description"
+        if board.interrupted:
+            summary = f"Stopped: {summary}"
+        self._show(f"{summary}. {_HINT}", "warning" if unexpected else "muted")
+        self.lab_finished.emit(board)
+
+    def _on_cell(self, cell: Cell) -> None:
+        self._done += 1
+        self._show_progress()
+        colors = status_colors(self.palette())
+        text = MARKS[cell.verdict] + (UNEXPECTED_MARK if cell.unexpected else "")
+        item = QTableWidgetItem(text)
+        item.setData(_RUN_ID, cell.run_id)
+        lines = [f"{cell.posture.value} / {cell.probe.value}: {cell.verdict.value}"]
+        lines.append(plain_text(cell.explanation()))
+        if cell.unexpected:
+            lines.append(f"Differs from the posture's description, which promises: {cell.expected}")
+            item.setForeground(colors.warning)
+            font = QFont(item.font())
+            font.setBold(True)
+            item.setFont(font)
+        elif cell.verdict is Verdict.CONTAINED:
+            item.setForeground(colors.ok)
+        elif cell.verdict is Verdict.NOT_CONTAINED:
+            item.setForeground(colors.danger)
+        else:
+            item.setForeground(colors.muted)
+        lines.append(f"Run {cell.run_id}: double-click or press Enter to open it")
+        item.setToolTip(tooltip("\n".join(lines)))
+        row = list(ProbeId).index(cell.probe)
+        self.table.setItem(row, self._columns.index(cell.posture), item)
+
+    def _show_progress(self) -> None:
+        total = len(self._columns) * len(ProbeId)
+        self.progress.setText(f"cell {self._done} of {total}")
+
+    def _on_task_done(self, task: "asyncio.Task[None]") -> None:
+        self._task = None
+        self._cancel = None
+        self._update_buttons()
+        if task.cancelled() or (error := task.exception()) is None:
+            return
+        if isinstance(error, WorkbenchError):
+            self._show(f"The lab did not run: {error}", "danger")
+        else:
+            sys.excepthook(type(error), error, error.__traceback__)
+
+    def _show(self, text: str, status: str) -> None:
+        self.status.setText(text)
+        set_status(self.status, status)
+
+    def _update_buttons(self) -> None:
+        running = self._task is not None
+        self.run_button.setEnabled(bool(self.chosen()) and not running)
+        self.stop_button.setEnabled(running)
