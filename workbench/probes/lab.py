@@ -35,6 +35,7 @@ LAB_LIMITS = Limits(
     open_files=256,
     file_size_bytes=8 * MIB,
 )
+GVISOR_MIN_MEMORY = 256 * MIB
 CPU_TIMEOUT_S = 3.0  # above the CPU-time limit, so a CPU-time limit has time to act
 SKILL_DIR_WORD = "SKILL_DIR"  # the write probe's word for "the skill folder as I see it"
 
@@ -150,7 +151,8 @@ async def run_lab(
             for probe in probe_ids:
                 if cancel.cancelled:
                     break
-                posture = replace(Posture(posture_id), limits=_limits_for(probe, limits))
+                cell_limits = _limits_for(posture_id, probe, limits)
+                posture = replace(Posture(posture_id), limits=cell_limits)
                 cell = await _run_cell(site, service, posture, probe, cancel, as_root)
                 if cell is None:
                     break
@@ -219,9 +221,13 @@ def _cell(
     )
 
 
-def _limits_for(probe: ProbeId, limits: Limits) -> Limits:
+def _limits_for(posture_id: PostureId, probe: ProbeId, limits: Limits) -> Limits:
     if probe is ProbeId.CPU:
         return replace(limits, timeout_s=min(limits.timeout_s, CPU_TIMEOUT_S))
+    if posture_id is PostureId.GVISOR:
+        # gVisor's own kernel is charged to the container: a small limit starves the sandbox
+        # itself, and a probe would then see the sandbox die instead of its own limit act.
+        return replace(limits, memory_bytes=max(limits.memory_bytes, GVISOR_MIN_MEMORY))
     return limits
 
 
