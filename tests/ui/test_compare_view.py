@@ -34,9 +34,12 @@ def _open_compare(window: MainWindow, skill_name: str) -> CompareView:
 def test_offers_available_postures_and_never_ticks_local_by_itself(window: MainWindow) -> None:
     view = _open_compare(window, "workspace-report")
     assert view.chosen() == [PostureId.HARDENED, PostureId.QUICKJS]
-    assert view.boxes[PostureId.LOCAL].isEnabled() and not view.boxes[PostureId.LOCAL].isChecked()
-    assert not view.boxes[PostureId.DOCKER].isEnabled()
-    assert view.boxes[PostureId.DOCKER].toolTip() == "No engine."
+    assert (
+        view.postures.boxes[PostureId.LOCAL].isEnabled()
+        and not view.postures.boxes[PostureId.LOCAL].isChecked()
+    )
+    assert not view.postures.boxes[PostureId.DOCKER].isEnabled()
+    assert "No engine." in view.postures.boxes[PostureId.DOCKER].toolTip()
     assert view.command.text() == 'python3 "$SKILL_DIR/scripts/report.py"'
     assert view.skill_label.text() == "workspace-report:"
     view.command.clear()
@@ -47,8 +50,8 @@ def test_compares_side_by_side_and_a_cell_opens_its_run_in_the_history(
     window: MainWindow, run: Run
 ) -> None:
     view = _open_compare(window, "workspace-report")
-    view.boxes[PostureId.HARDENED].setChecked(False)
-    view.boxes[PostureId.LOCAL].setChecked(True)
+    view.postures.boxes[PostureId.HARDENED].setChecked(False)
+    view.postures.boxes[PostureId.LOCAL].setChecked(True)
     view.run_button.click()
     box = view.question()
     assert box is not None and box.isVisible() and "local posture" in box.text()
@@ -75,8 +78,8 @@ def test_compares_side_by_side_and_a_cell_opens_its_run_in_the_history(
 
 def test_stop_ends_the_run_in_progress_and_skips_the_rest(window: MainWindow, run: Run) -> None:
     view = _open_compare(window, "workspace-report")
-    view.boxes[PostureId.QUICKJS].setChecked(False)
-    view.boxes[PostureId.LOCAL].setChecked(True)
+    view.postures.boxes[PostureId.QUICKJS].setChecked(False)
+    view.postures.boxes[PostureId.LOCAL].setChecked(True)
     view.command.setText("sleep 30")
     task = view.start()  # what Compare does once local is confirmed
     assert task is not None and not view.run_button.isEnabled()
@@ -92,7 +95,9 @@ def test_stop_ends_the_run_in_progress_and_skips_the_rest(window: MainWindow, ru
 
 def test_the_screenshot_scene_can_show_a_comparison(window: MainWindow, run: Run) -> None:
     """`workbench gui --screenshot F --run SKILL --view compare --posture local`."""
-    window.compare.boxes[PostureId.HARDENED].setChecked(False)  # its uid cannot enter tmp_path
+    window.compare.postures.boxes[PostureId.HARDENED].setChecked(
+        False
+    )  # its uid cannot enter tmp_path
     run(stage(window, Scene("workspace-report", PostureId.LOCAL, view="compare")))
     view = window.compare
     assert window.pages.currentWidget() is view
@@ -106,7 +111,7 @@ def test_ctrl_return_on_the_compare_page_compares_and_does_not_run(
     window: MainWindow, run: Run, qtbot: Any
 ) -> None:
     view = _open_compare(window, "workspace-report")
-    view.boxes[PostureId.HARDENED].setChecked(False)  # its uid cannot enter tmp_path
+    view.postures.boxes[PostureId.HARDENED].setChecked(False)  # its uid cannot enter tmp_path
     window.activateWindow()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
     view.command.setFocus()

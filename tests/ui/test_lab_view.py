@@ -28,17 +28,20 @@ def _open_lab(window: MainWindow) -> LabView:
 def test_offers_available_postures_and_asks_before_probing_local(window: MainWindow) -> None:
     view = _open_lab(window)
     assert view.chosen() == [PostureId.HARDENED, PostureId.QUICKJS]
-    assert view.boxes[PostureId.LOCAL].isEnabled() and not view.boxes[PostureId.LOCAL].isChecked()
-    assert not view.boxes[PostureId.DOCKER].isEnabled()
-    assert "No engine." in view.boxes[PostureId.DOCKER].toolTip()
-    view.boxes[PostureId.LOCAL].setChecked(True)
+    assert (
+        view.postures.boxes[PostureId.LOCAL].isEnabled()
+        and not view.postures.boxes[PostureId.LOCAL].isChecked()
+    )
+    assert not view.postures.boxes[PostureId.DOCKER].isEnabled()
+    assert "No engine." in view.postures.boxes[PostureId.DOCKER].toolTip()
+    view.postures.boxes[PostureId.LOCAL].setChecked(True)
     view.run_button.click()
     box = view.question()
     assert box is not None and box.isVisible() and "local posture" in box.text()
     box.button(QMessageBox.StandardButton.Cancel).click()
     assert view.question() is None
     assert not view.stop_button.isEnabled() and view.run_button.isEnabled()
-    for box_widget in view.boxes.values():
+    for box_widget in view.postures.boxes.values():
         box_widget.setChecked(False)
     assert not view.run_button.isEnabled()
 

@@ -17,7 +17,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QCheckBox,
     QDoubleSpinBox,
     QHBoxLayout,
     QHeaderView,
@@ -38,7 +37,7 @@ from workbench.runs.record import RunRecord
 from workbench.runs.service import RunService
 from workbench.skills import Skill
 from workbench.ui.historyview import ask
-from workbench.ui.posturepicker import CARD_ORDER
+from workbench.ui.posturechecks import PostureChecks
 from workbench.ui.text import format_size, plural
 from workbench.ui.theme import status_colors
 from workbench.ui.widgets import plain_label, set_status
@@ -92,15 +91,7 @@ class CompareView(QWidget):
         self.stop_button.setToolTip("Stop the run in progress and skip the rest")
         self._run_shortcut = QShortcut(QKeySequence("Ctrl+Return"), self)
         self._run_shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
-        self.boxes: dict[PostureId, QCheckBox] = {}
-        for posture_id in CARD_ORDER:
-            box = QCheckBox(POSTURE_INFO[posture_id].title, self)
-            box.setAccessibleName(f"Compare under {POSTURE_INFO[posture_id].title}")
-            box.setEnabled(False)
-            box.setToolTip("Checking whether this posture can run here…")
-            if posture_id is PostureId.LOCAL:
-                set_status(box, "danger")
-            self.boxes[posture_id] = box
+        self.postures = PostureChecks("Compare under", self)
         self.table = QTableWidget(len(FIGURES), 0, self)
         self.table.setAccessibleName("Comparison results")
         self.table.setVerticalHeaderLabels(list(FIGURES))
@@ -122,15 +113,10 @@ class CompareView(QWidget):
         command_row.addWidget(self.timeout)
         command_row.addWidget(self.run_button)
         command_row.addWidget(self.stop_button)
-        postures_row = QHBoxLayout()
-        postures_row.addWidget(plain_label("Postures:", self))
-        for box in self.boxes.values():
-            postures_row.addWidget(box)
-        postures_row.addStretch(1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(command_row)
-        layout.addLayout(postures_row)
+        layout.addWidget(self.postures)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.status)
         self._connect_signals()
@@ -143,8 +129,7 @@ class CompareView(QWidget):
         self.command.textChanged.connect(self._update_buttons)
         self.command.returnPressed.connect(self.on_run_button_clicked)
         self.table.itemActivated.connect(self.on_table_item_activated)
-        for box in self.boxes.values():
-            box.toggled.connect(self._update_buttons)
+        self.postures.changed.connect(self._update_buttons)
 
     # Public API -------------------------------------------------------------------------
 
@@ -158,17 +143,13 @@ class CompareView(QWidget):
         self._update_buttons()
 
     def set_availability(self, availability: dict[PostureId, Availability]) -> None:
-        """Offer the postures that can run here; tick every one of them but `local`."""
-        for posture_id, box in self.boxes.items():
-            found = availability[posture_id]
-            box.setEnabled(found.available)
-            box.setChecked(found.available and posture_id is not PostureId.LOCAL)
-            box.setToolTip(found.reason)
+        """Offer the postures that can run here (see `PostureChecks`)."""
+        self.postures.set_availability(availability)
         self._update_buttons()
 
     def chosen(self) -> list[PostureId]:
         """The ticked postures, strongest first."""
-        return [p for p, box in self.boxes.items() if box.isChecked() and box.isEnabled()]
+        return self.postures.chosen()
 
     def records(self) -> list[RunRecord]:
         """The records of the last comparison so far."""

@@ -17,7 +17,6 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QCheckBox,
     QHBoxLayout,
     QHeaderView,
     QMessageBox,
@@ -29,7 +28,6 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError
-from workbench.executors import implemented_postures
 from workbench.executors.types import CancelToken
 from workbench.postures import POSTURE_INFO, Availability, PostureId
 from workbench.probes.catalogue import PROBE_BY_ID, ProbeId
@@ -38,7 +36,7 @@ from workbench.probes.verdict import Verdict
 from workbench.runs.record import plain_text
 from workbench.runs.service import RunService
 from workbench.ui.historyview import ask
-from workbench.ui.posturepicker import CARD_ORDER
+from workbench.ui.posturechecks import PostureChecks
 from workbench.ui.text import plural, tooltip
 from workbench.ui.theme import status_colors
 from workbench.ui.widgets import plain_label, set_status
@@ -81,15 +79,7 @@ class LabView(QWidget):
         self.run_button.setToolTip("Run every probe under every ticked posture")
         self.stop_button = QPushButton("Stop", self)
         self.stop_button.setToolTip("Stop the probe in progress and skip the rest")
-        self.boxes: dict[PostureId, QCheckBox] = {}
-        for posture_id in CARD_ORDER:
-            box = QCheckBox(POSTURE_INFO[posture_id].title, self)
-            box.setAccessibleName(f"Probe {POSTURE_INFO[posture_id].title}")
-            box.setEnabled(False)
-            box.setToolTip("Checking whether this posture can run here…")
-            if posture_id is PostureId.LOCAL:
-                set_status(box, "danger")
-            self.boxes[posture_id] = box
+        self.postures = PostureChecks("Probe", self)
         self.table = QTableWidget(len(ProbeId), 0, self)
         self.table.setAccessibleName("Probe lab scoreboard")
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -107,11 +97,6 @@ class LabView(QWidget):
         )
         set_status(self.status, "muted")
 
-        postures_row = QHBoxLayout()
-        postures_row.addWidget(plain_label("Postures:", self))
-        for box in self.boxes.values():
-            postures_row.addWidget(box)
-        postures_row.addStretch(1)
         buttons_row = QHBoxLayout()
         buttons_row.addWidget(self.run_button)
         buttons_row.addWidget(self.stop_button)
@@ -119,7 +104,7 @@ class LabView(QWidget):
         buttons_row.addStretch(1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(postures_row)
+        layout.addWidget(self.postures)
         layout.addLayout(buttons_row)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.status)
@@ -130,29 +115,18 @@ class LabView(QWidget):
         self.run_button.clicked.connect(self.on_run_button_clicked)
         self.stop_button.clicked.connect(self.on_stop_button_clicked)
         self.table.itemActivated.connect(self.on_table_item_activated)
-        for box in self.boxes.values():
-            box.toggled.connect(self._update_buttons)
+        self.postures.changed.connect(self._update_buttons)
 
     # Public API -------------------------------------------------------------------------
 
     def set_availability(self, availability: dict[PostureId, Availability]) -> None:
-        """Offer the postures that can run here and have an executor in this build; tick
-        every one of them but `local`."""
-        implemented = implemented_postures()
-        for posture_id, box in self.boxes.items():
-            found = availability[posture_id]
-            usable = found.available and posture_id in implemented
-            box.setEnabled(usable)
-            box.setChecked(usable and posture_id is not PostureId.LOCAL)
-            implemented_here = posture_id in implemented or not found.available
-            box.setToolTip(
-                tooltip(found.reason if implemented_here else "Not implemented in this build yet.")
-            )
+        """Offer the postures that can run here (see `PostureChecks`)."""
+        self.postures.set_availability(availability)
         self._update_buttons()
 
     def chosen(self) -> list[PostureId]:
         """The ticked postures, strongest first."""
-        return [p for p, box in self.boxes.items() if box.isChecked() and box.isEnabled()]
+        return self.postures.chosen()
 
     def scoreboard(self) -> Scoreboard | None:
         """The scoreboard of the last lab that ended, if any."""

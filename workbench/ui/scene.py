@@ -73,7 +73,7 @@ async def _stage_compare(window: MainWindow, scene: Scene) -> None:
     if scene.command is not None:
         window.compare.command.setText(scene.command)
     if scene.posture is not None:  # asked for on the command line: `local` needs no question
-        window.compare.boxes[scene.posture].setChecked(True)
+        window.compare.postures.boxes[scene.posture].setChecked(True)
     window.pages.setCurrentWidget(window.compare)
     task = window.compare.start()
     if task is None:
