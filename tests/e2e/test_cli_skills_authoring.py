@@ -1,29 +1,18 @@
 """`workbench skills new|package|import|preview` and the budget in `show`, run as a user would."""
 
-import json
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 from typing import Any
 
-
-def workbench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "workbench", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        cwd=cwd,
-    )
+from tests.e2e.test_cli_skills import document as schema_document
+from tests.e2e.test_cli_skills import workbench
 
 
 def document(result: subprocess.CompletedProcess[str], kind: str) -> dict[str, Any]:
+    """The one JSON document of a command that succeeded."""
     assert result.returncode == 0, result.stderr
-    payload: dict[str, Any] = json.loads(result.stdout)
-    assert payload["schema"] == f"skill-workbench/{kind}/1"
-    return payload
+    return schema_document(result, kind)
 
 
 def test_new_package_import_round_trip(tmp_path: Path) -> None:
