@@ -78,7 +78,7 @@ def test_a_skill_with_errors_opens_on_its_diagnostics(
     assert (
         view.tabs().tabText(view.tabs().indexOf(view._diagnostics_page)).startswith("Diagnostics (")
     )
-    assert "with errors" in window._count_label.text()
+    assert "with errors" in window.status_line.count_label.text()
 
 
 def test_hostile_text_is_shown_literally(
@@ -111,7 +111,7 @@ def test_open_folder_adds_the_skill_and_remembers_it(
     run(window.open_folders([folder]))
     current = window.browser.current_skill()
     assert current is not None and current.path == folder
-    recent = [action.data() for action in window.recent_menu.actions()]
+    recent = [action.data() for action in window.recent.menu.actions()]
     assert str(folder) in recent
 
 

@@ -63,7 +63,7 @@ def test_local_needs_confirmation(window: MainWindow, qtbot) -> None:
     assert changed.args == [PostureId.LOCAL]
     assert picker.chosen() is PostureId.LOCAL
     assert picker.card(PostureId.LOCAL).radio.isChecked()
-    assert "Local" in window._posture_label.text()
+    assert "Local" in window.status_line.posture_label.text()
 
 
 def test_a_failing_probe_is_shown_and_the_catalog_still_loads(

@@ -1,9 +1,10 @@
 """The main window: composes the skill browser, skill view, run panel and posture picker.
 
-It owns the menus, the status bar, drag and drop of skill folders, the recent-folders list and
-the saved window layout (all in the injected `QSettings`), and the background tasks that call
-the blocking services through `asyncio.to_thread`. Every task is started by `_spawn`, which
-keeps a reference and shows its errors in the message bar; `shutdown()` ends them all.
+It owns the menus, drag and drop of skill folders and the saved window layout (in the injected
+`QSettings`; Open Recent is `RecentFolders`, the status bar's labels `StatusLine`), and the
+background tasks that call the blocking services through `asyncio.to_thread`. Every task is
+started by `_spawn`, which keeps a reference and shows its errors in the message bar;
+`shutdown()` ends them all.
 """
 
 import asyncio
@@ -13,13 +14,12 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QUrl, Signal
+from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QFileDialog,
     QMainWindow,
-    QMenu,
     QSplitter,
     QTabWidget,
     QVBoxLayout,
@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError
-from workbench.postures import POSTURE_INFO, PostureId
+from workbench.postures import PostureId
 from workbench.runs.service import CompletedRun
 from workbench.skills import Skill
 from workbench.ui.compareview import CompareView
@@ -37,18 +37,17 @@ from workbench.ui.labview import LabView
 from workbench.ui.messagebar import MessageBar
 from workbench.ui.newskill import AuthoringActions
 from workbench.ui.posturepicker import PosturePicker
+from workbench.ui.recentfolders import RecentFolders, dropped_folders
 from workbench.ui.runpanel import RunPanel
 from workbench.ui.services import PostureProbe, Services
 from workbench.ui.skillbrowser import SkillBrowser
 from workbench.ui.skillview import SkillView
-from workbench.ui.text import plural, tooltip
+from workbench.ui.statusline import StatusLine
 from workbench.ui.theme import icon
-from workbench.ui.widgets import plain_label, set_status
 
 log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
-MAX_RECENT = 10
 TITLE = "Skill Workbench"
 
 
@@ -114,13 +113,8 @@ class MainWindow(QMainWindow):
         layout.addWidget(self.pages, 1)
         self.setCentralWidget(central)
 
-        self._docker_label = plain_label("Docker: checking…", self)
-        self._count_label = plain_label("Loading skills…", self)
-        self._posture_label = plain_label("Posture: checking…", self)
-        self.statusBar().setSizeGripEnabled(False)  # window managers give a resize border
-        self.statusBar().addPermanentWidget(self._posture_label)
-        self.statusBar().addPermanentWidget(self._count_label)
-        self.statusBar().addPermanentWidget(self._docker_label)
+        self.status_line = StatusLine(self.statusBar())
+        self.recent = RecentFolders(settings, self)
         self.authoring = AuthoringActions(self, self.editor, self._spawn, services.load_skill)
         self._build_actions()
         self._connect_signals()
@@ -134,13 +128,12 @@ class MainWindow(QMainWindow):
         self.find_action.setShortcut(QKeySequence.StandardKey.Find)
         self.quit_action = QAction("&Quit", self)
         self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-        self.recent_menu = QMenu("Open &Recent", self)
 
         file_menu = self.menuBar().addMenu("&File")
         file_menu.addActions(self.authoring.actions())
         file_menu.addSeparator()
         file_menu.addAction(self.open_action)
-        file_menu.addMenu(self.recent_menu)
+        file_menu.addMenu(self.recent.menu)
         file_menu.addAction(self.reload_action)
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
@@ -151,7 +144,6 @@ class MainWindow(QMainWindow):
             action = view_menu.addAction(self.pages.tabText(index))
             action.setShortcut(QKeySequence(f"Ctrl+{index + 1}"))
             action.triggered.connect(lambda _=False, i=index: self.pages.setCurrentIndex(i))
-        self._rebuild_recent_menu()
 
     def _connect_signals(self) -> None:
         # Menus
@@ -159,7 +151,7 @@ class MainWindow(QMainWindow):
         self.reload_action.triggered.connect(self.on_reload_action_triggered)
         self.find_action.triggered.connect(self.on_find_action_triggered)
         self.quit_action.triggered.connect(self.close)
-        self.recent_menu.triggered.connect(self.on_recent_menu_triggered)
+        self.recent.folder_chosen.connect(self.on_recent_folder_chosen)
         # Panes
         self.browser.skill_selected.connect(self.on_browser_skill_selected)
         self.view.status_message.connect(self.on_view_status_message)
@@ -205,7 +197,7 @@ class MainWindow(QMainWindow):
                 )
                 continue
             found.extend(skills)
-            self._remember(folder)
+            self.recent.remember(folder)
             if folder not in self._roots:
                 self._roots.append(folder)
         self.browser.add_skills(found)
@@ -259,11 +251,11 @@ class MainWindow(QMainWindow):
     # Drag and drop ----------------------------------------------------------------------
 
     def dragEnterEvent(self, event: QDragEnterEvent) -> None:
-        if _dropped_folders(event.mimeData().urls()):
+        if dropped_folders(event.mimeData().urls()):
             event.acceptProposedAction()
 
     def dropEvent(self, event: QDropEvent) -> None:
-        folders = _dropped_folders(event.mimeData().urls())
+        folders = dropped_folders(event.mimeData().urls())
         if folders:
             event.acceptProposedAction()
             self._spawn(self.open_folders(folders))
@@ -281,13 +273,8 @@ class MainWindow(QMainWindow):
     def on_open_dialog_file_selected(self, path: str) -> None:
         self._spawn(self.open_folders([Path(path)]))
 
-    def on_recent_menu_triggered(self, action: QAction) -> None:
-        folder = action.data()
-        if isinstance(folder, str):
-            self._spawn(self.open_folders([Path(folder)]))
-        else:
-            self._settings.setValue("recent/folders", [])
-            self._rebuild_recent_menu()
+    def on_recent_folder_chosen(self, folder: Path) -> None:
+        self._spawn(self.open_folders([folder]))
 
     def on_reload_action_triggered(self) -> None:
         self._spawn(self.reload_catalog())
@@ -320,8 +307,7 @@ class MainWindow(QMainWindow):
 
     def on_postures_posture_changed(self, posture_id: PostureId) -> None:
         self.run_panel.set_posture(posture_id)
-        self._posture_label.setText(f"Posture: {POSTURE_INFO[posture_id].title}")
-        set_status(self._posture_label, "danger" if posture_id is PostureId.LOCAL else "")
+        self.status_line.show_posture(posture_id)
 
     # Internals --------------------------------------------------------------------------
 
@@ -347,16 +333,7 @@ class MainWindow(QMainWindow):
         self.postures.set_availability(probe.availability)
         self.compare.set_availability(probe.availability)
         self.lab.set_availability(probe.availability)
-        if probe.docker_runtimes is None:
-            self._docker_label.setText("Docker engine: not reachable")
-            self._docker_label.setToolTip("The docker and gvisor postures need a Docker engine.")
-            set_status(self._docker_label, "muted")
-        else:
-            gvisor = " · gVisor" if "runsc" in probe.docker_runtimes else ""
-            self._docker_label.setText(f"Docker engine: reachable{gvisor}")
-            runtimes = ", ".join(sorted(probe.docker_runtimes)) or "none"
-            self._docker_label.setToolTip(tooltip(f"Engine runtimes: {runtimes}"))
-            set_status(self._docker_label, "ok")
+        self.status_line.show_engine(probe.docker_runtimes)
 
     def _load_folder(self, folder: Path) -> list[Skill]:
         if (folder / "SKILL.md").is_file() or (folder / "skill.md").is_file():
@@ -364,34 +341,4 @@ class MainWindow(QMainWindow):
         return self._services.discover([folder])
 
     def _update_count(self) -> None:
-        skills = self.browser.skills()
-        broken = sum(1 for skill in skills if not skill.usable)
-        text = plural(len(skills), "skill")
-        self._count_label.setText(f"{text} ({broken} with errors)" if broken else text)
-
-    def _recent(self) -> list[str]:
-        value = self._settings.value("recent/folders", [])
-        if isinstance(value, str):
-            return [value]
-        return [str(item) for item in value] if isinstance(value, list) else []
-
-    def _remember(self, folder: Path) -> None:
-        recent = [str(folder)] + [item for item in self._recent() if item != str(folder)]
-        self._settings.setValue("recent/folders", recent[:MAX_RECENT])
-        self._rebuild_recent_menu()
-
-    def _rebuild_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        recent = self._recent()
-        for folder in recent:
-            action = self.recent_menu.addAction(folder.replace("&", "&&"))
-            action.setData(folder)
-        if recent:
-            self.recent_menu.addSeparator()
-            self.recent_menu.addAction("Clear Recent")
-        self.recent_menu.setEnabled(bool(recent))
-
-
-def _dropped_folders(urls: list[QUrl]) -> list[Path]:
-    paths = [Path(url.toLocalFile()) for url in urls if url.isLocalFile()]
-    return [path for path in paths if path.is_dir()]
+        self.status_line.show_skills(self.browser.skills())
