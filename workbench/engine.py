@@ -3,7 +3,9 @@
 One resolution for every caller (posture probing, the docker executor, `workbench image`):
 `DOCKER_HOST` first (docker-py reads its TLS settings from the environment too), then the
 Docker context named by `DOCKER_CONTEXT` or `currentContext` in `~/.docker/config.json` (its
-endpoint from `~/.docker/contexts/meta/*/meta.json`), then the local Docker socket, then
+endpoint from `~/.docker/contexts/meta/*/meta.json`, its TLS material from the matching
+`contexts/tls/*/docker/{ca,cert,key}.pem`, as `docker context create --docker
+"host=...,ca=...,cert=...,key=..."` stores them), then the local Docker socket, then
 Podman's Docker-compatible socket when no Docker socket answers. `engine_client` connects with
 a bounded timeout, so an engine that is down or never answers gives `EngineUnreachable` with a
 plain message, never a hang.
@@ -16,9 +18,11 @@ import socket
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import docker
 from docker.errors import DockerException
+from docker.tls import TLSConfig
 
 DOCKER_SOCKET = "/var/run/docker.sock"
 DEFAULT_TIMEOUT_S = 5.0
@@ -29,12 +33,49 @@ class EngineUnreachable(DockerException):
     """The resolved engine could not be reached or did not answer in time."""
 
 
+class _EngineApi(docker.APIClient):
+    """docker-py's API client, except that the engine's own CA (a context's or
+    DOCKER_CERT_PATH's) wins over REQUESTS_CA_BUNDLE / CURL_CA_BUNDLE, which requests would
+    otherwise put first and so fail every TLS connection (docker/docker-py#2433)."""
+
+    def merge_environment_settings(self, *args: Any, **kwargs: Any) -> Any:
+        settings = super().merge_environment_settings(*args, **kwargs)
+        if isinstance(self.verify, str):
+            settings["verify"] = self.verify
+        return settings
+
+
+class _EngineClient(docker.DockerClient):
+    """A `DockerClient` on `_EngineApi`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.api = _EngineApi(*args, **kwargs)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextTls:
+    """The TLS material a Docker context stores for its endpoint (any file may be absent)."""
+
+    folder: Path  # contexts/tls/<id>/docker
+    skip_verify: bool  # the context's SkipTLSVerify: encrypt, but do not check the server
+
+    def config(self) -> TLSConfig:
+        """docker-py's TLS settings: the CA checks the server, the client pair proves us."""
+        ca, cert, key = (self.folder / name for name in ("ca.pem", "cert.pem", "key.pem"))
+        return TLSConfig(
+            client_cert=(str(cert), str(key)) if cert.is_file() and key.is_file() else None,
+            ca_cert=str(ca) if ca.is_file() else None,
+            verify=not self.skip_verify,
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Engine:
     """An engine endpoint and where its choice came from."""
 
     url: str  # unix:///..., tcp://host:port, ssh://user@host
     source: str  # "DOCKER_HOST", "context NAME", "default socket", "Podman socket"
+    tls: ContextTls | None = None  # a context's TLS material (DOCKER_HOST's comes from env)
 
     @property
     def kind(self) -> str:
@@ -43,7 +84,8 @@ class Engine:
 
     def describe(self) -> str:
         """One line for people: which engine, where, and why this one."""
-        return f"{self.kind} at {self.url} ({self.source})"
+        secured = ", TLS" if self.tls is not None else ""
+        return f"{self.kind} at {self.url} ({self.source}{secured})"
 
 
 def _docker_config_dir() -> Path:
@@ -62,17 +104,24 @@ def _context_name() -> str:
     return current if isinstance(current, str) else ""
 
 
-def _context_endpoint(name: str) -> str:
+def _context_engine(name: str) -> Engine:
     """The Docker endpoint of context `name`; `EngineUnreachable` when it has none."""
-    for meta in sorted((_docker_config_dir() / "contexts" / "meta").glob("*/meta.json")):
+    contexts = _docker_config_dir() / "contexts"
+    for meta in sorted((contexts / "meta").glob("*/meta.json")):
         try:
             data = json.loads(meta.read_text())
         except (OSError, ValueError):
             continue
-        if isinstance(data, dict) and data.get("Name") == name:
-            host = data.get("Endpoints", {}).get("docker", {}).get("Host", "")
-            if isinstance(host, str) and host:
-                return host
+        if not isinstance(data, dict) or data.get("Name") != name:
+            continue
+        endpoint = data.get("Endpoints", {}).get("docker", {})
+        host = endpoint.get("Host", "") if isinstance(endpoint, dict) else ""
+        if isinstance(host, str) and host:
+            tls_folder = contexts / "tls" / meta.parent.name / "docker"
+            tls = None
+            if tls_folder.is_dir():
+                tls = ContextTls(tls_folder, endpoint.get("SkipTLSVerify") is True)
+            return Engine(host, f"context {name}", tls)
     raise EngineUnreachable(
         f"The Docker context {name!r} (from DOCKER_CONTEXT or ~/.docker/config.json) was not "
         "found or names no Docker endpoint; see `docker context ls`."
@@ -103,7 +152,7 @@ def resolve_engine() -> Engine:
         return Engine(host, "DOCKER_HOST")
     context = _context_name()
     if context and context != "default":
-        return Engine(_context_endpoint(context), f"context {context}")
+        return _context_engine(context)
     podman = next((path for path in _podman_sockets() if Path(path).is_socket()), None)
     if podman is not None and not _socket_answers(DOCKER_SOCKET):
         return Engine(f"unix://{podman}", "Podman socket")
@@ -119,10 +168,13 @@ def engine_client(timeout_s: float = DEFAULT_TIMEOUT_S) -> docker.DockerClient:
     timeout = max(1, round(timeout_s))
     try:
         if engine.source == "DOCKER_HOST":
-            client = docker.from_env(timeout=timeout)
+            client = _EngineClient.from_env(timeout=timeout)
         else:
-            client = docker.DockerClient(
-                base_url=engine.url, timeout=timeout, use_ssh_client=engine.url.startswith("ssh")
+            client = _EngineClient(
+                base_url=engine.url,
+                timeout=timeout,
+                tls=engine.tls.config() if engine.tls is not None else False,
+                use_ssh_client=engine.url.startswith("ssh"),
             )
     except DockerException as error:
         _collect_leaked_sockets()
