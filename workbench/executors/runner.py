@@ -8,16 +8,21 @@ session shutting down. Whatever ended it, every process of the run left is then 
 kill verified (`KillReport.leftover`); if something the kill could not find still holds the
 output pipes, they are closed after a second rather than waited for. If the caller cancels
 `run_process()` itself, the tree is still killed (synchronously) before the error propagates.
+
+A process can also be spawned ahead of its run (`spawn()`, a warm QuickJS worker) and adopted
+by a run later (`supervise()`): the clock, capture, sampling and CPU count start at adoption;
+the run tag and the window for escapees (`RunScope.since`) are the spawn's, so whatever the
+process started since it was born is the run's. Such a process may end a run without exiting
+(`finished`): it is then kept, alive, for the next run only if nothing else of the run is
+alive, and `retire()` kills one no run supervises.
 """
 
 import asyncio
 import contextlib
-import time
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
-from subprocess import DEVNULL, PIPE
 from typing import Any
 
 import psutil
@@ -27,19 +32,26 @@ from workbench.executors.process_tree import (
     KillReport,
     RunScope,
     claim,
+    collect,
     kill_now,
     kill_run,
     live_roots,
-    track_root,
     unclaim,
-    untrack_root,
 )
+from workbench.executors.spawned import (
+    EXIT_WAIT_S,
+    PIPE_DRAIN_S,
+    Launch,
+    Spawned,
+    drained,
+    spawn,
+)
+
+__all__ = ["EndedBy", "Launch", "ProcessOutcome", "first_end", "run_process", "supervise"]
 from workbench.executors.types import CancelToken, CapturedOutput, OutputSink, Stream
-from workbench.monitor.process import RUN_TAG_ENV, ProcessTreeSampler, run_tag
+from workbench.monitor.process import ProcessTreeSampler, alive
 from workbench.monitor.sample import ResourceSample
 
-_EXIT_WAIT_S = 5.0  # after the kill, how long the root may take to be reaped
-_PIPE_DRAIN_S = 1.0  # after the root exited and leftovers were killed, for the pipes to close
 _HOOK_WAIT_S = 2.0
 _NOTHING_KILLED = KillReport(signalled=0, leftover=0)
 
@@ -52,18 +64,7 @@ class EndedBy(StrEnum):
     CANCEL = "cancel"
     SHUTDOWN = "shutdown"
     SPAWN_ERROR = "spawn_error"
-
-
-@dataclass(frozen=True, slots=True)
-class Launch:
-    """How to spawn one command: argv, the complete environment, working folder, fds to pass,
-    and the uid it runs as when that uid is the session's own (its processes are the runs')."""
-
-    argv: tuple[str, ...]
-    env: dict[str, str]
-    cwd: Path
-    pass_fds: tuple[int, ...] = ()
-    own_uid: int | None = None
+    DONE = "done"  # the process said the run was done and was kept alive for another
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,36 +83,7 @@ class ProcessOutcome:
     peak_processes: int
     samples: tuple[ResourceSample, ...]
     kill: KillReport
-
-
-class _Pipes(asyncio.SubprocessProtocol):
-    """Feeds pipe data into the captures and signals exit and pipe closure."""
-
-    def __init__(self, captures: dict[int, StreamCapture], t0: float) -> None:
-        self._captures = captures
-        self._t0 = t0
-        self._loop = asyncio.get_running_loop()
-        self.exited: asyncio.Future[float] = self._loop.create_future()
-        self.closed: asyncio.Future[None] = self._loop.create_future()
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        self._captures[fd].feed(data, self._loop.time() - self._t0)
-
-    def process_exited(self) -> None:
-        if not self.exited.done():
-            self.exited.set_result(self._loop.time())
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if not self.closed.done():
-            self.closed.set_result(None)
-
-
-def _spawn_error(argv0: str, error: OSError) -> str:
-    if isinstance(error, FileNotFoundError):
-        return f"command not found: {argv0}"
-    if isinstance(error, PermissionError):
-        return f"permission denied: {argv0}"
-    return f"cannot start {argv0}: {error.strerror or error}"
+    kept: bool = False  # the root process ended the run alive and is kept (`supervise`)
 
 
 async def first_end(
@@ -152,49 +124,72 @@ async def run_process(
     on_spawned: Callable[[int], Coroutine[Any, Any, None]] | None = None,
 ) -> ProcessOutcome:
     """Run `launch` to its end and kill whatever of it is left (see the module docstring)."""
+    spawned = await spawn(launch, run_id)
+    if isinstance(spawned, str):
+        captures = _captures(run_dir, cap_bytes, sink)
+        return _outcome(captures, EndedBy.SPAWN_ERROR, None, spawned, 0.0, None)
+    return await supervise(
+        spawned,
+        run_dir,
+        timeout_s,
+        cap_bytes,
+        sink,
+        cancel,
+        shutdown,
+        on_sample,
+        on_spawned,
+        t0=spawned.spawned_at,
+    )
+
+
+async def supervise(
+    spawned: Spawned,
+    run_dir: Path,
+    timeout_s: float,
+    cap_bytes: int,
+    sink: OutputSink,
+    cancel: CancelToken,
+    shutdown: asyncio.Event,
+    on_sample: Callable[[ResourceSample], None] | None = None,
+    on_spawned: Callable[[int], Coroutine[Any, Any, None]] | None = None,
+    finished: "asyncio.Future[Any] | None" = None,
+    t0: float | None = None,
+) -> ProcessOutcome:
+    """Supervise `spawned` as one run from now on (see the module docstring).
+
+    The output capture and the sampling start here; so do the clock and the CPU count (time
+    the process spent before counts for nothing) unless `t0` says the clock started at its
+    spawn (`run_process`). With `finished`, the process may instead end the run by resolving
+    it: when nothing else of the run is alive, the process is kept (`kept`) for another run,
+    once its pipes hold no more of this run's output.
+    """
     loop = asyncio.get_running_loop()
-    captures = {
-        1: StreamCapture(Stream.STDOUT, cap_bytes, run_dir / "stdout.log", sink),
-        2: StreamCapture(Stream.STDERR, cap_bytes, run_dir / "stderr.log", sink),
-    }
-    tag = run_tag(run_id)
-    scope = RunScope(tag, time.time() - 0.05, launch.own_uid)
-    t0 = loop.time()
-    try:
-        transport, pipes = await loop.subprocess_exec(
-            lambda: _Pipes(captures, t0),
-            *launch.argv,
-            stdin=DEVNULL,
-            stdout=PIPE,
-            stderr=PIPE,
-            cwd=launch.cwd,
-            env={**launch.env, RUN_TAG_ENV: run_id},
-            start_new_session=True,
-            pass_fds=launch.pass_fds,
-        )
-    except OSError as error:
-        return _outcome(
-            captures, EndedBy.SPAWN_ERROR, None, _spawn_error(launch.argv[0], error), 0.0, None
-        )
-    pid = transport.get_pid()
-    track_root(pid)
-    pipes.exited.add_done_callback(lambda _: untrack_root(pid))
-    try:
-        root: psutil.Process | None = psutil.Process(pid)
-    except psutil.Error:
-        root = None
-    sampler = ProcessTreeSampler(root, tag, t0, on_sample, exclude=live_roots)
-    claim(tag, sampler.seen)
+    captures = _captures(run_dir, cap_bytes, sink)
+    pipes, root, scope = spawned.pipes, spawned.root, spawned.scope()
+    sampler_type = ProcessTreeSampler if t0 is not None else _AdoptedSampler
+    t0 = loop.time() if t0 is None else t0
+    pipes.attach(captures, t0)
+    sampler = sampler_type(root, scope.tag, t0, on_sample, exclude=live_roots)
+    claim(scope.tag, sampler.seen)
     monitor = asyncio.create_task(sampler.run())
-    hook = asyncio.create_task(on_spawned(pid)) if on_spawned else None
+    hook = asyncio.create_task(on_spawned(spawned.pid)) if on_spawned else None
     kill: KillReport | None = None
+    kept = False
+    end = _first_of(pipes.exited, finished)
     try:
-        ended_by = await first_end(pipes.exited, timeout_s, cancel, shutdown)
-        kill = await kill_run(root, scope, sampler.seen.values())
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(pipes.exited), _EXIT_WAIT_S)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(pipes.closed), _PIPE_DRAIN_S)
+        ended_by = await first_end(end, timeout_s, cancel, shutdown)
+        if ended_by is EndedBy.EXIT and not pipes.exited.done():
+            ended_at = loop.time()
+            kept = _alone(root, scope, sampler.seen.values())
+        if kept:
+            ended_by, kill = EndedBy.DONE, _NOTHING_KILLED
+            await drained(spawned.transport)
+        else:
+            kill = await kill_run(root, scope, sampler.seen.values())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(pipes.exited), EXIT_WAIT_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(pipes.closed), PIPE_DRAIN_S)
         monitor.cancel()
         for task in (monitor, hook):
             if task is not None:
@@ -208,10 +203,68 @@ async def run_process(
             kill_now(root, scope, sampler.seen.values())
             for capture in captures.values():
                 capture.finish()
-        unclaim(tag)
-        transport.close()
-    end = pipes.exited.result() if pipes.exited.done() else loop.time()
-    return _outcome(captures, ended_by, transport.get_returncode(), "", end - t0, sampler, kill)
+        unclaim(scope.tag)
+        pipes.detach()
+        if not kept:
+            spawned.transport.close()
+    if not kept:
+        ended_at = pipes.exited.result() if pipes.exited.done() else loop.time()
+    rc = None if kept else spawned.transport.get_returncode()
+    outcome = _outcome(captures, ended_by, rc, "", ended_at - t0, sampler, kill)
+    return replace(outcome, kept=kept)
+
+
+def _captures(run_dir: Path, cap_bytes: int, sink: OutputSink) -> dict[int, StreamCapture]:
+    return {
+        1: StreamCapture(Stream.STDOUT, cap_bytes, run_dir / "stdout.log", sink),
+        2: StreamCapture(Stream.STDERR, cap_bytes, run_dir / "stderr.log", sink),
+    }
+
+
+def _first_of(exited: "asyncio.Future[Any]", finished: "asyncio.Future[Any] | None") -> Any:
+    """`exited`, or a future done as soon as `exited` or `finished` is."""
+    if finished is None:
+        return exited
+    either: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def done(_: object) -> None:
+        if not either.done():
+            either.set_result(None)
+
+    exited.add_done_callback(done)
+    finished.add_done_callback(done)
+    return either
+
+
+def _alone(root: psutil.Process | None, scope: RunScope, seen: Iterable[psutil.Process]) -> bool:
+    """True when the root is alive and no other process of the run is."""
+    if root is None or not alive(root):
+        return False
+    return set(collect(root, scope, seen, full_scan=True)) == {root.pid}
+
+
+class _AdoptedSampler(ProcessTreeSampler):
+    """The tree sampler, counting only CPU time the root spends from now on."""
+
+    def __init__(
+        self,
+        root: psutil.Process | None,
+        tag: bytes,
+        t0: float,
+        on_sample: Callable[[ResourceSample], None] | None,
+        exclude: Callable[[], Iterable[int]],
+    ) -> None:
+        super().__init__(root, tag, t0, on_sample, exclude)
+        self._before = 0.0
+        if root is not None:
+            with contextlib.suppress(psutil.Error):
+                times = root.cpu_times()
+                self._before = self._cpu_by_pid[root.pid] = times.user + times.system
+
+    @property
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds of the run's processes since it began."""
+        return max(0.0, super().cpu_seconds - self._before)
 
 
 def _outcome(
