@@ -1,8 +1,8 @@
 """Fixtures every test shares: an isolated user data area, and the Docker engine gate.
 
 Docker tests skip with a reason when no engine answers, except under
-WORKBENCH_REQUIRE_DOCKER=1 (CI), where any skip of a `docker` or `gvisor` test is a failure:
-a missing engine, runtime, image or executor must not pass unnoticed.
+WORKBENCH_REQUIRE_DOCKER=1 (CI), where any skip of a `docker`, `gvisor` or `podman` test is a
+failure: a missing engine, runtime, image or executor must not pass unnoticed.
 """
 
 import os
@@ -38,11 +38,11 @@ def docker_runtimes() -> Iterator[set[str]]:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Under WORKBENCH_REQUIRE_DOCKER=1, a skipped docker or gvisor test fails."""
+    """Under WORKBENCH_REQUIRE_DOCKER=1, a skipped docker, gvisor or podman test fails."""
     del call
     report = yield
     required = os.environ.get("WORKBENCH_REQUIRE_DOCKER") == "1"
-    containers = item.get_closest_marker("docker") or item.get_closest_marker("gvisor")
+    containers = any(item.get_closest_marker(name) for name in ("docker", "gvisor", "podman"))
     if required and containers and report.skipped:
         reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
