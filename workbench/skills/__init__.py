@@ -6,7 +6,13 @@ Hostile skills (YAML bombs, FIFOs, huge or linked SKILL.md files, link loops, gi
 give bounded, clear diagnostics instead of hanging or crashing the catalog.
 """
 
-from workbench.skills.catalog import default_roots, discover, find_skill, load_skill
+from workbench.skills.catalog import (
+    default_roots,
+    discover,
+    find_skill,
+    load_skill,
+    skill_with_text,
+)
 from workbench.skills.diagnostics import Code, Diagnostic, DiagnosticSeverity
 from workbench.skills.model import Skill
 from workbench.skills.tree import FileKind, FileNode
@@ -22,4 +28,5 @@ __all__ = [
     "discover",
     "find_skill",
     "load_skill",
+    "skill_with_text",
 ]

@@ -1,4 +1,5 @@
-"""The catalog: loading one skill folder, finding skill folders under roots, naming a skill.
+"""The catalog: loading one skill folder (or checking an edited SKILL.md in memory), finding
+skill folders under roots, naming a skill.
 
 A root is either a skill folder itself or a folder of skill folders, searched one level deep
 and no further. Links among a root's entries are followed (installing a skill by linking it
@@ -16,31 +17,47 @@ from workbench.skills.frontmatter import SkillDocument, parse_skill_md
 from workbench.skills.model import Skill
 from workbench.skills.reading import find_skill_md, read_skill_md
 from workbench.skills.rules import check_body, check_front_matter
-from workbench.skills.tree import walk_tree
+from workbench.skills.tree import FileNode, walk_tree
 
 
 def load_skill(path: Path) -> Skill:
     """Load the skill folder `path`. Never raises for bad content: problems become diagnostics."""
     folder = path.absolute()
     text = read_skill_md(folder)
-    diagnostics = list(text.diagnostics)
+    files, tree_problems = walk_tree(folder)
+    return _assemble(folder, text.path, text.text, [*text.diagnostics], files, tree_problems)
+
+
+def skill_with_text(skill: Skill, text: str) -> Skill:
+    """`skill` as it would be with `text` as its SKILL.md, checked in memory (nothing is read
+    or written): the diagnostics are SKILL.md's only, the files those `skill` lists."""
+    return _assemble(skill.path, skill.skill_md, text, [], skill.files, [])
+
+
+def _assemble(
+    folder: Path,
+    skill_md: Path,
+    text: str | None,
+    diagnostics: list[Diagnostic],
+    files: FileNode,
+    tree_problems: list[Diagnostic],
+) -> Skill:
     document = SkillDocument()
-    if text.text is not None:
-        document = parse_skill_md(text.text, text.path)
+    if text is not None:
+        document = parse_skill_md(text, skill_md)
         diagnostics += document.diagnostics
         if document.front_matter is not None:
             diagnostics += check_front_matter(
-                document.front_matter, document.key_lines, folder, text.path
+                document.front_matter, document.key_lines, folder, skill_md
             )
-            diagnostics += check_body(document.body, text.path, document.body_start_line)
-    files, tree_problems = walk_tree(folder)
+            diagnostics += check_body(document.body, skill_md, document.body_start_line)
     front_matter = document.front_matter or {}
     name = front_matter.get("name")
     description = front_matter.get("description")
     return Skill(
         name=name.strip() if isinstance(name, str) and name.strip() else folder.name,
         path=folder,
-        skill_md=text.path,
+        skill_md=skill_md,
         description=description.strip() if isinstance(description, str) else "",
         front_matter=front_matter,
         body=document.body,

@@ -1,8 +1,8 @@
 """The SKILL.md editor: highlighted text, inline diagnostics as you type, a live preview, and
 saving that never loses the user's text.
 
-Validation runs on the buffer, debounced, without touching the skill: the text is parsed in a
-temporary copy of the skill folder's name (the catalog has no in-memory validator yet).
+Validation runs on the buffer, debounced, in memory (`skill_with_text`), without touching the
+skill folder.
 Saving is atomic (a temporary file in the skill folder, then `os.replace`, keeping the mode),
 and refuses to overwrite a SKILL.md that changed on disk since it was loaded: the "changed on
 disk" bar offers Reload, Keep mine, or Show disk version. The budget meter under the preview
@@ -11,9 +11,7 @@ blocking `exec()`.
 """
 
 import stat
-import tempfile
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -31,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.skills import Code, Diagnostic, Skill, load_skill
+from workbench.skills import Code, Diagnostic, Skill, skill_with_text
 from workbench.skills.budget import Budget, budget
 from workbench.skills.reading import read_skill_md
 from workbench.skills.template import write_atomic
@@ -44,35 +42,6 @@ from workbench.ui.widgets import plain_label, set_status
 VALIDATE_DELAY_MS = 300
 LINE_ROLE = Qt.ItemDataRole.UserRole + 1
 _LOSSY = frozenset({Code.INVALID_UTF8, Code.SKILL_MD_TOO_LARGE})
-
-
-def validate_text(folder: Path, skill_md: Path, text: str) -> Skill:
-    """The skill `folder` would be with `text` as its SKILL.md, without writing to `folder`.
-
-    Diagnostics about SKILL.md are returned with `skill_md` as their file; the copy holds only
-    SKILL.md, so problems of the rest of the tree are not part of the answer.
-    """
-    with tempfile.TemporaryDirectory(prefix="workbench-edit-") as scratch:
-        copy = Path(scratch) / folder.name
-        copy.mkdir()
-        (copy / "SKILL.md").write_text(text, encoding="utf-8")
-        skill = load_skill(copy)
-    problems = tuple(
-        Diagnostic(d.severity, d.code, d.message, skill_md, d.line, d.spec_violation)
-        for d in skill.diagnostics
-        if d.file == copy / "SKILL.md"
-    )
-    return Skill(
-        skill.name,
-        folder,
-        skill_md,
-        skill.description,
-        skill.front_matter,
-        skill.body,
-        skill.body_start_line,
-        problems,
-        skill.files,
-    )
 
 
 class SkillEditor(QWidget):
@@ -344,10 +313,10 @@ class SkillEditor(QWidget):
     def _validate(self) -> None:
         if self._skill is None:
             return
-        checked = validate_text(self._skill.path, self._skill.skill_md, self.text.toPlainText())
+        checked = skill_with_text(self._skill, self.text.toPlainText())
         self._checked = checked
         self.preview.set_markdown(checked.body)
-        self._show_budget(budget(replace(checked, files=self._skill.files)))
+        self._show_budget(budget(checked))
         self.text.show_diagnostics(checked.diagnostics)
         self._list_problems(checked.diagnostics)
         self._show_state()

@@ -8,7 +8,7 @@ import pytest
 from workbench.errors import UsageError
 from workbench.paths import example_skills_dir
 from workbench.postures import PostureId
-from workbench.skills import default_roots, discover, find_skill, load_skill
+from workbench.skills import default_roots, discover, find_skill, load_skill, skill_with_text
 
 EXAMPLES = sorted(path.name for path in example_skills_dir().iterdir())
 
@@ -94,3 +94,19 @@ def test_example_is_valid_and_teaches_every_posture(name: str) -> None:
     assert skill.command in skill.body  # the body shows the exact command
     script = re.search(r"scripts/[\w.-]+", skill.command)
     assert script is not None and (skill.path / script.group()).is_file()
+
+
+def test_an_edited_skill_md_is_checked_in_memory(tmp_path: Path) -> None:
+    folder = make_skill(tmp_path / "demo")
+    (folder / "scripts").mkdir()
+    (folder / "scripts" / "run.py").write_text("print(1)\n")
+    skill = load_skill(folder)
+    before = sorted((p, p.stat().st_mtime_ns) for p in folder.rglob("*"))
+    edited = skill_with_text(skill, "---\ndescription: d\nname: Demo\n---\nBody\n")
+    assert edited.diagnostics
+    assert {(d.file, d.line) for d in edited.diagnostics} == {(skill.skill_md, 3)}
+    assert not edited.valid
+    assert edited.files == skill.files
+    fixed = skill_with_text(skill, "---\nname: demo\ndescription: Fixed.\n---\n# New body\n")
+    assert fixed.valid and fixed.description == "Fixed." and fixed.body == "# New body\n"
+    assert sorted((p, p.stat().st_mtime_ns) for p in folder.rglob("*")) == before
