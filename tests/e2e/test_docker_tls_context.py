@@ -12,7 +12,6 @@ import os
 import socket
 import ssl
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.test_cli_run import workbench
 from workbench.engine import DOCKER_SOCKET
 
 pytestmark = pytest.mark.docker
@@ -123,15 +123,7 @@ def _workbench(config: Path, *args: str) -> dict[str, Any]:
         env.pop(name, None)
     # A CA bundle for everything else must not replace the context's CA (docker-py#2433).
     env["REQUESTS_CA_BUNDLE"] = "/etc/ssl/certs/ca-certificates.crt"
-    shown = subprocess.run(
-        [sys.executable, "-m", "workbench", *args, "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    document: dict[str, Any] = json.loads(shown.stdout)
+    document: dict[str, Any] = json.loads(workbench(env, *args, "--json").stdout)
     return document
 
 
