@@ -7,20 +7,37 @@ readable (a remote engine, another PID namespace), the sampler falls back to the
 API, which yields about one sample a second. `CgroupFiles` also reads the event counters
 (`oom_kill`, pids `max`) the Docker executor compares before and after a run, and the task count
 and member processes (host pids) it uses to kill a run's processes from the host.
+
+A few times a second the sampler also reads the process table from those member pids (psutil
+on the host, pids shown as the container sees them, from `NSpid`). Where the host cannot see
+the container's processes it says why instead: a remote engine's stats list none, and gVisor
+runs them in its own kernel (the cgroup holds only the sandbox's `runsc` processes; the
+engine's `top` lists the wrong ones there, so it is not asked).
 """
 
 import asyncio
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from workbench.monitor.sample import ResourceSample
+import psutil
+
+from workbench.monitor.sample import ProcessTable, ResourceSample
+from workbench.monitor.tree import Reading, TableBuilder
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_INTERVAL_S = 0.1
+REMOTE_TREE = (
+    "Process tree not visible: the Docker engine runs elsewhere (or out of this machine's "
+    "sight), and its stats name no processes."
+)
+GVISOR_TREE = (
+    "Process tree not visible: gVisor runs the sandbox's processes in its own kernel, out of "
+    "the host's sight."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +192,9 @@ class ContainerSampler:
         self.samples: list[ResourceSample] = []
         self.cpu_seconds = 0.0
         self._first_cpu_ns: int | None = None
+        self._tables = TableBuilder(started, "container", container_pid)
+        self._procs: dict[int, psutil.Process] = {}
+        self._gvisor: bool | None = None  # whether the cgroup holds gVisor's sandbox
 
     @property
     def source(self) -> str:
@@ -198,8 +218,8 @@ class ContainerSampler:
                 if self._files is not None:
                     await asyncio.sleep(CGROUP_INTERVAL_S)
         except asyncio.CancelledError:
-            if self._files is not None:
-                self._sample_files(previous)
+            if self._files is not None:  # the run has ended: its table was the last one
+                self._sample_files(previous, table=False)
             raise
 
     async def _sample(self, previous: tuple[float, int] | None) -> tuple[float, int] | None:
@@ -209,15 +229,50 @@ class ContainerSampler:
         usage = _usage_from_stats(stats)
         return self._record(usage, previous) if usage is not None else previous
 
-    def _sample_files(self, previous: tuple[float, int] | None) -> tuple[float, int] | None:
+    def _sample_files(
+        self, previous: tuple[float, int] | None, table: bool = True
+    ) -> tuple[float, int] | None:
         assert self._files is not None
         try:
             usage = self._files.usage()
         except (OSError, ValueError):  # the container is gone
             return previous
-        return self._record(usage, previous)
+        return self._record(usage, previous, table)
 
-    def _record(self, usage: CgroupUsage, previous: tuple[float, int] | None) -> tuple[float, int]:
+    def _table(self, now: float) -> ProcessTable | None:
+        """The process table, when one is due."""
+        if not self._tables.due(now):
+            return None
+        if self._files is None:
+            return self._tables.hide(REMOTE_TREE, now)
+        try:
+            members = self._files.processes()
+        except (OSError, ValueError):  # the container is gone
+            return None
+        if self._gvisor is None:
+            self._gvisor = _runs_gvisor(members)
+        if self._gvisor:
+            return self._tables.hide(GVISOR_TREE, now)
+        readings = []
+        for pid in members:
+            process = self._procs.get(pid)
+            try:
+                if process is None:
+                    process = self._procs[pid] = psutil.Process(pid)
+                with process.oneshot():
+                    rss = process.memory_info().rss
+                    times = process.cpu_times()
+                    ppid, name = process.ppid(), process.name()
+            except psutil.Error:
+                continue
+            readings.append(Reading(process, ppid, name, rss, times.user + times.system))
+        for gone in self._procs.keys() - set(members):
+            del self._procs[gone]
+        return self._tables.build(readings, now)
+
+    def _record(
+        self, usage: CgroupUsage, previous: tuple[float, int] | None, table: bool = True
+    ) -> tuple[float, int]:
         now = time.monotonic()
         if self._first_cpu_ns is None:
             self._first_cpu_ns = usage.cpu_ns
@@ -233,8 +288,34 @@ class ContainerSampler:
         )
         self.samples.append(sample)
         if self._on_sample is not None:
-            self._on_sample(sample)
+            tree = self._table(now) if table else None
+            self._on_sample(replace(sample, tree=tree) if tree is not None else sample)
         return now, usage.cpu_ns
+
+
+def container_pid(host_pid: int) -> int:
+    """The pid of host process `host_pid` inside its container (the last `NSpid`), or the
+    host pid when that cannot be read."""
+    try:
+        with open(f"/proc/{host_pid}/status", "rb") as status:  # noqa: PTH123 - hot path
+            for line in status:
+                if line.startswith(b"NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError):
+        pass
+    return host_pid
+
+
+def _runs_gvisor(members: list[int]) -> bool:
+    """True when the cgroup's members are gVisor's sandbox (`runsc`), not the container's
+    own processes."""
+    for pid in members:
+        try:
+            if Path(f"/proc/{pid}/exe").readlink().name.startswith("runsc"):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _usage_from_stats(stats: dict[str, Any]) -> CgroupUsage | None:

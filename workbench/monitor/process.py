@@ -6,18 +6,21 @@ app (a child subreaper) and carry the run's tag (`WORKBENCH_RUN_ID=<id>` in thei
 of each process's CPU time between ticks (what `cpu_percent` does, without reading the stat file
 twice); it re-lists the tree through `/proc/PID/task/TID/children` on every tick (cheap: it
 reads only the tree, not the whole process table) and produces `ResourceSample`s, peaks and
-CPU seconds.
+CPU seconds. When its `TableBuilder` says a table is due, the same tick's readings (plus each
+process's parent pid, from the stat file already read) become the sample's process table.
 """
 
 import asyncio
 import os
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
 
 from workbench.monitor.sample import ResourceSample
+from workbench.monitor.tree import Reading, TableBuilder
 
 RUN_TAG_ENV = "WORKBENCH_RUN_ID"
 SAMPLE_INTERVAL_S = 0.1
@@ -107,6 +110,7 @@ class ProcessTreeSampler:
         self._orphan_verdicts: dict[int, bool] = {}
         self._cpu_by_pid: dict[int, float] = {}
         self._last_tick = t0
+        self._tables = TableBuilder(t0)
         self.seen: dict[int, psutil.Process] = dict(self._procs)
         self.samples: list[ResourceSample] = []
         self.peak_rss_bytes = 0
@@ -133,9 +137,11 @@ class ProcessTreeSampler:
         return descendants(roots)
 
     def sample(self) -> ResourceSample:
-        """Read the tree once and record the sample (also handed to `on_sample`)."""
+        """Read the tree once and record the sample; the sample handed to `on_sample` (and
+        returned) carries a process table when one was due."""
         pids = self.members()
         now = asyncio.get_running_loop().time()
+        readings: list[Reading] | None = [] if self._tables.due(now) else None
         cpu_delta = 0.0
         rss = 0
         count = 0
@@ -145,11 +151,15 @@ class ProcessTreeSampler:
                 if process is None:
                     process = self._procs[pid] = self.seen[pid] = psutil.Process(pid)
                 with process.oneshot():
-                    rss += process.memory_info().rss
+                    memory = process.memory_info().rss
                     times = process.cpu_times()
+                    spent = times.user + times.system
+                    if readings is not None:
+                        ppid, name = process.ppid(), process.name()
+                        readings.append(Reading(process, ppid, name, memory, spent))
             except psutil.Error:
                 continue
-            spent = times.user + times.system
+            rss += memory
             # A process new to the sampler was born since the last tick: all its time is new.
             cpu_delta += spent - self._cpu_by_pid.get(pid, 0.0)
             self._cpu_by_pid[pid] = spent
@@ -167,6 +177,8 @@ class ProcessTreeSampler:
         self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
         self.peak_processes = max(self.peak_processes, count)
         self.samples.append(sample)
+        if readings is not None:
+            sample = replace(sample, tree=self._tables.build(readings, now))
         if self._on_sample is not None:
             self._on_sample(sample)
         return sample
