@@ -29,12 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from workbench.executors.quickjs import (
-    STACK_LIMIT_BYTES,
-    WORKER_MODULE,
-    QuickJsExecutor,
-    worker_rlimits,
-)
+from workbench.executors.quickjs import WORKER_MODULE, QuickJsExecutor
+from workbench.executors.quickjs_run import STACK_LIMIT_BYTES, worker_rlimits
 from workbench.executors.types import CancelToken, OutputChunk, RunRequest, SessionSpec
 from workbench.interpreter import child_argv
 from workbench.jsworker import worker

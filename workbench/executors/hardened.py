@@ -30,7 +30,12 @@ from workbench.executors.env import scrub_env
 from workbench.executors.local import describe_user
 from workbench.executors.ownership import FolderLoan, SharedLoan, can_reach
 from workbench.executors.process_tree import APP_MARK_ENV
-from workbench.executors.readback import limit_checks, parse_status, requested_rlimits
+from workbench.executors.readback import (
+    limit_checks,
+    parse_status,
+    proc_texts,
+    requested_rlimits,
+)
 from workbench.executors.runner import Launch
 from workbench.executors.subprocess_base import PreparedRun, RunContext, SubprocessExecutor
 from workbench.executors.types import PostureCard, SessionSpec
@@ -63,16 +68,6 @@ async def _read_to_eof(fd: int) -> bytes:
     finally:
         transport.close()
     return bytes(data)
-
-
-def _proc_texts(pid: int) -> tuple[str, str] | None:
-    try:
-        return (
-            Path(f"/proc/{pid}/limits").read_text(encoding="utf-8"),
-            Path(f"/proc/{pid}/status").read_text(encoding="utf-8"),
-        )
-    except OSError:
-        return None
 
 
 def _own_tasks() -> int:
@@ -118,7 +113,7 @@ class HardenedRun(PreparedRun):
         self._error = report.get("error", "")
         if self._error or "limits" not in report:  # not exec'd: failed, or killed before
             return
-        limits_text, status_text = _proc_texts(pid) or (report["limits"], report["status"])
+        limits_text, status_text = proc_texts(pid) or (report["limits"], report["status"])
         self.card = replace(self.card, checks=tuple(self._checks(limits_text, status_text)))
 
     def _checks(self, limits_text: str, status_text: str) -> list[tuple[str, bool]]:

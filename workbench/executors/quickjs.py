@@ -46,8 +46,6 @@ starts the wall clock, output capture, sampling and the run's kill tag at spawn,
 pre-spawned worker means changing the shared runner of every local posture.
 """
 
-import asyncio
-import contextlib
 import json
 import os
 import secrets
@@ -55,27 +53,32 @@ import signal
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from workbench.executors.hardened import RUN_UID_BASE, RUN_UID_SPAN, _proc_texts
+from workbench.executors.hardened import RUN_UID_BASE, RUN_UID_SPAN
 from workbench.executors.local import describe_user
 from workbench.executors.outcome import classify, format_bytes
 from workbench.executors.ownership import FolderLoan, SharedLoan
-from workbench.executors.readback import PROC_LIMIT_ROWS, parse_limits, parse_status
+from workbench.executors.quickjs_run import (
+    FETCH_MAX_BYTES,
+    FETCH_MAX_CALLS,
+    FETCH_TIMEOUT_S,
+    STACK_LIMIT_BYTES,
+    WarmRun,
+    WorkerRun,
+    fetch_checks,
+    worker_rlimits,
+)
 from workbench.executors.runner import EndedBy, Launch, ProcessOutcome
 from workbench.executors.subprocess_base import PreparedRun, RunContext, SubprocessExecutor
-from workbench.executors.types import HostCall, PostureCard, RunResult, RunStatus, SessionSpec
+from workbench.executors.types import PostureCard, RunResult, RunStatus, SessionSpec
 from workbench.interpreter import child_argv
-from workbench.jsworker.protocol import MessageDecoder, ProtocolError
-from workbench.postures import MIB, Limits, PostureWarning
+from workbench.postures import Posture, PostureWarning
+
+if TYPE_CHECKING:
+    from workbench.executors.quickjs_pool import QuickJsWorkerPool
 
 WORKER_MODULE = "workbench.jsworker.worker"
-STACK_LIMIT_BYTES = 1 * MIB
-ADDRESS_SPACE_HEADROOM = 256 * MIB  # the interpreter, its imports and fs buffers
-OPEN_FILES = 16
-FETCH_TIMEOUT_S = 10.0  # per call, cut to what is left of the run
-FETCH_MAX_BYTES = 4 * MIB  # per response body (and per request body)
-FETCH_MAX_CALLS = 100  # per run
 SKILL_PREFIXES = ("$SKILL_DIR/", "${SKILL_DIR}/")
 
 
@@ -107,154 +110,23 @@ def _present(path: Path) -> bool:
     return path.is_symlink() or path.exists()
 
 
-def worker_rlimits(limits: Limits) -> dict[str, tuple[int, int]]:
-    """The rlimits the worker applies to itself, as {name: (soft, hard)}."""
-    address_space = limits.memory_bytes + ADDRESS_SPACE_HEADROOM
-    return {
-        "AS": (address_space, address_space),
-        "CPU": (limits.cpu_seconds, limits.cpu_seconds + 1),
-        "NPROC": (0, 0),
-        "NOFILE": (OPEN_FILES, OPEN_FILES),
-        "FSIZE": (limits.file_size_bytes, limits.file_size_bytes),
-        "CORE": (0, 0),
-    }
-
-
-def fetch_checks(hosts: tuple[str, ...]) -> list[tuple[str, bool]]:
-    """The card's lines for `fetch`: off, or each allowed host and the caps."""
-    if not hosts:
-        return [("fetch off (no network API)", True)]
-    caps = (
-        f"fetch: http/https only, no redirects followed, {FETCH_TIMEOUT_S:g} s per call, "
-        f"{format_bytes(FETCH_MAX_BYTES)} per response, {FETCH_MAX_CALLS} calls per run"
-    )
-    return [(f"fetch allowed for {host}", True) for host in hosts] + [(caps, True)]
-
-
-def limit_checks(proc_limits: str, wanted: dict[str, tuple[int, int]]) -> list[tuple[str, bool]]:
-    """Pair each wanted rlimit with whether `/proc/PID/limits` shows it applied."""
-    rows = parse_limits(proc_limits)
-    checks = []
-    for name, (soft, _) in wanted.items():
-        label = f"RLIMIT_{name} " + (format_bytes(soft) if name in ("AS", "FSIZE") else str(soft))
-        held = rows.get(PROC_LIMIT_ROWS[name], (None,))[0] == soft
-        checks.append((label + (" s" if name == "CPU" else ""), held))
-    return checks
-
-
-def uid_check(proc_status: str, uid: int) -> tuple[str, bool]:
-    """The card's line for the throwaway uid, held when every uid of the worker is it."""
-    uids = parse_status(proc_status).get("Uid", "").split()
-    return (f"runs as uid {uid}", len(uids) == 4 and set(uids) == {str(uid)})
-
-
-class _ControlReader(asyncio.Protocol):
-    """Collects the worker's control messages until its pipe closes."""
-
-    def __init__(self) -> None:
-        self.decoder = MessageDecoder()
-        self.messages: list[dict[str, Any]] = []
-        self.error = ""
-        loop = asyncio.get_running_loop()
-        self.ready: asyncio.Future[None] = loop.create_future()
-        self.closed: asyncio.Future[None] = loop.create_future()
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            self.messages += self.decoder.feed(data)
-        except ProtocolError as error:
-            self.error = str(error)
-        if not self.ready.done() and self.messages:
-            self.ready.set_result(None)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        for future in (self.ready, self.closed):
-            if not future.done():
-                future.set_result(None)
-
-
-class _WorkerRun(PreparedRun):
-    """One worker run: owns the control pipe and turns the worker's report into a verdict."""
-
-    def __init__(
-        self,
-        launch: Launch,
-        card: PostureCard,
-        limits: Limits,
-        read_fd: int,
-        run_uid: int | None,
-        workspace_loan: SharedLoan | None,
-    ) -> None:
-        super().__init__(launch, card, limits)
-        self.read_fd = read_fd
-        self.run_uid = run_uid
-        self.workspace_loan = workspace_loan
-        self.write_fd = launch.pass_fds[0]
-        self.reader = _ControlReader()
-        self.transport: asyncio.ReadTransport | None = None
-
-    async def on_spawned(self, pid: int) -> None:
-        """Read the applied rlimits and uid back once the worker is ready; read to the end."""
-        os.close(self.write_fd)
-        self.write_fd = -1
-        pipe = os.fdopen(self.read_fd, "rb", buffering=0)
-        self.read_fd = -1
-        loop = asyncio.get_running_loop()
-        self.transport, _ = await loop.connect_read_pipe(lambda: self.reader, pipe)
-        await self.reader.ready
-        if self.reader.messages:  # from /proc of the worker, or its own copy if it is gone
-            ready = self.reader.messages[0]
-            texts = _proc_texts(pid) or (str(ready.get("limits")), str(ready.get("status")))
-            checks = limit_checks(texts[0], worker_rlimits(self.card.posture.limits))
-            if self.run_uid is not None:
-                checks.append(uid_check(texts[1], self.run_uid))
-            self.card = replace(self.card, checks=tuple(checks) + self.card.checks)
-        await self.reader.closed
-
-    async def close(self) -> None:
-        """Close whatever end of the control pipe is still open here; give the workspace back."""
-        if self.transport is not None:
-            self.transport.close()
-        for fd in (self.read_fd, self.write_fd):
-            if fd >= 0:
-                os.close(fd)
-        if self.workspace_loan is not None:
-            await self.workspace_loan.release()
-
-    def result_message(self) -> dict[str, Any] | None:
-        """The worker's `result` message, if it sent one."""
-        return next((m for m in self.reader.messages if m.get("type") == "result"), None)
-
-    def host_calls(self) -> tuple[HostCall, ...]:
-        """The calls the worker logged (fetch), in order."""
-        calls = []
-        for message in self.reader.messages:
-            if message.get("type") != "host_call":
-                continue
-            with contextlib.suppress(KeyError, TypeError, ValueError):
-                calls.append(
-                    HostCall(
-                        api=str(message["api"]),
-                        target=str(message["target"]),
-                        allowed=message["allowed"] is True,
-                        outcome=str(message["outcome"]),
-                        t=float(message["t"]),
-                        duration_s=float(message["duration_s"]),
-                    )
-                )
-        return tuple(calls)
-
-
 class QuickJsExecutor(SubprocessExecutor):
-    """Runs a JavaScript file in a fresh QuickJS context in a fresh, limited worker."""
+    """Runs a JavaScript file in a fresh QuickJS context in a fresh (or warm), limited worker."""
 
     _run_uid: int | None = None
     _workspace_loan: SharedLoan | None = None
 
+    def __init__(self, posture: Posture, pool: "QuickJsWorkerPool | None" = None) -> None:
+        super().__init__(posture)
+        self._pool = pool
+
     async def start(self, session: SessionSpec) -> None:
         """Start the session; as root, pick its throwaway uid and lend it the workspace."""
         await super().start(session)
-        if os.geteuid() == 0:
+        if self._pool is not None:
+            identity = self._pool.identity(self.posture, session)
+            self._run_uid, self._workspace_loan = identity.uid, identity.loan
+        elif os.geteuid() == 0:
             uid = self._run_uid = RUN_UID_BASE + secrets.randbelow(RUN_UID_SPAN)
             self._workspace_loan = SharedLoan(FolderLoan(session.workspace, uid, uid))
 
@@ -270,8 +142,6 @@ class QuickJsExecutor(SubprocessExecutor):
             except OSError as error:
                 return f"cannot lend the workspace to uid {uid}: {error}"
         limits = self.posture.limits
-        read_fd, write_fd = os.pipe()
-        started_at = time.time()
         fetch = None
         if self.posture.fetch_hosts:
             fetch = {
@@ -280,8 +150,8 @@ class QuickJsExecutor(SubprocessExecutor):
                 "max_bytes": FETCH_MAX_BYTES,
                 "max_calls": FETCH_MAX_CALLS,
             }
-        spec = {
-            "control_fd": write_fd,
+        started_at = time.time()
+        spec: dict[str, Any] = {
             "run_as": uid,
             "rlimits": worker_rlimits(limits),
             "run": {
@@ -296,10 +166,7 @@ class QuickJsExecutor(SubprocessExecutor):
                 "fetch": fetch,
             },
         }
-        # -I: the working folder is the workspace, so it must never be on the worker's path.
-        argv = (*child_argv(WORKER_MODULE), json.dumps(spec))
         env = context.command_env()
-        launch = Launch(argv, env, context.session.workspace, pass_fds=(write_fd,))
         checks = [
             (f"QuickJS memory limit {format_bytes(limits.memory_bytes)}", True),
             (f"QuickJS stack limit {format_bytes(STACK_LIMIT_BYTES)}", True),
@@ -307,6 +174,10 @@ class QuickJsExecutor(SubprocessExecutor):
             (f"wall-clock kill after {limits.timeout_s:g} s", True),
         ]
         checks += fetch_checks(self.posture.fetch_hosts)
+        worker = None if self._pool is None else self._pool.take(self.posture, context.session)
+        if self._pool is not None:
+            start = worker.describe() if worker else "cold start: no warm worker was ready"
+            checks.append((start, True))
         card = PostureCard(
             self.posture,
             checks=tuple(checks),
@@ -314,7 +185,20 @@ class QuickJsExecutor(SubprocessExecutor):
             env_dropped=tuple(sorted(context.request.env)),
             run_as=_run_as(uid),
         )
-        return _WorkerRun(launch, card, limits, read_fd, uid, loan)
+        if worker is not None:
+            try:
+                fds = _open_for_worker(context.session.workspace, path)
+            except OSError as error:
+                self._pool.settle(worker, kept=False)  # type: ignore[union-attr]
+                if loan is not None:
+                    await loan.release()
+                return f"cannot open {display} for the worker: {error.strerror or error}"
+            return WarmRun(card, limits, worker, spec, fds, uid, loan)
+        read_fd, write_fd = os.pipe()
+        # -I: the working folder is the workspace, so it must never be on the worker's path.
+        argv = (*child_argv(WORKER_MODULE), json.dumps({"control_fd": write_fd, **spec}))
+        launch = Launch(argv, env, context.session.workspace, pass_fds=(write_fd,))
+        return WorkerRun(launch, card, limits, read_fd, uid, loan)
 
     def _result(
         self,
@@ -324,8 +208,10 @@ class QuickJsExecutor(SubprocessExecutor):
         warnings: tuple[PostureWarning, ...],
     ) -> RunResult:
         result = super()._result(context, prepared, outcome, warnings)
-        if not isinstance(prepared, _WorkerRun):
+        if not isinstance(prepared, WorkerRun):
             return result
+        if isinstance(prepared, WarmRun) and self._pool is not None:
+            self._pool.settle(prepared.worker, kept=outcome.kept)
         report = prepared.result_message()
         result = replace(result, host_calls=prepared.host_calls())
         if prepared.reader.error:
@@ -381,6 +267,16 @@ class QuickJsExecutor(SubprocessExecutor):
             f"the QuickJS worker crashed ({name}): the engine failed on this script; "
             "the app is unaffected"
         )
+
+
+def _open_for_worker(workspace: Path, script: Path) -> tuple[int, int]:
+    """The workspace folder and the script, opened for a warm worker as a cold one opens them."""
+    folder = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return folder, os.open(script, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        os.close(folder)
+        raise
 
 
 def _run_as(uid: int | None) -> str:

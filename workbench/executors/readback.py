@@ -1,11 +1,13 @@
 """Reading back what the hardened posture actually applied, from /proc of the running command.
 
-`/proc/PID/limits` gives the rlimits, `/proc/PID/status` the uid and the no_new_privs flag.
+`/proc/PID/limits` gives the rlimits, `/proc/PID/status` the uid and the no_new_privs flag
+(`proc_texts()` reads both).
 `requested_rlimits()` says what the executor asks the wrapper for; `limit_checks()` compares the
 two into the posture card's (control, held) pairs.
 """
 
 import re
+from pathlib import Path
 
 from workbench.executors.outcome import format_bytes
 from workbench.postures import Limits
@@ -57,6 +59,17 @@ def parse_limits(text: str) -> dict[str, tuple[int, int]]:
         return -1 if word == "unlimited" else int(word)
 
     return {m[1]: (number(m[2]), number(m[3])) for m in _ROW.finditer(text)}
+
+
+def proc_texts(pid: int) -> tuple[str, str] | None:
+    """The text of /proc/PID/limits and /proc/PID/status, or None when they cannot be read."""
+    try:
+        return (
+            Path(f"/proc/{pid}/limits").read_text(encoding="utf-8"),
+            Path(f"/proc/{pid}/status").read_text(encoding="utf-8"),
+        )
+    except OSError:
+        return None
 
 
 def parse_status(text: str) -> dict[str, str]:

@@ -2,8 +2,9 @@
 
 `SubprocessExecutor` implements the `Executor` contract once: it creates the run's folder and
 id, checks the session's folders, lets the posture prepare the launch (`_prepare`), runs it
-through `run_process()`, classifies the outcome and builds the `RunResult`. `stop()` ends every
-run in flight (they finish as cancelled) and waits for their kill to complete.
+through `run_process()` (or, when it adopts a process spawned ahead of it, `supervise()`),
+classifies the outcome and builds the `RunResult`. `stop()` ends every run in flight (they
+finish as cancelled) and waits for their kill to complete.
 """
 
 import asyncio
@@ -14,7 +15,8 @@ from pathlib import Path
 from workbench.errors import ExecutorError
 from workbench.executors.outcome import classify
 from workbench.executors.process_tree import become_subreaper
-from workbench.executors.runner import Launch, ProcessOutcome, run_process
+from workbench.executors.runner import Launch, ProcessOutcome, run_process, supervise
+from workbench.executors.spawned import Spawned
 from workbench.executors.types import (
     CancelToken,
     CapturedOutput,
@@ -48,7 +50,14 @@ class RunContext:
 
 
 class PreparedRun:
-    """A run ready to spawn. Postures that read back what they applied subclass it."""
+    """A run ready to spawn. Postures that read back what they applied subclass it.
+
+    A run that adopts a process spawned ahead of it (a warm worker) sets `adopt` to it, and
+    `finished` when that process may end the run alive (see `runner.supervise`).
+    """
+
+    adopt: Spawned | None = None
+    finished: "asyncio.Future[None] | None" = None
 
     def __init__(self, launch: Launch, card: PostureCard, limits: Limits | None) -> None:
         self.launch = launch
@@ -116,19 +125,17 @@ class SubprocessExecutor(ABC):
         prepared = _session_problem(context.session, request) or await self._prepare(context)
         if isinstance(prepared, str):
             return _error_result(context, PostureCard(self.posture), prepared, warnings)
+        timeout_s, cap = self.posture.limits.timeout_s, request.output_cap_bytes
+        watch = (sink, cancel, self._shutdown, request.on_sample, prepared.on_spawned)
         try:
-            outcome = await run_process(
-                prepared.launch,
-                context.run_id,
-                context.run_dir,
-                self.posture.limits.timeout_s,
-                request.output_cap_bytes,
-                sink,
-                cancel,
-                self._shutdown,
-                request.on_sample,
-                prepared.on_spawned,
-            )
+            if prepared.adopt is None:
+                outcome = await run_process(
+                    prepared.launch, context.run_id, context.run_dir, timeout_s, cap, *watch
+                )
+            else:
+                outcome = await supervise(
+                    prepared.adopt, context.run_dir, timeout_s, cap, *watch, prepared.finished
+                )
         finally:
             await prepared.close()
         return self._result(context, prepared, outcome, warnings)

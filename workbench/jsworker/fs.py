@@ -38,13 +38,23 @@ class FsRefused(Exception):
 class WorkspaceFs:
     """File access confined to one workspace folder, with size and count caps.
 
-    Holds a descriptor of the workspace for the rest of the process (the worker's one run).
+    Holds a descriptor of the workspace (opened from `root`, or `root` itself when it is one,
+    as a warm worker receives it) until `close()` or the end of the process.
     """
 
-    def __init__(self, root: Path) -> None:
-        self.root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    def __init__(self, root: Path | int) -> None:
+        if isinstance(root, int):
+            self.root_fd = root
+        else:
+            self.root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         self.files_created = 0
         self.bytes_written = 0
+
+    def close(self) -> None:
+        """Let go of the workspace descriptor."""
+        if self.root_fd >= 0:
+            os.close(self.root_fd)
+            self.root_fd = -1
 
     def call(self, op: str, rel: str, data: str | None) -> Any:
         """Perform one fs operation; the value goes back to JavaScript as JSON."""

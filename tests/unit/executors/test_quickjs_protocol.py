@@ -4,12 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.executors.quickjs import (
-    limit_checks,
-    resolve_entry_script,
-    uid_check,
-    worker_rlimits,
-)
+from workbench.executors.quickjs import resolve_entry_script
+from workbench.executors.quickjs_run import limit_checks, uid_check, worker_rlimits
 from workbench.executors.types import SessionSpec
 from workbench.jsworker.fs import MAX_FILES_CREATED, FsRefused, WorkspaceFs
 from workbench.jsworker.protocol import (

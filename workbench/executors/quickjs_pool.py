@@ -1,0 +1,283 @@
+"""Warm QuickJS workers: spawned ahead of their runs, kept ready per posture and session.
+
+`QuickJsWorkerPool` is the `WarmPool` of the quickjs posture. It keeps `size` workers
+(`workbench.jsworker.serve`) spawned for one key (the posture and the session's skill folder
+and workspace, which are the worker's environment and working folder), each past its imports
+and waiting on its control socket (`WarmWorker`). Its executors (`executor()`) take one for a
+run when one is ready for the run's key, else start cold; the card says which. A run that
+comes for another key re-keys the pool (the idle workers are killed, new ones spawned in the
+background), so the pool follows the session in use.
+
+Workers are one-shot by default: a worker serves one run and exits, so each run has a fresh
+process as well as a fresh context. With `reuse` (`max_runs` > 1) a worker that ended its run
+with `ok` or a JavaScript error goes back to the pool for another run of the same key (a fresh
+`quickjs.Context` each time, see `workbench.jsworker.serve`); one that ended in any other way
+(a limit, a crash, a kill, the timeout, Stop) is never reused. The pool holds the key's
+throwaway uid and workspace loan, so a reused worker and every executor of the key agree on
+who runs. `close()` kills the idle workers and verifies they are gone.
+"""
+
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.executors.base import Executor
+from workbench.executors.hardened import RUN_UID_BASE, RUN_UID_SPAN
+from workbench.executors.outcome import format_bytes
+from workbench.executors.ownership import FolderLoan, SharedLoan
+from workbench.executors.runner import Launch
+from workbench.executors.spawned import Spawned, retire, spawn
+from workbench.executors.types import SessionSpec
+from workbench.executors.warm import PoolStatus
+from workbench.interpreter import child_argv
+from workbench.jsworker.protocol import MessageDecoder, encode_message
+from workbench.postures import Posture
+
+SERVE_MODULE = "workbench.jsworker.serve"
+WAITING_TIMEOUT_S = 10.0  # from spawn to the worker's `waiting`
+REUSE_RUNS = 16  # runs a reused worker serves at most
+
+
+@dataclass(frozen=True, slots=True)
+class PoolKey:
+    """What a warm worker serves: the posture, and the session's folders."""
+
+    posture: Posture
+    skill_dir: Path
+    workspace: Path
+
+    @classmethod
+    def of(cls, posture: Posture, session: SessionSpec) -> "PoolKey":
+        """The key of runs of `posture` in `session`."""
+        return cls(posture, session.skill_dir, session.workspace)
+
+    def words(self) -> str:
+        """The key for people."""
+        memory = format_bytes(self.posture.limits.memory_bytes)
+        return f"{self.skill_dir.name} in {self.workspace}, {memory}"
+
+
+@dataclass(slots=True)
+class PoolIdentity:
+    """Who a key's workers run as (root only): one throwaway uid and its workspace loan."""
+
+    uid: int | None
+    loan: SharedLoan | None
+
+
+class WarmWorker:
+    """A spawned worker waiting for a run, and the app's end of its control socket."""
+
+    def __init__(self, spawned: Spawned, sock: socket.socket, launch: Launch, key: PoolKey):
+        self.spawned = spawned
+        self.sock = sock
+        self.launch = launch
+        self.key = key
+        self.max_runs = int(json.loads(launch.argv[-1])["max_runs"])
+        self.runs = 0
+        self.ready_seconds = 0.0  # from spawn to `waiting`
+        self.ready_at = 0.0  # time.monotonic() at `waiting`
+
+    def send(self, message: dict[str, Any], fds: tuple[int, int]) -> None:
+        """Send the worker a run and its descriptors (it is waiting, so this does not block)."""
+        self.sock.setblocking(True)
+        socket.send_fds(self.sock, [encode_message(message)], list(fds))
+        self.runs += 1
+
+    def describe(self) -> str:
+        """The card's line for this worker, as the run adopts it."""
+        if self.runs:
+            return (
+                f"reused warm worker: run {self.runs + 1} of at most {self.max_runs} in one "
+                "process, a fresh QuickJS context"
+            )
+        age = time.monotonic() - self.ready_at
+        return (
+            f"warm worker: started {self.ready_seconds * 1000:.0f} ms before it was needed "
+            f"(ready {age:.1f} s ago), not counted in this run's time"
+        )
+
+    async def wait_waiting(self) -> bool:
+        """Wait for the worker's `waiting` message; False if it does not come."""
+        loop = asyncio.get_running_loop()
+        self.sock.setblocking(False)
+        decoder = MessageDecoder()
+        started = loop.time()
+        try:
+            async with asyncio.timeout(WAITING_TIMEOUT_S):
+                while True:
+                    data = await loop.sock_recv(self.sock, 4096)
+                    if not data:
+                        return False
+                    if any(m.get("type") == "waiting" for m in decoder.feed(data)):
+                        break
+        except (TimeoutError, OSError, ValueError):
+            return False
+        self.ready_seconds = loop.time() - started
+        self.ready_at = time.monotonic()
+        return True
+
+    async def retire(self) -> int:
+        """Kill the worker; how many of its processes survived (0)."""
+        self.sock.close()
+        return (await retire(self.spawned)).leftover
+
+
+async def start_worker(key: PoolKey, max_runs: int) -> WarmWorker | str:
+    """Spawn a worker for `key` and wait until it waits; or why it could not start."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    spec = {"control_fd": theirs.fileno(), "fetch": bool(key.posture.fetch_hosts)}
+    argv = (*child_argv(SERVE_MODULE), json.dumps({**spec, "max_runs": max_runs}))
+    env = {"SKILL_DIR": str(key.skill_dir), "WORKSPACE": str(key.workspace)}
+    launch = Launch(argv, env, key.workspace, pass_fds=(theirs.fileno(),))
+    try:
+        spawned = await spawn(launch, f"quickjs-warm-{secrets.token_hex(6)}")
+    finally:
+        theirs.close()
+    if isinstance(spawned, str):
+        ours.close()
+        return spawned
+    worker = WarmWorker(spawned, ours, launch, key)
+    try:
+        waiting = await worker.wait_waiting()
+    except asyncio.CancelledError:  # the pool is closing: leave nothing behind
+        await worker.retire()
+        raise
+    if waiting:
+        return worker
+    await worker.retire()
+    return "a warm QuickJS worker did not start (no `waiting` within 10 s)"
+
+
+class QuickJsWorkerPool:
+    """Warm QuickJS workers for one key at a time; see the module docstring."""
+
+    def __init__(self, size: int = 1, reuse: bool = False) -> None:
+        self._size = size
+        self._max_runs = REUSE_RUNS if reuse else 1
+        self._key: PoolKey | None = None
+        self._identity = PoolIdentity(None, None)
+        self._idle: list[WarmWorker] = []
+        self._starting = 0
+        self._lent = 0  # reused workers out on a run, which may come back
+        self._problem = ""
+        self._refill: asyncio.Task[None] | None = None
+        self._retiring: set[asyncio.Task[int]] = set()
+        self.leftover = 0  # processes of retired workers that survived their kill (0)
+
+    def status(self) -> PoolStatus:
+        """The pool's state now."""
+        key = self._key.words() if self._key and self._size else ""
+        if key and self._max_runs > 1:
+            key += f", reused up to {self._max_runs} runs"
+        ready = sum(not w.spawned.exited for w in self._idle)
+        return PoolStatus(self._size, ready, self._starting, key, self._problem)
+
+    def executor(self, posture: Posture) -> Executor:
+        """A quickjs executor that takes its workers from this pool."""
+        from workbench.executors.quickjs import QuickJsExecutor
+
+        return QuickJsExecutor(posture, pool=self)
+
+    async def resize(self, size: int) -> None:
+        """Keep `size` workers ready from now on."""
+        self._size = max(0, size)
+        while len(self._idle) > self._size:
+            self._drop(self._idle.pop())
+        self._kick()
+
+    async def prime(self, posture: Posture, session: SessionSpec) -> None:
+        """Fill the pool for runs of `posture` in `session`."""
+        self.identity(posture, session)
+
+    async def close(self) -> None:
+        """Stop refilling, kill every idle worker and verify they are gone."""
+        self._size = 0
+        if self._refill is not None:
+            self._refill.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refill
+        while self._idle:
+            self._drop(self._idle.pop())
+        while self._retiring:
+            await asyncio.gather(*self._retiring)
+
+    def identity(self, posture: Posture, session: SessionSpec) -> PoolIdentity:
+        """Who runs of this key run as; re-keys the pool to it (see the module docstring)."""
+        key = PoolKey.of(posture, session)
+        if key != self._key:
+            self._key, self._problem = key, ""
+            uid = RUN_UID_BASE + secrets.randbelow(RUN_UID_SPAN) if os.geteuid() == 0 else None
+            loan = None if uid is None else SharedLoan(FolderLoan(session.workspace, uid, uid))
+            self._identity = PoolIdentity(uid, loan)
+            while self._idle:
+                self._drop(self._idle.pop())
+        self._kick()
+        return self._identity
+
+    def take(self, posture: Posture, session: SessionSpec) -> WarmWorker | None:
+        """A ready worker for this run's key, or None (the run starts cold)."""
+        key = PoolKey.of(posture, session)
+        worker = None
+        while self._idle and worker is None:
+            candidate = self._idle.pop(0)
+            if candidate.key == key and not candidate.spawned.exited:
+                worker = candidate
+            else:
+                self._drop(candidate)
+        if worker is not None and worker.max_runs > 1:
+            self._lent += 1
+        self._kick()
+        return worker
+
+    def settle(self, worker: WarmWorker, kept: bool) -> None:
+        """After a run: a kept worker goes back for another run of its key, else it is killed."""
+        if worker.max_runs > 1:
+            self._lent -= 1
+        wanted = self._wanted() > 0
+        if kept and wanted and worker.key == self._key and worker.runs < worker.max_runs:
+            self._idle.append(worker)
+        else:
+            self._drop(worker)
+        self._kick()
+
+    def _drop(self, worker: WarmWorker) -> None:
+        task = asyncio.get_running_loop().create_task(worker.retire())
+        self._retiring.add(task)
+        task.add_done_callback(self._retired)
+
+    def _retired(self, task: "asyncio.Task[int]") -> None:
+        self._retiring.discard(task)
+        if not task.cancelled() and task.exception() is None:
+            self.leftover += task.result()
+
+    def _kick(self) -> None:
+        if self._refill is None or self._refill.done():
+            self._refill = asyncio.get_running_loop().create_task(self._fill())
+
+    def _wanted(self) -> int:
+        return self._size - len(self._idle) - self._starting - self._lent
+
+    async def _fill(self) -> None:
+        """Spawn workers one at a time until the pool holds `size` for its key."""
+        while self._key is not None and self._wanted() > 0:
+            key = self._key
+            self._starting += 1
+            try:
+                worker = await start_worker(key, self._max_runs)
+            finally:
+                self._starting -= 1
+            if isinstance(worker, str):
+                self._problem = worker
+                return
+            if key == self._key and len(self._idle) < self._size:
+                self._idle.append(worker)
+            else:
+                self._drop(worker)
