@@ -8,7 +8,11 @@ streams its output into `StreamCapture`s, samples the container's cgroup at 10 H
 user's Stop, or the session closing. Whatever ended it, the run's processes are then killed and
 the kill verified (`DockerSession.sweep`: from the host where it can, else inside the
 container), and the cgroup's OOM and pids counters decide the outcome (`docker_outcome`).
-`stop()` ends runs in flight and removes the container. The `gvisor` posture is the same executor on
+With a warm pool (`docker_pool.ContainerPool`), `start()` takes a started, never used
+container of the same options from the pool instead of starting one, and the card says which
+("Warm container from the pool" or "Container started cold"); runs, Stop, timeouts and the
+outcomes are the same either way. `stop()` ends runs in flight and removes the container
+(a pooled one is never returned to the pool). The `gvisor` posture is the same executor on
 the `runsc` runtime. When the workbench runs as root, commands run as uid 1000 and the workspace is
 lent to that uid for each run (`SharedLoan`, as the hardened posture does), then given back.
 """
@@ -18,7 +22,9 @@ import contextlib
 import os
 import secrets
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import docker
 from docker.errors import DockerException
@@ -32,6 +38,7 @@ from workbench.executors.docker_spec import (
     CONTAINER_UID,
     WORKSPACE_MOUNT,
     container_options,
+    network_refusal,
     posture_card,
     skill_mount,
 )
@@ -53,6 +60,9 @@ from workbench.monitor.container import ContainerSampler
 from workbench.monitor.process import RUN_TAG_ENV, run_tag
 from workbench.postures import Posture, PostureId, PostureWarning, Severity, assess
 
+if TYPE_CHECKING:
+    from workbench.executors.docker_pool import ContainerPool
+
 ENGINE_TIMEOUT_S = 10
 CONTAINER_GONE = "the session container stopped during the run (removed or stopped from outside)"
 DRAIN_S = 2.0  # after the sweep, how long the output stream may take to close
@@ -60,12 +70,19 @@ RESWEEP_S = 0.05  # first wait for the exec's end before sweeping again (then do
 _NO_OUTPUT = CapturedOutput(text="", total_bytes=0, truncated=False, log_path=None)
 
 
+def runtime_of(posture: Posture) -> str:
+    """The engine runtime of a container posture: runsc for gvisor, else runc."""
+    return "runsc" if posture.id is PostureId.GVISOR else "runc"
+
+
 class DockerExecutor:
     """Runs commands of one skill session in one container (see the module docstring)."""
 
-    def __init__(self, posture: Posture) -> None:
+    def __init__(self, posture: Posture, pool: "ContainerPool | None" = None) -> None:
         self.posture = posture
-        self.runtime = "runsc" if posture.id is PostureId.GVISOR else "runc"
+        self.runtime = runtime_of(posture)
+        self._pool = pool
+        self.warm = False  # the container came from the pool (never used, checked clean)
         self._spec: SessionSpec | None = None
         self._session: DockerSession | None = None
         self._client: docker.DockerClient | None = None
@@ -87,18 +104,53 @@ class DockerExecutor:
             ) from error
         try:
             self._client = await asyncio.to_thread(engine_client, ENGINE_TIMEOUT_S)
+            refusal = await asyncio.to_thread(
+                network_refusal, self.posture, self.runtime, self._client
+            )
         except DockerException as error:
             raise ExecutorError(f"No Docker engine answers: {error}") from error
-        self.session_id = secrets.token_hex(6)
-        options = container_options(self.posture, session, self.session_id, self.runtime)
-        self._session = DockerSession(self._client, options)
-        await self._session.start()
-        self._card = posture_card(self.posture, self._session.attrs, self.runtime)
+        if refusal:  # e.g. gVisor asked for a network its runtime cannot give
+            raise ExecutorError(refusal)
+        self._session = await self._warm_session(session) or await self._cold_session(session)
+        self._card = self._read_card(self._session)
         self._shutdown = asyncio.Event()
         self._spec = session
         if os.geteuid() == 0 and not self.posture.run_as_root:
             loan = FolderLoan(session.workspace, CONTAINER_UID, CONTAINER_UID)
             self._loan = SharedLoan(loan)
+
+    async def _cold_session(self, session: SessionSpec) -> DockerSession:
+        assert self._client is not None
+        self.session_id, self.warm = secrets.token_hex(6), False
+        options = container_options(self.posture, session, self.session_id, self.runtime)
+        started = DockerSession(self._client, options)
+        await started.start()
+        return started
+
+    async def _warm_session(self, session: SessionSpec) -> DockerSession | None:
+        """The pool's clean container for this session, or None (no pool, none ready)."""
+        assert self._client is not None
+        claimed = await self._pool.claim(self.posture, session) if self._pool else None
+        if claimed is None:
+            return None
+        options = container_options(self.posture, session, claimed.session_id, self.runtime)
+        warm = DockerSession(self._client, options)  # a recycle starts a cold one like it
+        try:
+            await warm.adopt(claimed.container_id)
+        except ExecutorError:  # it stopped since the claim
+            return None
+        self.session_id, self.warm = claimed.session_id, True
+        return warm
+
+    def _read_card(self, session: DockerSession) -> PostureCard:
+        """The effective posture card, and whether the container came warm from the pool."""
+        card = posture_card(self.posture, session.attrs, self.runtime)
+        how = (
+            "Warm container from the pool (never used, checked clean)"
+            if self.warm
+            else "Container started cold (no warm one ready)"
+        )
+        return replace(card, checks=((how, True), *card.checks))
 
     @property
     def container_id(self) -> str:
@@ -157,7 +209,8 @@ class DockerExecutor:
         try:
             if not await session.running():  # stopped or removed since the last run
                 await session.recycle()
-                self._card = posture_card(self.posture, session.attrs, self.runtime)
+                self.warm = False
+                self._card = self._read_card(session)
         except (DockerException, OSError) as error:
             return f"the Docker engine does not answer: {error}"
         except ExecutorError as error:

@@ -72,6 +72,7 @@ KILLER_TIMEOUT_S = 5.0  # an exec whose container dies may never end its stream
 HOST_ROUNDS = 100  # passes over the cgroup's members, as the in-container killer makes
 HOST_POLL_S = 0.002
 HOST_SETTLE_S = 0.5  # how long killed processes may take to be reaped before the exec sweep
+POOL_NAME_PREFIX = "skill-workbench-pool-"  # a warm pool's container, until it is claimed
 
 Chunk = tuple[Stream, bytes]
 
@@ -165,9 +166,20 @@ class DockerSession:
         try:
             self.container_id = await asyncio.to_thread(self._create)
             await asyncio.to_thread(self.api.start, self.container_id)
-            await self.inspect()
         except ImageNotFound as error:  # nothing was created
             raise ExecutorError(missing_image(str(self._options.get("image")))) from error
+        except (DockerException, RequestException) as error:
+            with contextlib.suppress(DockerException, RequestException, ExecutorError):
+                await self.stop()
+            raise ExecutorError(f"Could not start the session container: {error}") from error
+        await self.adopt(self.container_id)
+
+    async def adopt(self, container_id: str) -> None:
+        """Serve from `container_id`, already started (a warm one from the pool): inspect it
+        and find its cgroup. `ExecutorError` (the container removed) when it does not run."""
+        self.container_id = container_id
+        try:
+            await self.inspect()
         except (DockerException, RequestException) as error:
             with contextlib.suppress(DockerException, RequestException, ExecutorError):
                 await self.stop()
@@ -307,7 +319,7 @@ class DockerSession:
     async def stop(self) -> None:
         """Remove the container (forced). Safe to call more than once."""
         if self.container_id:
-            await asyncio.to_thread(_remove, self.api, self.container_id)
+            await asyncio.to_thread(remove_container, self.api, self.container_id)
 
 
 def _kill_tagged(pid: int, tag: bytes) -> bool:
@@ -347,7 +359,9 @@ def _close_socket(sock: Any) -> None:
         raw.close()
 
 
-def _remove(api: docker.APIClient, container_id: str) -> None:
+def remove_container(api: docker.APIClient, container_id: str) -> None:
+    """Remove a container (forced); gone already is fine. `ExecutorError` when the engine
+    refuses or does not answer."""
     try:
         api.remove_container(container_id, force=True)
     except NotFound:
@@ -359,10 +373,20 @@ def _remove(api: docker.APIClient, container_id: str) -> None:
             ) from error
 
 
+def pooled(item: dict[str, Any]) -> bool:
+    """True when a container listing's entry is still waiting in a warm pool (not claimed)."""
+    return any(name.lstrip("/").startswith(POOL_NAME_PREFIX) for name in item.get("Names") or ())
+
+
 def remove_leftovers(client: docker.DockerClient, session_id: str | None = None) -> int:
-    """Remove workbench containers (of one session, or all); return how many were removed."""
+    """Remove workbench containers (of one session, or all); return how many were removed.
+
+    Containers waiting in a warm pool are not leftovers (another process may be about to
+    claim them); `docker_pool.drain` removes those.
+    """
     labels = [LABEL_APP] + ([f"{LABEL_SESSION}={session_id}"] if session_id else [])
     found = client.api.containers(all=True, filters={"label": labels})
+    found = [item for item in found if not pooled(item)]
     for item in found:
-        _remove(client.api, item["Id"])
+        remove_container(client.api, item["Id"])
     return len(found)
