@@ -174,8 +174,9 @@ class QuickJsExecutor(SubprocessExecutor):
             (f"wall-clock kill after {limits.timeout_s:g} s", True),
         ]
         checks += fetch_checks(self.posture.fetch_hosts)
-        worker = None if self._pool is None else self._pool.take(self.posture, context.session)
-        if self._pool is not None:
+        pool = self._pool
+        worker = None if pool is None else pool.take(self.posture, context.session)
+        if pool is not None:
             start = worker.describe() if worker else "cold start: no warm worker was ready"
             checks.append((start, True))
         card = PostureCard(
@@ -185,15 +186,15 @@ class QuickJsExecutor(SubprocessExecutor):
             env_dropped=tuple(sorted(context.request.env)),
             run_as=_run_as(uid),
         )
-        if worker is not None:
+        if pool is not None and worker is not None:
             try:
                 fds = _open_for_worker(context.session.workspace, path)
             except OSError as error:
-                self._pool.settle(worker, kept=False)  # type: ignore[union-attr]
+                pool.settle(worker, kept=False)
                 if loan is not None:
                     await loan.release()
                 return f"cannot open {display} for the worker: {error.strerror or error}"
-            return WarmRun(card, limits, worker, spec, fds, uid, loan)
+            return WarmRun(card, limits, worker, spec, fds, uid, loan, pool.settle)
         read_fd, write_fd = os.pipe()
         # -I: the working folder is the workspace, so it must never be on the worker's path.
         argv = (*child_argv(WORKER_MODULE), json.dumps({"control_fd": write_fd, **spec}))
@@ -210,8 +211,6 @@ class QuickJsExecutor(SubprocessExecutor):
         result = super()._result(context, prepared, outcome, warnings)
         if not isinstance(prepared, WorkerRun):
             return result
-        if isinstance(prepared, WarmRun) and self._pool is not None:
-            self._pool.settle(prepared.worker, kept=outcome.kept)
         report = prepared.result_message()
         result = replace(result, host_calls=prepared.host_calls())
         if prepared.reader.error:

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -208,8 +209,10 @@ class WarmRun(WorkerRun):
         fds: tuple[int, int],
         run_uid: int | None,
         workspace_loan: SharedLoan | None,
+        settle: Callable[["WarmWorker", bool], None],
     ) -> None:
         super().__init__(worker.launch, card, limits, -1, run_uid, workspace_loan)
+        self.settle = settle  # gets the worker back after the run, and whether it was kept
         self.write_fd = -1  # the worker's end of the socket is the worker's alone
         self.worker = worker
         self.message = message
@@ -222,8 +225,12 @@ class WarmRun(WorkerRun):
         run = self.message["run"]
         run["started_at"] = time.time()
         run["deadline"] = run["started_at"] + self.card.posture.limits.timeout_s
-        self.worker.send(self.message, self.fds)
-        self.close_fds()
+        try:
+            self.worker.send(self.message, self.fds)
+        except OSError:
+            return  # the worker is gone: its exit ends the run
+        finally:
+            self.close_fds()
         pipe = os.fdopen(os.dup(self.worker.sock.fileno()), "rb", buffering=0)
         loop = asyncio.get_running_loop()
         self.transport, _ = await loop.connect_read_pipe(lambda: self.reader, pipe)
@@ -239,6 +246,8 @@ class WarmRun(WorkerRun):
         self.fds = (-1, -1)
 
     async def close(self) -> None:
-        """Stop reading the socket (it stays open for a kept worker); give the workspace back."""
+        """Stop reading the socket (it stays open for a kept worker); give the workspace back;
+        hand the worker back, kept or to be killed."""
         self.close_fds()
         await super().close()
+        self.settle(self.worker, self.outcome is not None and self.outcome.kept)

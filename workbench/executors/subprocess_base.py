@@ -58,6 +58,7 @@ class PreparedRun:
 
     adopt: Spawned | None = None
     finished: "asyncio.Future[None] | None" = None
+    outcome: ProcessOutcome | None = None  # set before `close()` when the run got one
 
     def __init__(self, launch: Launch, card: PostureCard, limits: Limits | None) -> None:
         self.launch = launch
@@ -136,6 +137,7 @@ class SubprocessExecutor(ABC):
                 outcome = await supervise(
                     prepared.adopt, context.run_dir, timeout_s, cap, *watch, prepared.finished
                 )
+            prepared.outcome = outcome
         finally:
             await prepared.close()
         return self._result(context, prepared, outcome, warnings)

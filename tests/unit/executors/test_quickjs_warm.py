@@ -107,16 +107,17 @@ def test_warm_runs_are_warm_and_never_see_a_previous_run(tmp_path: Path, reuse: 
     assert all(r.cpu_seconds < 5 for r in (first, second, third))
 
 
-def test_a_warm_run_is_timed_and_killed_like_a_cold_one(tmp_path: Path) -> None:
+def test_a_warm_run_is_timed_and_limited_like_a_cold_one_and_never_reused_after(
+    tmp_path: Path,
+) -> None:
     spec = session(tmp_path)
+    chosen = posture(timeout_s=1.5, memory_bytes=64 * MIB)
 
     async def body(pool: QuickJsWorkerPool) -> list[RunResult]:
-        loop = await warm_run(
-            pool, spec, "console.log('spin'); while (true) {}", posture(timeout_s=1.5)
-        )
+        loop = await warm_run(pool, spec, "console.log('spin'); while (true) {}", chosen)
         bomb = "const a = []; while (true) a.push('x'.repeat(4096) + a.length);"
-        memory = await warm_run(pool, spec, bomb, posture(memory_bytes=64 * MIB))
-        after = await warm_run(pool, spec, PROBE)
+        memory = await warm_run(pool, spec, bomb, chosen)
+        after = await warm_run(pool, spec, PROBE, chosen)
         return [loop, memory, after]
 
     loop, memory, after = with_pool(True, body)
@@ -126,9 +127,31 @@ def test_a_warm_run_is_timed_and_killed_like_a_cold_one(tmp_path: Path) -> None:
     assert loop.wall_seconds >= 1.5  # timed from the adoption
     assert memory.status is RunStatus.LIMIT_EXCEEDED
     assert memory.cause == "QuickJS memory limit 64 MiB"
-    assert start_line(memory).startswith("warm worker: started")  # a new posture: a new worker
     assert after.stdout.text == "undefined 1 undefined\n"
-    assert start_line(after).startswith("warm worker: started")  # never the limited one again
+    # a reused pool, yet each run after a kill or a limit got a new worker
+    assert [start_line(r).split(":")[0] for r in (loop, memory, after)] == ["warm worker"] * 3
+
+
+def test_stop_ends_a_warm_run_and_its_worker(tmp_path: Path) -> None:
+    spec = session(tmp_path)
+
+    async def body(pool: QuickJsWorkerPool) -> tuple[RunResult, RunResult]:
+        cancel = CancelToken()
+        asyncio.get_running_loop().call_later(0.5, cancel.cancel)
+        await pool.prime(posture(), spec)
+        while not pool.status().ready:
+            await asyncio.sleep(0.02)
+        (spec.workspace / "main.js").write_text("while (true) {}")
+        executor = pool.executor(posture())
+        await executor.start(spec)
+        stopped = await executor.run(RunRequest(argv=("main.js",)), lambda _: None, cancel)
+        await executor.stop()
+        return stopped, await warm_run(pool, spec, PROBE)
+
+    stopped, after = with_pool(True, body)
+    assert stopped.status is RunStatus.CANCELLED
+    assert stopped.leftover_processes == 0
+    assert start_line(after).startswith("warm worker: started")
 
 
 @pytest.mark.slow
