@@ -192,7 +192,7 @@ class ContainerSampler:
         self.samples: list[ResourceSample] = []
         self.cpu_seconds = 0.0
         self._first_cpu_ns: int | None = None
-        self._tables = TableBuilder(started, "container", container_pid)
+        self._tables = TableBuilder(started, "container")
         self._procs: dict[int, psutil.Process] = {}
         self._gvisor: bool | None = None  # whether the cgroup holds gVisor's sandbox
 
@@ -253,22 +253,23 @@ class ContainerSampler:
             self._gvisor = _runs_gvisor(members)
         if self._gvisor:
             return self._tables.hide(GVISOR_TREE, now)
-        readings = []
+        readings, shown = [], {}
         for pid in members:
             process = self._procs.get(pid)
             try:
                 if process is None:
                     process = self._procs[pid] = psutil.Process(pid)
+                ppid, shown[pid] = status_pids(pid)
                 with process.oneshot():
                     rss = process.memory_info().rss
                     times = process.cpu_times()
-                    ppid, name = process.ppid(), process.name()
-            except psutil.Error:
+                    name = process.name()
+            except (psutil.Error, OSError, ValueError):
                 continue
             readings.append(Reading(process, ppid, name, rss, times.user + times.system))
         for gone in self._procs.keys() - set(members):
             del self._procs[gone]
-        return self._tables.build(readings, now)
+        return self._tables.build(readings, now, shown)
 
     def _record(
         self, usage: CgroupUsage, previous: tuple[float, int] | None, table: bool = True
@@ -293,17 +294,18 @@ class ContainerSampler:
         return now, usage.cpu_ns
 
 
-def container_pid(host_pid: int) -> int:
-    """The pid of host process `host_pid` inside its container (the last `NSpid`), or the
-    host pid when that cannot be read."""
-    try:
-        with open(f"/proc/{host_pid}/status", "rb") as status:  # noqa: PTH123 - hot path
-            for line in status:
-                if line.startswith(b"NSpid:"):
-                    return int(line.split()[-1])
-    except (OSError, ValueError):
-        pass
-    return host_pid
+def status_pids(host_pid: int) -> tuple[int, int]:
+    """The parent's host pid and the pid inside its container (the last `NSpid`) of host
+    process `host_pid`, from its status file (OSError when it is gone)."""
+    ppid, inside = 0, host_pid
+    with open(f"/proc/{host_pid}/status", "rb") as status:  # noqa: PTH123 - hot path
+        for line in status:
+            if line.startswith(b"PPid:"):
+                ppid = int(line.split()[1])
+            elif line.startswith(b"NSpid:"):
+                inside = int(line.split()[-1])
+                break  # NSpid comes after PPid
+    return ppid, inside
 
 
 def _runs_gvisor(members: list[int]) -> bool:

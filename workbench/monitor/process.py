@@ -7,7 +7,7 @@ of each process's CPU time between ticks (what `cpu_percent` does, without readi
 twice); it re-lists the tree through `/proc/PID/task/TID/children` on every tick (cheap: it
 reads only the tree, not the whole process table) and produces `ResourceSample`s, peaks and
 CPU seconds. When its `TableBuilder` says a table is due, the same tick's readings (plus each
-process's parent pid, from the stat file already read) become the sample's process table.
+process's parent, known from the walk) become the sample's process table.
 """
 
 import asyncio
@@ -50,14 +50,20 @@ def proc_children(pid: int) -> list[int]:
 
 def descendants(roots: Iterable[int]) -> set[int]:
     """`roots` and every process below them."""
-    seen = set(roots)
-    stack = list(seen)
+    return set(parents(roots))
+
+
+def parents(roots: Iterable[int]) -> dict[int, int]:
+    """`roots` and every process below them, each with its parent's pid (0 for a root)."""
+    found = dict.fromkeys(roots, 0)
+    stack = list(found)
     while stack:
-        for child in proc_children(stack.pop()):
-            if child not in seen:
-                seen.add(child)
+        parent = stack.pop()
+        for child in proc_children(parent):
+            if child not in found:
+                found[child] = parent
                 stack.append(child)
-    return seen
+    return found
 
 
 def carries_tag(pid: int, tag: bytes) -> bool:
@@ -123,6 +129,10 @@ class ProcessTreeSampler:
 
     def members(self) -> set[int]:
         """The pids of the run right now: the root's tree plus tagged orphans and their trees."""
+        return set(self.tree())
+
+    def tree(self) -> dict[int, int]:
+        """`members()`, each with its parent's pid (0 for the root and the orphans)."""
         roots = [self._root.pid] if self._root and alive(self._root) else []
         excluded = set(self._exclude())
         children = [pid for pid in proc_children(os.getpid()) if pid not in excluded]
@@ -134,12 +144,12 @@ class ProcessTreeSampler:
         }
         self._orphan_verdicts = {pid: bool(v) for pid, v in verdicts.items()}
         roots.extend(pid for pid, tagged in self._orphan_verdicts.items() if tagged)
-        return descendants(roots)
+        return parents(roots)
 
     def sample(self) -> ResourceSample:
         """Read the tree once and record the sample; the sample handed to `on_sample` (and
         returned) carries a process table when one was due."""
-        pids = self.members()
+        pids = self.tree()
         now = asyncio.get_running_loop().time()
         readings: list[Reading] | None = [] if self._tables.due(now) else None
         cpu_delta = 0.0
@@ -155,8 +165,8 @@ class ProcessTreeSampler:
                     times = process.cpu_times()
                     spent = times.user + times.system
                     if readings is not None:
-                        ppid, name = process.ppid(), process.name()
-                        readings.append(Reading(process, ppid, name, memory, spent))
+                        name = process.name()
+                        readings.append(Reading(process, pids[pid], name, memory, spent))
             except psutil.Error:
                 continue
             rss += memory

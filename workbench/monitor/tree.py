@@ -11,7 +11,7 @@ When the host cannot see the processes (gVisor, a remote engine) the table says 
 
 import time
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import psutil
@@ -50,18 +50,12 @@ class Reading:
 class TableBuilder:
     """Builds a run's `ProcessTable`s from the samplers' readings and paces them.
 
-    `pid_of` maps a host pid to the pid to show (for a container: the pid inside it);
-    `started` is when the run began, the start of the first table's CPU interval.
+    `started` is when the run began, the start of the first table's CPU interval;
+    `pid_space` names whose pids the tables show (see `ProcessTable`).
     """
 
-    def __init__(
-        self,
-        started: float,
-        pid_space: str = "host",
-        pid_of: Callable[[int], int] = int,
-    ) -> None:
+    def __init__(self, started: float, pid_space: str = "host") -> None:
         self._pid_space = pid_space
-        self._pid_of = pid_of
         self._previous = started
         self._spent: dict[int, float] = {}
         self._next = 0.0
@@ -77,14 +71,18 @@ class TableBuilder:
         self.last = ProcessTable(rows=(), total=0, pid_space=self._pid_space, hidden=reason)
         return self.last
 
-    def build(self, readings: Iterable[Reading], now: float) -> ProcessTable:
-        """The table of `readings` taken at `now`; schedules the next one within budget."""
+    def build(
+        self, readings: Iterable[Reading], now: float, shown: Mapping[int, int] | None = None
+    ) -> ProcessTable:
+        """The table of `readings` taken at `now`; schedules the next one within budget.
+
+        `shown` maps a host pid to the pid to show (for a container: the pid inside it)."""
         start = time.thread_time()
         by_pid = {reading.process.pid: reading for reading in readings}
         elapsed = now - self._previous
         spent = {pid: reading.cpu_seconds for pid, reading in by_pid.items()}
         kept = _breadth_first(by_pid)[:MAX_ROWS]
-        shown = {pid: self._pid_of(pid) for pid in kept}
+        shown = {pid: shown.get(pid, pid) if shown else pid for pid in kept}
         rows = []
         for pid in kept:
             reading = by_pid[pid]

@@ -4,7 +4,8 @@ The command field starts with the skill's suggested command (`metadata.command`)
 per-skill history (Up/Down, or the completer); it runs with `sh -c` in a fresh workspace (for
 QuickJS: a .js file and its arguments). Limits and network come from `LimitControls`; loosened
 ones are flagged before the run. While it runs: the countdown to the timeout, live output
-(`OutputView`) and live CPU/memory charts fed by the monitor's samples. After it: the outcome
+(`OutputView`) over the process tree (`ProcessTreeView`), and live CPU/memory charts beside
+them, all fed by the monitor's samples. After it: the outcome
 banner, the workspace changes with diffs and Restore, and the effective posture card. Run is
 Ctrl+Return, Stop is Ctrl+.; nothing here blocks the event loop.
 """
@@ -29,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from workbench.errors import UsageError, WorkbenchError
 from workbench.executors.types import CancelToken, new_run_id
+from workbench.monitor.sample import ResourceSample
 from workbench.postures import POSTURE_INFO, Posture, PostureId
 from workbench.runs.service import CompletedRun, RunPlan, RunService
 from workbench.skills import Skill
@@ -37,6 +39,7 @@ from workbench.ui.changesview import ChangesView
 from workbench.ui.charts import ResourceCharts
 from workbench.ui.outcome import OutcomeBanner
 from workbench.ui.outputview import OutputView
+from workbench.ui.processtree import ProcessTreeView
 from workbench.ui.runcontrols import CommandHistory, LimitControls, warning_text
 from workbench.ui.widgets import plain_label, set_status
 
@@ -93,10 +96,17 @@ class RunPanel(QWidget):
         self.changes = ChangesView(service, self)
         self.card_view = CardView(self)
         self.charts = ResourceCharts(self)
+        self.processes = ProcessTreeView(self)
         self.tabs = QTabWidget(self)
+        watched = QSplitter(Qt.Orientation.Vertical, self)
+        watched.setChildrenCollapsible(False)
+        watched.addWidget(self.output)
+        watched.addWidget(self.processes)
+        watched.setStretchFactor(0, 3)
+        watched.setStretchFactor(1, 2)
         live = QSplitter(Qt.Orientation.Horizontal, self)
         live.setChildrenCollapsible(False)
-        live.addWidget(self.output)
+        live.addWidget(watched)
         live.addWidget(self.charts)
         live.setStretchFactor(0, 3)
         live.setStretchFactor(1, 1)
@@ -237,6 +247,7 @@ class RunPanel(QWidget):
         self.output.begin()
         limited = posture.id is not PostureId.LOCAL
         self.charts.reset(posture.limits.memory_bytes if limited else None)
+        self.processes.reset()
         self.card_view.set_card(None)
         self.tabs.setTabText(CHANGES_TAB, "Workspace changes")
         self.tabs.setCurrentIndex(OUTPUT_TAB)
@@ -251,9 +262,7 @@ class RunPanel(QWidget):
         try:
             plan = _plan(skill, posture, text, self._service)
             self.changes.watch(plan.workspace)
-            done = await self._service.run_once(
-                plan, self.output.append, cancel, self.charts.add_sample
-            )
+            done = await self._service.run_once(plan, self.output.append, cancel, self._add_sample)
         except WorkbenchError as error:
             self.banner.show_message(f"Not run: {error}", "danger")
         else:
@@ -270,10 +279,15 @@ class RunPanel(QWidget):
         self.last_run = done
         self.banner.show_result(result)
         self.charts.set_peaks(result.peak_rss_bytes, result.peak_processes)
+        self.processes.finish(result)
         self.output.set_logs(result.stdout.log_path, result.stderr.log_path)
         self.changes.set_run(done)
         self.card_view.set_card(result.card)
         self.tabs.setTabText(CHANGES_TAB, f"Workspace changes ({len(result.changes)})")
+
+    def _add_sample(self, sample: ResourceSample) -> None:
+        self.charts.add_sample(sample)
+        self.processes.add_sample(sample)
 
     def _on_task_done(self, task: "asyncio.Task[None]") -> None:
         self._task = None

@@ -1,0 +1,169 @@
+"""The process tree view: shape, in-place updates that keep selection and expansion, the cap
+of a fork bomb, "not visible" reasons, hostile names, the end of a run, and a real run."""
+
+import shutil
+import tempfile
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+
+from workbench.executors.types import RunResult, RunStatus
+from workbench.monitor.container import GVISOR_TREE
+from workbench.monitor.sample import ProcessRow, ProcessTable, ResourceSample
+from workbench.postures import PostureId
+from workbench.ui.mainwindow import MainWindow
+from workbench.ui.processtree import COMMAND, CPU, NAME, PID, ProcessTreeView
+
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+MIB = 1024 * 1024
+
+
+def row(pid: int, ppid: int, name: str = "sleep", cpu: float = 0.0, cmd: str = "") -> ProcessRow:
+    return ProcessRow(pid, ppid, name, cmd or f"{name} 1", cpu, 2 * MIB)
+
+
+def sample(*rows: ProcessRow, total: int = 0, t: float = 1.0, **table: Any) -> ResourceSample:
+    tree = ProcessTable(tuple(rows), total or len(rows), **table)
+    return ResourceSample(t, 0.0, 0, len(rows), tree)
+
+
+def family(parent_cpu: float = 0.0) -> tuple[ProcessRow, ...]:
+    return row(10, 0, "sh", parent_cpu, "sh -c x"), row(12, 10), row(11, 10)
+
+
+@pytest.fixture
+def view(qtbot: Any) -> ProcessTreeView:
+    widget = ProcessTreeView()
+    qtbot.addWidget(widget)
+    widget.resize(600, 300)
+    widget.show()
+    widget.reset()
+    return widget
+
+
+def test_a_table_shows_as_a_parent_with_its_children(view: ProcessTreeView) -> None:
+    view.add_sample(sample(*family()))
+    tree = view.tree
+    assert tree.topLevelItemCount() == 1
+    root = tree.topLevelItem(0)
+    assert (root.text(PID), root.text(NAME), root.text(COMMAND)) == ("10", "sh", "sh -c x")
+    assert root.isExpanded()
+    assert [root.child(i).text(PID) for i in range(root.childCount())] == ["11", "12"]
+    assert view.status.text() == "3 processes · PIDs as the host sees them"
+
+
+def test_updates_keep_items_selection_expansion_and_sort_order(view: ProcessTreeView) -> None:
+    view.add_sample(sample(*family()))
+    root, child = view.item(10), view.item(12)
+    assert root is not None and child is not None
+    view.tree.sortByColumn(PID, Qt.SortOrder.DescendingOrder)
+    view.tree.setCurrentItem(child)
+    root.setExpanded(False)
+    view.on_timer_timeout()  # the refresh timer fires: nothing new, nothing changes
+    view.add_sample(sample(*family(parent_cpu=80.0), row(13, 0, "orphan")))
+    view.on_timer_timeout()  # the refresh timer shows the coalesced newest table
+    assert view.item(10) is root and view.item(12) is child
+    assert root.text(CPU) == "80 %"
+    assert view.tree.currentItem() is child and not root.isExpanded()
+    assert [view.tree.topLevelItem(i).text(PID) for i in range(2)] == ["13", "10"]
+    assert [root.child(i).text(PID) for i in range(2)] == ["12", "11"]  # still descending
+    view.add_sample(sample(row(10, 0, "sh"), row(12, 0)))  # 11 ended; 12 lost its parent
+    view.on_timer_timeout()
+    assert view.item(11) is None and view.item_count() == 2
+    assert view.item(12) is child and child.parent() is None
+
+
+def test_updates_are_coalesced_to_a_calm_rate(view: ProcessTreeView) -> None:
+    view.add_sample(sample(row(10, 0, cpu=1.0)))
+    for cpu in (2.0, 3.0, 4.0):  # arrive at 10 Hz, before the refresh timer fires
+        view.add_sample(sample(row(10, 0, cpu=cpu)))
+    item = view.item(10)
+    assert item is not None and item.text(CPU) == "1 %"
+    view.on_timer_timeout()
+    assert item.text(CPU) == "4 %"
+
+
+def test_a_fork_bomb_shows_the_capped_rows_and_says_how_many_more(view: ProcessTreeView) -> None:
+    rows = [row(1000, 0, "bomb")] + [
+        row(1000 + i, 1000 + (i - 1) // 2, "bomb") for i in range(1, 300)
+    ]
+    view.add_sample(sample(*rows, total=1212))
+    assert view.item_count() == 300
+    assert view.status.text() == (
+        "1,212 processes · PIDs as the host sees them · showing 300, … and 912 more"
+    )
+
+
+def test_an_invisible_tree_says_why_instead_of_showing_nothing(view: ProcessTreeView) -> None:
+    view.add_sample(sample(*family()))
+    view.on_timer_timeout()
+    view.add_sample(sample(hidden=GVISOR_TREE))
+    view.on_timer_timeout()
+    assert view.status.text() == GVISOR_TREE and view.tree.isHidden()
+    assert view.item_count() == 0
+    view.reset()
+    assert not view.tree.isHidden()
+
+
+def test_hostile_names_and_commands_stay_plain_text(view: ProcessTreeView) -> None:
+    hostile = "<img src=x onerror=alert(1)><b>bold</b>"
+    view.add_sample(sample(row(7, 0, name="<b>x</b>", cmd=hostile), pid_space="container"))
+    item = view.item(7)
+    assert item is not None
+    assert (item.text(NAME), item.text(COMMAND)) == ("<b>x</b>", hostile)
+    assert "&lt;img" in item.toolTip(COMMAND) and "<img" not in item.toolTip(COMMAND)
+    assert view.status.text() == "1 process · PIDs inside the container"
+
+
+def finished(status: RunStatus, cause: str, wall: float) -> RunResult:
+    fields: dict[str, Any] = {f: None for f in RunResult.__dataclass_fields__}
+    return RunResult(**{**fields, "status": status, "cause": cause, "wall_seconds": wall})
+
+
+def test_the_last_tree_stays_after_the_run_and_says_what_was_killed(
+    view: ProcessTreeView,
+) -> None:
+    view.add_sample(sample(*family(), t=4.7))
+    view.finish(finished(RunStatus.TIMED_OUT, "wall-clock timeout of 5 s", 5.0))
+    assert view.item_count() == 3
+    assert view.status.text() == (
+        "At the end of the run (last taken 0.3 s before it ended): 3 processes · PIDs as the "
+        "host sees them. The run was stopped (wall-clock timeout of 5 s): the workbench killed "
+        "those still running."
+    )
+    view.reset()
+    view.finish(finished(RunStatus.OK, "", 0.01))
+    assert view.status.text() == "Processes: the run ended before a process table was taken."
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A world-traversable temporary folder (hardened runs as a throwaway uid)."""
+    folder = Path(tempfile.mkdtemp(prefix="workbench-ui-test-", dir="/tmp"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.mark.parametrize("posture", [PostureId.LOCAL, PostureId.HARDENED])
+def test_a_real_run_shows_its_shell_and_two_children(
+    window: MainWindow, run: Run, posture: PostureId
+) -> None:
+    skill = next(s for s in window.browser.skills() if s.name == "workspace-report")
+    assert window.browser.select_path(skill.path)
+    panel = window.run_panel
+    panel.set_posture(posture)
+    panel.command.setText("sleep 1 & sleep 1 & wait")
+    task = panel.start()
+    assert task is not None
+    run(task)
+    view = panel.processes
+    assert view.status.text().startswith("At the end of the run"), view.status.text()
+    roots = [view.tree.topLevelItem(i) for i in range(view.tree.topLevelItemCount())]
+    assert [item.text(NAME) for item in roots] == ["sh"]
+    children = [roots[0].child(i) for i in range(roots[0].childCount())]
+    assert [item.text(COMMAND) for item in children] == ["sleep 1", "sleep 1"]
+    assert view.isVisible() and view.tree.isVisible()  # placed in the window, not hidden
