@@ -29,7 +29,18 @@ class _Parser(argparse.ArgumentParser):
 
 
 # One module per subcommand, imported only when needed: `workbench --version` loads none.
-COMMANDS = ("skills", "postures", "run", "compare", "history", "probe", "gui", "bench", "image")
+COMMANDS = (
+    "skills",
+    "postures",
+    "run",
+    "compare",
+    "history",
+    "probe",
+    "gui",
+    "bench",
+    "image",
+    "pool",
+)
 
 
 def _commands_needed(argv: Sequence[str] | None) -> tuple[str, ...]:

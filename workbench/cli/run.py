@@ -70,13 +70,18 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The options `run` and `compare` share: limits, network, --json and the command."""
+    add_posture_options(parser)
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
+
+
+def add_posture_options(parser: argparse.ArgumentParser) -> None:
+    """The posture's limits and network (`posture_from_args` reads them)."""
     parser.add_argument("--timeout", type=float, metavar="S", help="wall-clock limit, seconds")
     parser.add_argument("--memory", type=parse_size, metavar="SIZE", help="e.g. 256m, 1g")
     parser.add_argument("--cpus", type=float, metavar="N")
     parser.add_argument("--pids", type=int, metavar="N", help="most processes at once")
     parser.add_argument("--network", choices=[n.value for n in Network])
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -156,8 +161,10 @@ def posture_from_args(posture_id: PostureId, args: argparse.Namespace, name: str
 
 
 async def _run_with_signals(service: "RunService", plan: "RunPlan", live: bool) -> "CompletedRun":
+    from workbench.cli.pool import run_warm
+
     with cancel_on_signals() as cancel:
-        return await service.run_once(plan, LiveOutput() if live else _no_output, cancel)
+        return await run_warm(service, plan, LiveOutput() if live else _no_output, cancel)
 
 
 @contextlib.contextmanager

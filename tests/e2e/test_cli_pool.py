@@ -1,0 +1,97 @@
+"""`workbench pool fill|status|drain` and `workbench run` taking a warm container, run as a
+user would, against the real engine."""
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_cli_run import env, skill, workbench
+
+__all__ = ["env", "skill"]  # fixtures
+
+
+WARM = ["Warm container from the pool (never used, checked clean)", True]
+COLD = ["Container started cold (no warm one ready)", True]
+
+
+def document(done: subprocess.CompletedProcess[str], kind: str) -> dict[str, Any]:
+    assert done.returncode == 0, done.stderr
+    payload: dict[str, Any] = json.loads(done.stdout)
+    assert payload["schema"] == f"skill-workbench/{kind}/1"
+    return payload
+
+
+def pooled(environment: dict[str, str], key: str) -> list[dict[str, Any]]:
+    status = document(workbench(environment, "pool", "status", "--json"), "pool-status")
+    return [row for row in status["containers"] if row["key"] == key]
+
+
+def first_check(done: subprocess.CompletedProcess[str]) -> list[object]:
+    check: list[object] = document(done, "run")["result"]["card"]["checks"][0]
+    return check
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_fill_then_run_takes_a_warm_container_and_the_pool_keeps_its_size(
+    docker_runtimes: set[str], env: dict[str, str], skill: Path, tmp_path: Path
+) -> None:
+    del docker_runtimes
+    workspace = tmp_path / "ws"
+    options = ("--skill", skill, "--workspace", workspace)
+    try:
+        filled = document(
+            workbench(env, "pool", "fill", *options, "--memory", "128m", "--size", "1", "--json"),
+            "pool-fill",
+        )
+        key = filled["key"]
+        assert (filled["ready"], filled["problem"]) == (1, None)
+        assert key == f"demo-skill in {workspace} (docker, 128 MiB, 1 cpus, network none)"
+        (before,) = pooled(env, key)
+        assert (before["posture"], before["state"]) == ("docker", "running")
+
+        run = ("run", "--posture", "docker", *options, "--json")
+        warm = workbench(env, *run, "--memory", "128m", "--", "sh", "-c", "echo hi > made.txt")
+        assert first_check(warm) == WARM
+        assert (workspace / "made.txt").read_text() == "hi\n"
+        (after,) = pooled(env, key)  # refilled before `run` exited
+        assert after["name"] != before["name"]
+
+        other = workbench(env, *run, "--memory", "256m", "--", "true")  # another key: cold
+        assert first_check(other) == COLD
+        assert len(pooled(env, key)) == 1
+    finally:
+        drained = document(workbench(env, "pool", "drain", "--json"), "pool-drain")
+    assert drained["removed"] >= 1
+    assert not pooled(env, key)
+
+
+def test_fill_refuses_a_size_out_of_range(env: dict[str, str], skill: Path) -> None:
+    done = workbench(env, "pool", "fill", "--skill", skill, "--size", "0")
+    assert done.returncode == 2
+    assert "--size must be 1 to 16" in done.stderr
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_run_in_a_fresh_workspace_takes_a_container_filled_for_fresh_ones(
+    docker_runtimes: set[str], env: dict[str, str], skill: Path
+) -> None:
+    del docker_runtimes
+    try:
+        filled = workbench(env, "pool", "fill", "--skill", skill, "--size", "1", "--json")
+        key = document(filled, "pool-fill")["key"]
+        assert key == "demo-skill in a fresh workspace (docker, 512 MiB, 1 cpus, network none)"
+        run = ("run", "--skill", skill, "--posture", "docker", "--json")
+        done = workbench(env, *run, "--", "sh", "-c", "echo hi > made.txt; ls -A")
+        assert first_check(done) == WARM
+        record = document(done, "run")
+        assert record["result"]["stdout"]["text"] == "made.txt\n"
+        assert (Path(record["workspace"]) / "made.txt").read_text() == "hi\n"
+        assert len(pooled(env, key)) == 1
+    finally:
+        workbench(env, "pool", "drain")
+    assert not pooled(env, key)
