@@ -52,7 +52,7 @@ def test_a_table_shows_as_a_parent_with_its_children(view: ProcessTreeView) -> N
     assert (root.text(PID), root.text(NAME), root.text(COMMAND)) == ("10", "sh", "sh -c x")
     assert root.isExpanded()
     assert [root.child(i).text(PID) for i in range(root.childCount())] == ["11", "12"]
-    assert view.status.text() == "3 processes · PIDs as the host sees them"
+    assert view.status.text() == "3 processes · host PIDs"
 
 
 def test_updates_keep_items_selection_expansion_and_sort_order(view: ProcessTreeView) -> None:
@@ -92,9 +92,7 @@ def test_a_fork_bomb_shows_the_capped_rows_and_says_how_many_more(view: ProcessT
     ]
     view.add_sample(sample(*rows, total=1212))
     assert view.item_count() == 300
-    assert view.status.text() == (
-        "1,212 processes · PIDs as the host sees them · showing 300, … and 912 more"
-    )
+    assert view.status.text() == "1,212 processes · host PIDs · showing 300, … and 912 more"
 
 
 def test_an_invisible_tree_says_why_instead_of_showing_nothing(view: ProcessTreeView) -> None:
@@ -115,7 +113,9 @@ def test_hostile_names_and_commands_stay_plain_text(view: ProcessTreeView) -> No
     assert item is not None
     assert (item.text(NAME), item.text(COMMAND)) == ("<b>x</b>", hostile)
     assert "&lt;img" in item.toolTip(COMMAND) and "<img" not in item.toolTip(COMMAND)
-    assert view.status.text() == "1 process · PIDs inside the container"
+    assert view.status.text() == (
+        "1 process in the container, with its init and session · container PIDs"
+    )
 
 
 def finished(status: RunStatus, cause: str, wall: float) -> RunResult:
@@ -130,10 +130,11 @@ def test_the_last_tree_stays_after_the_run_and_says_what_was_killed(
     view.finish(finished(RunStatus.TIMED_OUT, "wall-clock timeout of 5 s", 5.0))
     assert view.item_count() == 3
     assert view.status.text() == (
-        "At the end of the run (last taken 0.3 s before it ended): 3 processes · PIDs as the "
-        "host sees them. The run was stopped (wall-clock timeout of 5 s): the workbench killed "
-        "those still running."
+        "At the end (0.3 s before the run ended): 3 processes · host PIDs. Wall-clock timeout "
+        "of 5 s: the workbench killed the run's processes still running."
     )
+    view.finish(finished(RunStatus.OOM_KILLED, "memory limit 128 MiB (cgroup OOM)", 5.0))
+    assert view.status.text() == "At the end (0.3 s before the run ended): 3 processes · host PIDs."
     view.reset()
     view.finish(finished(RunStatus.OK, "", 0.01))
     assert view.status.text() == "Processes: the run ended before a process table was taken."
@@ -161,7 +162,7 @@ def test_a_real_run_shows_its_shell_and_two_children(
     assert task is not None
     run(task)
     view = panel.processes
-    assert view.status.text().startswith("At the end of the run"), view.status.text()
+    assert view.status.text().startswith("At the end ("), view.status.text()
     roots = [view.tree.topLevelItem(i) for i in range(view.tree.topLevelItemCount())]
     assert [item.text(NAME) for item in roots] == ["sh"]
     children = [roots[0].child(i) for i in range(roots[0].childCount())]

@@ -29,13 +29,11 @@ REFRESH_MS = 400
 PID, NAME, CPU, MEMORY, COMMAND = range(5)
 HEADERS = ("PID", "Name", "CPU", "Memory", "Command")
 SORT_ROLE = Qt.ItemDataRole.UserRole
-STOPPED = {
-    RunStatus.TIMED_OUT,
-    RunStatus.CANCELLED,
-    RunStatus.OOM_KILLED,
-    RunStatus.LIMIT_EXCEEDED,
+STOPPED = {RunStatus.TIMED_OUT, RunStatus.CANCELLED}  # the workbench killed what was left
+SCOPES = {  # what a table of this pid space lists, and whose pids it shows
+    "host": ("", "host PIDs"),
+    "container": (" in the container, with its init and session", "container PIDs"),
 }
-PID_SPACES = {"host": "PIDs as the host sees them", "container": "PIDs inside the container"}
 
 
 class ProcessItem(QTreeWidgetItem):
@@ -79,6 +77,7 @@ class ProcessTreeView(QWidget):
         super().__init__(parent)
         self.status = plain_label("Processes: no run yet", self, wrap=True)
         self.status.setContentsMargins(0, 0, 0, 2)
+        self.status.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.tree = QTreeWidget(self)
         self.tree.setAccessibleName("Processes of the run")
         self.tree.setColumnCount(len(HEADERS))
@@ -150,11 +149,10 @@ class ProcessTreeView(QWidget):
             self.status.setText("Processes: the run ended before a process table was taken.")
         elif not table.hidden:
             gap = max(0.0, result.wall_seconds - self._table_t)
-            text = f"At the end of the run (last taken {gap:.1f} s before it ended): "
-            text += self._summary(table)
+            text = f"At the end ({gap:.1f} s before the run ended): {self._summary(table)}."
             if result.status in STOPPED and table.rows:
-                text += f". The run was stopped ({result.cause}): the workbench killed those "
-                text += "still running."
+                cause = result.cause[:1].upper() + result.cause[1:]
+                text += f" {cause}: the workbench killed the run's processes still running."
             self.status.setText(text)
 
     def item(self, pid: int) -> ProcessItem | None:
@@ -184,7 +182,7 @@ class ProcessTreeView(QWidget):
             self.tree.clear()
             self.tree.hide()
             self.status.setText(table.hidden)
-            set_status(self.status, "warning")
+            set_status(self.status, "")
             return True
         self.tree.setUpdatesEnabled(False)
         self.tree.setSortingEnabled(False)
@@ -231,9 +229,10 @@ class ProcessTreeView(QWidget):
             parent.removeChild(item)
 
     def _summary(self, table: ProcessTable) -> str:
+        scope, pids = SCOPES.get(table.pid_space, ("", table.pid_space))
         noun = "process" if table.total == 1 else "processes"
-        text = f"{table.total:,} {noun}" if table.total else "No process running"
-        text += f" · {PID_SPACES.get(table.pid_space, table.pid_space)}"
+        text = f"{table.total:,} {noun}{scope}" if table.total else f"No process{scope}"
+        text += f" · {pids}"
         hidden = table.total - len(table.rows)
         if hidden > 0:
             text += f" · showing {len(table.rows)}, … and {hidden} more"
