@@ -1,12 +1,12 @@
 """The `quickjs` posture: a JavaScript file run by QuickJS in a separate, limited worker.
 
 The engine is memory-unsafe native code, so it never runs in the app's process. Each run
-spawns one worker (`workbench.jsworker.worker`) through the shared process machinery
-(`run_process`: new session, output capture with caps and spooled logs, 10 Hz sampling,
-wall-clock timeout, Stop, whole-tree kill and its verification). The worker's stdout and
-stderr carry only the script's console output; control messages arrive on a separate pipe the
-script cannot reach (see `workbench.jsworker.protocol`), so printed text can never end or fake
-a run.
+spawns one worker (`workbench.jsworker.worker`), or adopts a warm one (below), through the
+shared process machinery (`run_process` or `supervise`: new session, output capture with caps
+and spooled logs, 10 Hz sampling, wall-clock timeout, Stop, whole-tree kill and its
+verification). The worker's stdout and stderr carry only the script's console output; control
+messages arrive on a separate pipe (a socket for a warm worker) the script cannot reach (see
+`workbench.jsworker.protocol`), so printed text can never end or fake a run.
 
 Controls, outermost first: the wall-clock kill (always), rlimits the worker sets on itself
 before the engine is loaded (address space = engine memory limit + headroom, CPU time, no
@@ -33,17 +33,17 @@ and the worker enforces them (`workbench.jsworker.fetch`). Every call the worker
 refuses comes back as a `host_call` message and lands in `RunResult.host_calls`, even when the
 run is later killed; the card lists the allowed hosts and the caps.
 
-Start-up, and why there is no warm worker (`tests/perf/quickjs_startup.py`, medians of 30-40 on
-a shared 2-CPU machine, three sessions): the worker used to start as a module of this package,
-whose `__init__` then imported the registry, asyncio and psutil: 75 of its 89 ms from spawn to
-`ready`. It now lives in `workbench.jsworker`, imports the stdlib only, and loads the engine
-module `_quickjs` without the `quickjs` wrapper's thread-pool imports: spawn to `result` is
-29-39 ms, of which a bare `python -I` is 11-16 ms and json (with re and enum) about 10. A warm
-worker (pre-spawned, one run each) would pay 0.5-0.7 ms per run, cutting a whole
-`QuickJsExecutor.run()` from 38-47 ms to about 8. It is not built: a `workbench run` takes
-0.3-1 s end to end here, so the 30 ms are not something a person notices, and `run_process`
-starts the wall clock, output capture, sampling and the run's kill tag at spawn, so adopting a
-pre-spawned worker means changing the shared runner of every local posture.
+Start-up (`tests/perf/quickjs_startup.py` and the bench's quickjs rows, medians on a shared
+2-CPU machine under load): the worker lives in `workbench.jsworker`, imports the stdlib only,
+and loads the engine module `_quickjs` without the `quickjs` wrapper's thread-pool imports;
+spawn to `result` is 29-39 ms, of which a bare `python -I` is 11-16 ms. Warm workers skip it:
+with a `QuickJsWorkerPool` (`workbench.executors.quickjs_pool`), a run adopts a worker spawned
+before it (`workbench.jsworker.serve`, past its imports, waiting for the run on a socket) and
+the whole `run()` of `console.log(1 + 2)` took 11 ms against 38 ms cold (bench
+`quickjs-warm`: 0.30x), 9 ms when a worker is reused. The run's clock, capture, sampling and
+CPU count start at adoption, and the card says the worker was warm and how long it took to
+start; the pool spawns the next one after the run, so it never competes with it. Without a
+pool, or with none ready for the run's posture and session, the run starts cold and says so.
 """
 
 import json

@@ -232,10 +232,11 @@ class QuickJsWorkerPool:
                 worker = candidate
             else:
                 self._drop(candidate)
-        if worker is not None and worker.max_runs > 1:
+        if worker is None:
+            self._kick()
+        elif worker.max_runs > 1:
             self._lent += 1
-        self._kick()
-        return worker
+        return worker  # refilled when the run is over (`settle`): never competing with it
 
     def settle(self, worker: WarmWorker, kept: bool) -> None:
         """After a run: a kept worker goes back for another run of its key, else it is killed."""

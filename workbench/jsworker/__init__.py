@@ -2,5 +2,6 @@
 
 Kept apart from `workbench.executors`, whose package import pulls in the executor registry,
 asyncio and psutil: the worker starts once per run as `python -I -m workbench.jsworker.worker`
-and imports only the stdlib pieces it needs. This file stays empty of imports for that reason.
+(or ahead of its run as `workbench.jsworker.serve`) and imports only the stdlib pieces it
+needs. This file stays empty of imports for that reason.
 """

@@ -36,7 +36,7 @@ RLIMIT_CPU on the worker (the kernel also sees native work) and real time by the
 wall-clock kill, which always applies. The live host API is cheap: 100,000 `console.log`-style
 calls into a no-op Python callable took 38 ms, against 23 ms for pushing to a JS array.
 
-Start-up cost, and why there is no warm worker: see `workbench.executors.quickjs`.
+Start-up cost, and the warm worker that skips it (`serve`): see `workbench.executors.quickjs`.
 """
 
 import importlib
