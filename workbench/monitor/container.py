@@ -245,6 +245,7 @@ class ContainerSampler:
             return None
         if self._files is None:
             return self._tables.hide(REMOTE_TREE, now)
+        start = time.thread_time()
         try:
             members = self._files.processes()
         except (OSError, ValueError):  # the container is gone
@@ -269,7 +270,7 @@ class ContainerSampler:
             readings.append(Reading(process, ppid, name, rss, times.user + times.system))
         for gone in self._procs.keys() - set(members):
             del self._procs[gone]
-        return self._tables.build(readings, now, shown)
+        return self._tables.build(readings, now, shown, time.thread_time() - start)
 
     def _record(
         self, usage: CgroupUsage, previous: tuple[float, int] | None, table: bool = True

@@ -72,12 +72,17 @@ class TableBuilder:
         return self.last
 
     def build(
-        self, readings: Iterable[Reading], now: float, shown: Mapping[int, int] | None = None
+        self,
+        readings: Iterable[Reading],
+        now: float,
+        shown: Mapping[int, int] | None = None,
+        reading_cost: float = 0.0,
     ) -> ProcessTable:
         """The table of `readings` taken at `now`; schedules the next one within budget.
 
-        `shown` maps a host pid to the pid to show (for a container: the pid inside it)."""
-        start = time.thread_time()
+        `shown` maps a host pid to the pid to show (for a container: the pid inside it);
+        `reading_cost` is the CPU time the sampler spent reading for the table alone."""
+        start = time.thread_time() - reading_cost
         by_pid = {reading.process.pid: reading for reading in readings}
         elapsed = now - self._previous
         spent = {pid: reading.cpu_seconds for pid, reading in by_pid.items()}
