@@ -1,20 +1,22 @@
-"""Cold start of the QuickJS worker against what a warm (pre-spawned) worker would still pay.
+"""Cold start of the QuickJS worker against a warm (pre-spawned) and a reused worker.
 
 Run it by hand: `.venv/bin/python tests/perf/quickjs_startup.py [RUNS]`. It prints timings and
 asserts nothing (the numbers depend on the machine and its load). Phases of a real worker,
 spawned as the executor spawns it, with a trivial script:
 
-- spawn -> ready: interpreter start, the worker's imports, its rlimits. A warm worker would
-  have paid this before the run was asked for.
+- spawn -> ready: interpreter start, the worker's imports, its rlimits. A warm worker has paid
+  this before the run was asked for.
 - spawn -> result: all a cold worker costs (the pipe is read as the messages come).
-- warm: what a warm worker pays per run, measured as a warm worker would do it: the worker's
+- per-run work: what is left for a warm worker, measured as the worker does it: the worker's
   `run()` called in this process once its imports (and the engine's) are done, a fresh
-  context each time. Sending it the spec over the control pipe adds well under 0.1 ms.
+  context each time.
 
 For reference: a bare `python -I` start, and the import of `workbench.executors`, which the
 worker paid when it lived in that package (75 of its 89 ms then; that `__init__` is lazy
-now). Last, the whole `QuickJsExecutor.run()` of the same script (spawn, sampling, kill
-verification, result), which is what a user waits for.
+now). Last, the whole `QuickJsExecutor.run()` of the same script (spawn or adoption, sampling,
+kill verification, result), which is what a user waits for: cold, with a warm one-shot worker
+from a `QuickJsWorkerPool`, and with a reused one (the wait for the pool to be ready is not
+timed).
 """
 
 import asyncio
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.executors.quickjs import WORKER_MODULE, QuickJsExecutor
+from workbench.executors.quickjs_pool import QuickJsWorkerPool
 from workbench.executors.quickjs_run import STACK_LIMIT_BYTES, worker_rlimits
 from workbench.executors.types import CancelToken, OutputChunk, RunRequest, SessionSpec
 from workbench.interpreter import child_argv
@@ -113,6 +116,35 @@ def executor_run(workspace: Path, runs: Path, script: Path) -> float:
     return asyncio.run(go())
 
 
+def pooled_runs(
+    workspace: Path, runs_dir: Path, script: Path, runs: int, reuse: bool
+) -> list[float]:
+    """Milliseconds for `runs` whole runs through a pool's executor, each with a worker ready."""
+
+    async def go() -> list[float]:
+        pool = QuickJsWorkerPool(size=1, reuse=reuse)
+        executor = pool.executor(Posture(PostureId.QUICKJS))
+        await executor.start(SessionSpec(workspace, "perf", workspace, runs_dir))
+        times = []
+        try:
+            for _ in range(runs + 1):  # the first one waits for the pool's first worker
+                while not pool.status().ready:
+                    await asyncio.sleep(0.005)
+                started = time.perf_counter()
+                result = await executor.run(
+                    RunRequest(argv=(script.name,)), lambda _: None, CancelToken()
+                )
+                times.append((time.perf_counter() - started) * 1000)
+                if "warm" not in " ".join(label for label, _ in result.card.checks):
+                    raise SystemExit("a pooled run started cold")
+        finally:
+            await executor.stop()
+            await pool.close()
+        return times[1:]
+
+    return asyncio.run(go())
+
+
 def timed(runs: int, measure: Callable[[], float]) -> list[float]:
     """`runs` measurements, in ms."""
     return [measure() * 1000 for _ in range(runs)]
@@ -139,12 +171,19 @@ def main(runs: int) -> None:
         cold = show("cold worker: spawn -> result", [p[1] * 1000 for p in phases])
         warm_run(workspace, script)  # the engine import, which a warm worker does before
         warm = show("warm worker: per-run work", timed(runs, lambda: warm_run(workspace, script)))
+        runs_dir = workspace / ".runs"
         whole = show(
             "whole executor run, cold worker",
-            timed(runs, lambda: executor_run(workspace, workspace / ".runs", script)),
+            timed(runs, lambda: executor_run(workspace, runs_dir, script)),
         )
-        saved = f"{cold - warm:.1f} ms of {whole:.1f} ms"
-        print(f"a warm worker would save about {saved} per run (from the minimums)")
+        pooled = pooled_runs(workspace, runs_dir, script, runs, reuse=False)
+        warm_whole = show("whole executor run, warm worker", pooled)
+        reused = pooled_runs(workspace, runs_dir, script, runs, reuse=True)
+        show("whole executor run, reused worker", reused)
+        print(
+            f"per-run work of a warm worker {warm:.1f} ms against {cold:.1f} ms cold; "
+            f"a whole run {warm_whole:.1f} ms against {whole:.1f} ms (from the minimums)"
+        )
 
 
 if __name__ == "__main__":
