@@ -1,8 +1,10 @@
 """The GUI composition root: QApplication, the one qasync loop, the services and the window.
 
-`run_gui()` builds the catalog, the posture probe and the run service, the main window, and an
-excepthook that logs and shows errors in the window, then runs the window on a single qasync
-event loop until the window closes (or, with `screenshot`, until it has been saved as a PNG).
+`run_gui()` builds the catalog, the posture probe, the warm pools of the container postures
+(closed, their containers removed, when the app quits) and the run service, the main window,
+and an excepthook that logs and shows errors in the window, then runs the window on a single
+qasync event loop until the window closes (or, with `screenshot`, until it has been saved as a
+PNG).
 """
 
 import asyncio
@@ -27,7 +29,10 @@ from PySide6.QtWidgets import QApplication
 
 from workbench import __version__, desktop, paths
 from workbench.errors import WorkbenchError
-from workbench.executors import build_executor, implemented_postures
+from workbench.executors import implemented_postures
+from workbench.executors.docker_pool import ContainerPool
+from workbench.executors.types import new_run_id
+from workbench.executors.warm import WarmStarts
 from workbench.postures import (
     Availability,
     PostureId,
@@ -70,14 +75,16 @@ def run_gui(extra_roots: list[Path], screenshot: Path | None, scene: Scene | Non
     app.setQuitOnLastWindowClosed(False)  # the main coroutine ends the loop, not Qt
     apply_theme(app)
     layout = DataLayout.default()
+    spares = layout.fresh_workspace(new_run_id()).parent  # runs in the app get fresh ones
+    warm = WarmStarts({pid: ContainerPool(spares) for pid in (PostureId.DOCKER, PostureId.GVISOR)})
     services = Services(
         roots=tuple(default_roots(extra_roots)),
         discover=discover,
         load_skill=load_skill,
         probe_postures=_probe_postures,
-        runs=RunService(layout, RunHistory(layout.history_path), build_executor),
+        runs=RunService(layout, RunHistory(layout.history_path), warm.build_executor),
     )
-    code: int = qasync.run(_main(app, services, screenshot, scene))
+    code: int = qasync.run(_main(app, services, warm, screenshot, scene))
     return code
 
 
@@ -87,9 +94,14 @@ def main() -> int:
 
 
 async def _main(
-    app: QApplication, services: Services, screenshot: Path | None, scene: Scene | None
+    app: QApplication,
+    services: Services,
+    warm: WarmStarts,
+    screenshot: Path | None,
+    scene: Scene | None,
 ) -> int:
     window = MainWindow(services, QSettings())
+    window.postures.set_pools(warm.pools, QSettings())
     done = asyncio.Event()
     app.aboutToQuit.connect(done.set)
     window.closed.connect(done.set)
@@ -116,6 +128,7 @@ async def _main(
         await done.wait()
     finally:
         await window.shutdown()
+        await warm.close()  # removes the warm containers it started
         sys.excepthook = previous_hook
     return 0
 

@@ -210,6 +210,7 @@ class MainWindow(QMainWindow):
             self.run_panel.shutdown(), self.compare.shutdown(), self.lab.shutdown()
         )
         await self.history.shutdown()
+        await self.postures.shutdown()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -289,6 +290,7 @@ class MainWindow(QMainWindow):
         self.run_panel.set_skill(skill)
         self.compare.set_skill(skill)
         self.setWindowTitle(f"{skill.name} — {TITLE}" if skill is not None else TITLE)
+        self._prime_pool()
 
     def on_view_status_message(self, message: str) -> None:
         self.statusBar().showMessage(message, 6000)
@@ -296,6 +298,7 @@ class MainWindow(QMainWindow):
     def on_run_panel_run_finished(self, done: CompletedRun) -> None:
         QApplication.alert(self)
         self.statusBar().showMessage(f"Run {done.record.run_id}: {done.result.status}", 8000)
+        self._prime_pool()
 
     def on_pages_current_changed(self, index: int) -> None:
         if self.pages.widget(index) is self.history:
@@ -308,8 +311,16 @@ class MainWindow(QMainWindow):
     def on_postures_posture_changed(self, posture_id: PostureId) -> None:
         self.run_panel.set_posture(posture_id)
         self.status_line.show_posture(posture_id)
+        self._prime_pool()
 
     # Internals --------------------------------------------------------------------------
+
+    def _prime_pool(self) -> None:
+        """Get the chosen posture's warm pool (if any) ready for the next run."""
+        skill, posture_id = self.browser.current_skill(), self.postures.chosen()
+        if skill is not None and posture_id is not None:
+            posture = self.run_panel.limits.posture(posture_id)
+            self.postures.prime(skill, posture, self._services.runs.layout)
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(coroutine)

@@ -6,9 +6,20 @@ colour. Until the machine has been probed the cards say "checking…" and cannot
 The strongest available posture is chosen by default; choosing `local` asks first, in a
 window-modal message box opened with `open()` (never `exec()`), and only a confirmation
 changes the choice.
+
+The docker and gvisor cards also show their warm pool once `set_pools()` hands the pools
+over: a size (0 to 4, 0 is off, remembered in the settings) and what the pool holds now
+("Warm pool: 2 ready for hello-python in a fresh workspace (...)", "starting 1", or why it
+cannot fill), read from `WarmPool.status()` twice a second. `prime()` asks the chosen
+posture's pool to get ready for the next run of a skill; the pool calls run in tasks the
+picker keeps until `shutdown()`.
 """
 
-from PySide6.QtCore import Qt, Signal
+import asyncio
+from collections.abc import Coroutine, Mapping
+from typing import Any
+
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QAbstractButton,
     QButtonGroup,
@@ -17,12 +28,15 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QRadioButton,
     QScrollArea,
+    QSpinBox,
     QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from workbench.errors import PostureError
+from workbench.executors.types import SessionSpec, new_run_id
+from workbench.executors.warm import PoolStatus, WarmPool
 from workbench.postures import (
     POSTURE_INFO,
     Availability,
@@ -32,6 +46,8 @@ from workbench.postures import (
     assess,
     default_posture_id,
 )
+from workbench.runs.layout import DataLayout
+from workbench.skills import Skill
 from workbench.ui.widgets import plain_label, set_status
 
 CARD_ORDER = (
@@ -41,6 +57,8 @@ CARD_ORDER = (
     PostureId.QUICKJS,
     PostureId.LOCAL,
 )
+MAX_POOL_SIZE = 4
+POOL_REFRESH_MS = 500
 
 
 class PostureCard(QFrame):
@@ -95,6 +113,26 @@ class PostureCard(QFrame):
                 row = _bullet("⚠", status, text, status, self)
             row.setObjectName(f"warning_{warning.severity}")
             layout.addWidget(row)
+        self.pool = QWidget(self)
+        self.pool.setObjectName("warmPool")
+        pool = QVBoxLayout(self.pool)
+        pool.setContentsMargins(0, 2, 0, 0)
+        pool.setSpacing(2)
+        size_row = QHBoxLayout()
+        size_row.setSpacing(6)
+        self.pool_size = QSpinBox(self.pool)
+        self.pool_size.setRange(0, MAX_POOL_SIZE)
+        self.pool_size.setSpecialValueText("off")
+        self.pool_size.setAccessibleName(f"Warm containers to keep ready for {info.title}")
+        self.pool_size.setToolTip("Containers started ahead for the next run; each used once")
+        size_row.addWidget(plain_label("Warm pool size:", self.pool))
+        size_row.addWidget(self.pool_size)
+        size_row.addStretch(1)
+        pool.addLayout(size_row)
+        self.pool_status = plain_label("", self.pool, wrap=True)
+        pool.addWidget(self.pool_status)
+        self.pool.hide()
+        layout.addWidget(self.pool)
         layout.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.details)
         self._connect_signals()
@@ -110,6 +148,13 @@ class PostureCard(QFrame):
         self.details.setVisible(checked)
         arrow = Qt.ArrowType.DownArrow if checked else Qt.ArrowType.RightArrow
         self.details_button.setArrowType(arrow)
+
+    def show_pool(self, status: PoolStatus) -> None:
+        """Show what the posture's warm pool holds now."""
+        text, colour = pool_text(status)
+        if self.pool_status.text() != text:
+            self.pool_status.setText(text)
+            set_status(self.pool_status, colour)
 
     def set_availability(self, availability: Availability) -> None:
         """Show whether the posture can run here, and allow choosing it only if it can."""
@@ -134,6 +179,11 @@ class PosturePicker(QScrollArea):
         self._confirm: QMessageBox | None = None
         self._group = QButtonGroup(self)
         self._cards: dict[PostureId, PostureCard] = {}
+        self._pools: dict[PostureId, WarmPool] = {}
+        self._settings: QSettings | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._pool_timer = QTimer(self)
+        self._pool_timer.setInterval(POOL_REFRESH_MS)
 
         inner = QWidget(self)
         layout = QVBoxLayout(inner)
@@ -162,6 +212,9 @@ class PosturePicker(QScrollArea):
 
     def _connect_signals(self) -> None:
         self._group.buttonClicked.connect(self.on_group_button_clicked)
+        self._pool_timer.timeout.connect(self.on_pool_timer_timeout)
+        for card in self._cards.values():
+            card.pool_size.valueChanged.connect(self.on_pool_size_value_changed)
 
     # Public API -------------------------------------------------------------------------
 
@@ -200,7 +253,49 @@ class PosturePicker(QScrollArea):
         if card.radio.isEnabled():
             self.on_group_button_clicked(card.radio)
 
+    def set_pools(self, pools: Mapping[PostureId, WarmPool], settings: QSettings) -> None:
+        """Show and drive the warm pools of the postures that have one, at the sizes the
+        settings remember."""
+        self._pools, self._settings = dict(pools), settings
+        for posture_id, pool in self._pools.items():
+            card = self._cards[posture_id]
+            size = _setting_int(settings.value(f"pool/{posture_id}", 0))
+            card.pool_size.blockSignals(True)
+            card.pool_size.setValue(size)
+            card.pool_size.blockSignals(False)
+            card.pool.show()
+            self._spawn(pool.resize(card.pool_size.value()))
+        self.on_pool_timer_timeout()
+        self._pool_timer.start()
+
+    def prime(self, skill: Skill, posture: Posture, layout: DataLayout) -> None:
+        """Get `posture`'s pool ready for the next run of `skill` (in a fresh workspace)."""
+        pool = self._pools.get(posture.id)
+        if pool is None:
+            return
+        workspace = layout.fresh_workspace(new_run_id())
+        session = SessionSpec(skill.path, skill.name, workspace, layout.runs_root)
+        self._spawn(pool.prime(posture, session))
+
+    async def shutdown(self) -> None:
+        """Wait for the pool calls in progress (the app closes the pools after)."""
+        self._pool_timer.stop()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
     # Slots ------------------------------------------------------------------------------
+
+    def on_pool_size_value_changed(self, size: int) -> None:
+        card = next(c for c in self._cards.values() if c.pool_size is self.sender())
+        pool = self._pools.get(card.posture_id)
+        if pool is None or self._settings is None:
+            return
+        self._settings.setValue(f"pool/{card.posture_id}", size)
+        self._spawn(pool.resize(size))
+        card.show_pool(pool.status())
+
+    def on_pool_timer_timeout(self) -> None:
+        for posture_id, pool in self._pools.items():
+            self._cards[posture_id].show_pool(pool.status())
 
     def on_group_button_clicked(self, button: QAbstractButton) -> None:
         posture_id = next(p for p, card in self._cards.items() if card.radio is button)
@@ -244,6 +339,11 @@ class PosturePicker(QScrollArea):
         self._confirm = box
         box.open()
 
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     def _set_chosen(self, posture_id: PostureId | None) -> None:
         changed = posture_id is not self._chosen
         self._chosen = posture_id
@@ -257,6 +357,25 @@ class PosturePicker(QScrollArea):
             card.style().polish(card)
         if changed and posture_id is not None:
             self.posture_changed.emit(posture_id)
+
+
+def pool_text(status: PoolStatus) -> tuple[str, str]:
+    """What a card says about its warm pool, and the colour to say it in."""
+    if status.size == 0:
+        return "Warm pool off: every run starts its container.", "muted"
+    if status.problem:
+        return f"Warm pool cannot fill: {status.problem}", "warning"
+    if not status.key:
+        return f"Warm pool: {status.size} wanted; fills once a skill is chosen.", "muted"
+    starting = f", starting {status.starting}" if status.starting else ""
+    colour = "ok" if status.ready else "muted"
+    return f"Warm pool: {status.ready} ready{starting} for {status.key}", colour
+
+
+def _setting_int(value: object) -> int:
+    """A size from the settings (text on some platforms); 0 when unreadable."""
+    text = str(value)
+    return max(0, min(MAX_POOL_SIZE, int(text))) if text.isdigit() else 0
 
 
 _WARNING_STATUS = {Severity.DANGER: "danger", Severity.CAUTION: "warning", Severity.INFO: "muted"}

@@ -1,0 +1,108 @@
+"""The warm pools on the posture cards: size (remembered), live status, priming per skill."""
+
+from dataclasses import replace
+from typing import Any
+
+from PySide6.QtCore import QSettings, Qt
+
+from tests.ui.conftest import PROBE, Run
+from workbench.executors.base import Executor
+from workbench.executors.types import SessionSpec
+from workbench.executors.warm import PoolStatus
+from workbench.postures import Availability, Posture, PostureId
+from workbench.ui.mainwindow import MainWindow
+from workbench.ui.services import Services
+
+WITH_DOCKER = replace(
+    PROBE,
+    availability={**PROBE.availability, PostureId.DOCKER: Availability(True, "Engine.")},
+    docker_runtimes=frozenset({"runc"}),
+)
+
+
+class FakePool:
+    """A `WarmPool` that records what the picker asks of it and reports a set status."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+        self.primed: list[tuple[Posture, SessionSpec]] = []
+        self.now = PoolStatus(size=0, ready=0, starting=0, key="")
+
+    def status(self) -> PoolStatus:
+        return self.now
+
+    def executor(self, posture: Posture) -> Executor:
+        raise AssertionError("the picker never builds executors")
+
+    async def resize(self, size: int) -> None:
+        self.sizes.append(size)
+
+    async def prime(self, posture: Posture, session: SessionSpec) -> None:
+        self.primed.append((posture, session))
+
+    async def close(self) -> None:
+        raise AssertionError("the app closes the pools, not the picker")
+
+
+def test_only_cards_with_a_pool_show_one_at_the_remembered_size(
+    window: MainWindow, settings: QSettings, run: Run
+) -> None:
+    picker = window.postures
+    assert all(not picker.card(p).pool.isVisibleTo(picker) for p in PostureId)
+    settings.setValue("pool/docker", 2)
+    docker, gvisor = FakePool(), FakePool()
+    picker.set_pools({PostureId.DOCKER: docker, PostureId.GVISOR: gvisor}, settings)
+    run(picker.shutdown())
+    shown = {p for p in PostureId if picker.card(p).pool.isVisibleTo(picker)}
+    assert shown == {PostureId.DOCKER, PostureId.GVISOR}
+    assert picker.card(PostureId.DOCKER).pool_size.value() == 2
+    assert (docker.sizes, gvisor.sizes) == ([2], [0])
+    assert picker.card(PostureId.GVISOR).pool_size.text() == "off"
+    status = picker.card(PostureId.GVISOR).pool_status
+    assert status.text() == "Warm pool off: every run starts its container."
+
+
+def test_a_new_size_is_kept_and_the_status_follows_the_pool(
+    window: MainWindow, settings: QSettings, run: Run
+) -> None:
+    picker, pool = window.postures, FakePool()
+    picker.set_pools({PostureId.DOCKER: pool}, settings)
+    card = picker.card(PostureId.DOCKER)
+    card.pool_size.setValue(3)
+    run(picker.shutdown())
+    assert pool.sizes == [0, 3] and settings.value("pool/docker") == 3
+    pool.now = PoolStatus(size=3, ready=0, starting=0, key="")
+    picker.on_pool_timer_timeout()
+    assert card.pool_status.text() == "Warm pool: 3 wanted; fills once a skill is chosen."
+    pool.now = PoolStatus(size=3, ready=1, starting=2, key="<b>demo</b> in a fresh workspace")
+    picker.on_pool_timer_timeout()
+    text = "Warm pool: 1 ready, starting 2 for <b>demo</b> in a fresh workspace"
+    assert card.pool_status.text() == text
+    assert card.pool_status.textFormat() is Qt.TextFormat.PlainText
+    assert card.pool_status.property("status") == "ok"
+    pool.now = replace(pool.now, problem="No Docker engine answers: refused")
+    picker.on_pool_timer_timeout()
+    assert card.pool_status.text() == "Warm pool cannot fill: No Docker engine answers: refused"
+    assert card.pool_status.property("status") == "warning"
+
+
+def test_choosing_a_skill_primes_the_chosen_postures_pool_for_a_fresh_workspace(
+    qtbot: Any, services: Services, settings: QSettings, run: Run
+) -> None:
+    window = MainWindow(replace(services, probe_postures=lambda: WITH_DOCKER), settings)
+    qtbot.addWidget(window)
+    pool = FakePool()
+    window.postures.set_pools({PostureId.DOCKER: pool}, settings)
+    run(window.load())
+    assert window.postures.chosen() is PostureId.DOCKER
+    window.browser.select_first()
+    run(window.postures.shutdown())
+    posture, session = pool.primed[-1]
+    skill = window.browser.current_skill()
+    assert skill is not None
+    assert (session.skill_dir, session.skill_name) == (skill.path, skill.name)
+    layout = services.runs.layout
+    assert session.workspace.parent == layout.fresh_workspace("x").parent
+    assert not session.workspace.exists() and session.runs_dir == layout.runs_root
+    assert posture == window.run_panel.limits.posture(PostureId.DOCKER)
+    run(window.shutdown())
