@@ -139,6 +139,9 @@ async def start_worker(key: PoolKey, max_runs: int) -> WarmWorker | str:
     launch = Launch(argv, env, key.workspace, pass_fds=(theirs.fileno(),))
     try:
         spawned = await spawn(launch, f"quickjs-warm-{secrets.token_hex(6)}")
+    except BaseException:  # cancelled: the pool is closing
+        ours.close()
+        raise
     finally:
         theirs.close()
     if isinstance(spawned, str):

@@ -2,32 +2,71 @@
 
 The shared contract suite (`tests/contract`) runs shell commands, which this posture refuses
 by design, so quickjs is not in its `CONTRACT_POSTURES`. These are the same cases, through the
-same `Harness` and `build_executor`, as JS scripts; plus the bundled JavaScript example skill
+same `Harness` and `build_executor`, as JS scripts, and again with warm workers from a pool
+(`WarmHarness`); plus the bundled JavaScript example skill
 run end to end by the CLI, with the workspace change it makes.
 """
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.contract.conftest import Harness
-from workbench.executors.types import RunStatus, Stream
+from tests.contract.conftest import Harness, Ran
+from workbench.executors.base import Executor
+from workbench.executors.quickjs_pool import QuickJsWorkerPool
+from workbench.executors.types import RunStatus, SessionSpec, Stream
 from workbench.monitor.process import run_tag, tagged_processes
-from workbench.postures import PostureId, Severity
+from workbench.postures import Posture, PostureId, Severity
 
 pytestmark = pytest.mark.timeout(60)
 EXAMPLE_SKILL = Path(__file__).parents[3] / "resources/skills/csv-to-markdown"
 
 
-@pytest.fixture
-def js(tmp_path: Path) -> Iterator[Harness]:
-    """A started quickjs executor from the registry, on a fresh skill and workspace."""
-    harness = Harness(PostureId.QUICKJS, tmp_path)
+class WarmHarness(Harness):
+    """The harness with executors of a reusing `QuickJsWorkerPool`: every run that gets to
+    its worker adopts a warm one (the harness waits until one is ready)."""
+
+    def __init__(self, posture_id: PostureId, base: Path) -> None:
+        self.pool = QuickJsWorkerPool(size=1, reuse=True)
+        super().__init__(posture_id, base)
+
+    def start(self, posture: Posture, session: SessionSpec | None = None) -> Executor:
+        executor = self.pool.executor(posture)
+        self.loop.run_until_complete(executor.start(session or self.session))
+        self._started.append(executor)
+        return executor
+
+    def run(self, *argv: str, executor: Executor | None = None, **request: Any) -> Ran:
+        async def ready() -> None:
+            await self.pool.prime((executor or self.executor).posture, self.session)
+            while not self.pool.status().ready:
+                await asyncio.sleep(0.01)
+
+        self.loop.run_until_complete(ready())
+        ran = super().run(*argv, executor=executor, **request)
+        if ran.result.status is not RunStatus.ERROR:
+            labels = [label for label, _ in ran.result.card.checks]
+            assert [label for label in labels if "warm worker" in label], labels
+        return ran
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.pool.close())
+        assert self.pool.leftover == 0
+        super().close()
+
+
+@pytest.fixture(params=["cold", "warm"])
+def js(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Harness]:
+    """A started quickjs executor (from the registry, or from a pool of warm workers), on a
+    fresh skill and workspace."""
+    harness = (Harness if request.param == "cold" else WarmHarness)(PostureId.QUICKJS, tmp_path)
     yield harness
     harness.close()
 
