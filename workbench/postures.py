@@ -8,12 +8,14 @@ run here, and why not where one cannot.
 
 import gc
 import importlib.util
+import itertools
 import os
 import shutil
 import sys
 import warnings
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Any
 
 from workbench.errors import PostureError
 
@@ -169,12 +171,14 @@ POSTURE_INFO: dict[PostureId, PostureInfo] = {
         summary="The Docker posture on the runsc runtime: a user-space kernel between the "
         "command and the host kernel.",
         guarantees=(
-            "Everything the Docker posture guarantees, except a process limit.",
+            "Everything the Docker posture guarantees; the process limit is RLIMIT_NPROC "
+            "inside gVisor instead of a cgroup.",
             "System calls are served by gVisor, not the host kernel.",
         ),
         does_not=(
             "Run as fast: system calls are slower.",
             "Exist on every machine: it needs the runsc runtime in the Docker engine.",
+            "Turn the network on where the engine runs runsc with --network=none.",
         ),
     ),
     PostureId.QUICKJS: PostureInfo(
@@ -279,9 +283,9 @@ def _assess_container(posture: Posture) -> list[PostureWarning]:
     if posture.id is PostureId.GVISOR:
         warnings.append(
             PostureWarning(
-                Severity.CAUTION,
-                "No process limit: gVisor's own threads count against the host's pids limit, "
-                "so it is left off; memory and the timeout still bound a fork bomb.",
+                Severity.INFO,
+                "The process limit is RLIMIT_NPROC inside gVisor, not a cgroup: a run is "
+                "reported as stopped by it only when the command reports a refused fork.",
             )
         )
     if posture.network is not Network.NONE:
@@ -378,10 +382,45 @@ def probe_availability(posture_id: PostureId, docker_runtimes: set[str] | None) 
             "The Docker engine has no 'runsc' runtime (gVisor); install runsc and add it to "
             "the engine's daemon.json.",
         )
+    engine_args = docker_runtimes.args if isinstance(docker_runtimes, EngineRuntimes) else {}
+    if posture_id is PostureId.GVISOR and network_off(engine_args.get("runsc", ())):
+        return Availability(
+            True,
+            "The Docker engine answers. Its runsc runs with --network=none: gVisor runs "
+            "never get a network, and --network bridge is refused.",
+        )
     return Availability(True, "The Docker engine answers.")
 
 
-def docker_engine_runtimes(timeout_s: float = 3.0) -> set[str] | None:
+class EngineRuntimes(set[str]):
+    """The names of the engine's runtimes, and each one's extra arguments (`runtimeArgs`)."""
+
+    def __init__(self, args: dict[str, tuple[str, ...]]) -> None:
+        super().__init__(args)
+        self.args = args
+
+    @classmethod
+    def from_info(cls, runtimes: dict[str, Any]) -> "EngineRuntimes":
+        """From the `Runtimes` entry of the engine's info."""
+        args = {
+            name: tuple(map(str, entry.get("runtimeArgs") or ()))
+            for name, entry in runtimes.items()
+        }
+        return cls(args)
+
+
+def network_off(runtime_args: tuple[str, ...]) -> bool:
+    """True when a runsc with these arguments gives its containers no network at all.
+
+    Debian's runsc needs `--network=none` on some machines; with it, a container has only its
+    loopback whatever network mode the engine sets up.
+    """
+    args = [a.lstrip("-") for a in runtime_args]
+    pairs = itertools.pairwise([*args, ""])  # "--network=none" or "--network none"
+    return any(a == "network=none" or (a, b) == ("network", "none") for a, b in pairs)
+
+
+def docker_engine_runtimes(timeout_s: float = 3.0) -> EngineRuntimes | None:
     """The runtimes of the local Docker engine, or None when no engine answers in time."""
     try:
         from docker.errors import DockerException
@@ -403,7 +442,7 @@ def docker_engine_runtimes(timeout_s: float = 3.0) -> set[str] | None:
             return None
         finally:
             gc.collect()
-    return set(info.get("Runtimes", {}))
+    return EngineRuntimes.from_info(info.get("Runtimes") or {})
 
 
 def default_posture_id(available: dict[PostureId, Availability]) -> PostureId:

@@ -81,7 +81,6 @@ class Session:
 
 
 LIMITS = {"timeout_s": 2, "memory_bytes": 64 * MIB, "pids": 32}
-GVISOR_PIDS = "Process limit 32 (not enforced under gVisor)"
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +165,7 @@ def test_network_is_none(docker_session: Session) -> None:
 def test_card_checklist_all_held(any_session: Session) -> None:
     card = any_session.run("true").result.card
     failed = [label for label, held in card.checks if not held]
-    assert card.checks and failed == ([] if _runc(any_session) else [GVISOR_PIDS])
+    assert card.checks and failed == []
     assert any_session.executor.runtime in card.checks[-1][0]
 
 

@@ -7,6 +7,7 @@ import pytest
 from workbench.errors import PostureError
 from workbench.postures import (
     Availability,
+    EngineRuntimes,
     Network,
     Posture,
     PostureId,
@@ -69,6 +70,24 @@ def test_gvisor_needs_the_runsc_runtime() -> None:
     assert probe_availability(PostureId.GVISOR, {"runc"}).available is False
     assert probe_availability(PostureId.GVISOR, {"runc", "runsc"}).available is True
     assert probe_availability(PostureId.DOCKER, None).available is False
+
+
+def test_gvisor_availability_says_when_its_runtime_never_gives_a_network() -> None:
+    info = {"runc": {"path": "runc"}, "runsc": {"path": "runsc", "runtimeArgs": ["--network=none"]}}
+    runtimes = EngineRuntimes.from_info(info)
+    assert runtimes == {"runc", "runsc"}
+    found = probe_availability(PostureId.GVISOR, runtimes)
+    assert found.available is True
+    assert "runs with --network=none" in found.reason
+    assert "--network bridge is refused" in found.reason
+    plain = EngineRuntimes.from_info({"runsc": {"path": "runsc"}})
+    assert probe_availability(PostureId.GVISOR, plain).reason == "The Docker engine answers."
+
+
+def test_gvisor_names_its_process_limit_instead_of_denying_one() -> None:
+    texts = [w.text for w in assess(Posture(PostureId.GVISOR))]
+    assert not any("No process limit" in text for text in texts)
+    assert any(text.startswith("The process limit is RLIMIT_NPROC inside gVisor") for text in texts)
 
 
 def test_default_is_strongest_available_and_never_local() -> None:

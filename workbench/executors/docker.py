@@ -314,7 +314,7 @@ class DockerExecutor:
         status, cause = (
             (RunStatus.ERROR, failure)
             if failure
-            else classify(end, self.posture.limits, request.argv[0])
+            else classify(end, self.posture.limits, request.argv[0], self.runtime)
         )
         with contextlib.suppress(DockerException, OSError):
             if failure == CONTAINER_GONE and await session.oom_killed():

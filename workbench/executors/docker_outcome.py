@@ -6,11 +6,18 @@ hands both here: a limit the kernel enforced during the run decides the outcome 
 command then exited 0 (a fork bomb's parent does). A failing command whose stderr says
 "Read-only file system" gets a cause that names the read-only root filesystem. Docker reports
 a death by signal N as exit code 128+N.
+
+Under gVisor the process limit is RLIMIT_NPROC inside the sandbox, which no host counter
+records: the only trace of a refused fork is what the command printed about it (a shell's
+"Cannot fork", Python's EAGAIN on a fork). Such a run ends `limit_exceeded`, and its cause says
+that the evidence is the command's own report.
 """
 
+import re
 import signal
 from dataclasses import dataclass
 
+from workbench.executors.docker_spec import RUNSC_PROCESS_LIMIT
 from workbench.executors.outcome import format_bytes, signal_name
 from workbench.executors.runner import EndedBy
 from workbench.executors.types import RunStatus
@@ -20,6 +27,11 @@ from workbench.postures import Limits
 READ_ONLY_MARK = "Read-only file system"
 # What runc and runsc print when the exec'd program does not exist.
 NOT_FOUND_MARKS = ("executable file not found", "no such file or directory")
+# What dash, busybox, bash and Node print when fork() fails with EAGAIN (a process limit).
+FORK_REFUSED = re.compile(
+    r"Cannot fork|can't fork|fork: (retry: )?Resource temporarily unavailable|spawn EAGAIN"
+)
+PYTHON_EAGAIN = "BlockingIOError: [Errno 11] Resource temporarily unavailable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +53,8 @@ def split_exit(code: int | None) -> tuple[int | None, int | None]:
     return code, None
 
 
-def classify(end: ExecEnd, limits: Limits, argv0: str) -> tuple[RunStatus, str]:
-    """The status and cause of a finished exec."""
+def classify(end: ExecEnd, limits: Limits, argv0: str, runtime: str) -> tuple[RunStatus, str]:
+    """The status and cause of a finished exec on `runtime` ("runc" or "runsc")."""
     if end.ended_by is EndedBy.CANCEL:
         return RunStatus.CANCELLED, "stopped by the user"
     if end.ended_by is EndedBy.SHUTDOWN:
@@ -53,14 +65,14 @@ def classify(end: ExecEnd, limits: Limits, argv0: str) -> tuple[RunStatus, str]:
         return RunStatus.ERROR, "the engine did not report how the command ended"
     if end.exit_code in (126, 127) and any(m in end.output_text for m in NOT_FOUND_MARKS):
         return RunStatus.ERROR, f"command not found: {argv0}"
-    status, cause = _ended(end, limits)
+    status, cause = _ended(end, limits, runtime)
     if end.background_killed:
         n = end.background_killed
         cause += f"; killed {n} background process{'es' if n != 1 else ''} it left behind"
     return status, cause
 
 
-def _ended(end: ExecEnd, limits: Limits) -> tuple[RunStatus, str]:
+def _ended(end: ExecEnd, limits: Limits, runtime: str) -> tuple[RunStatus, str]:
     rose = _risen(end.before, end.after)
     if "oom" in rose:
         return (
@@ -69,6 +81,12 @@ def _ended(end: ExecEnd, limits: Limits) -> tuple[RunStatus, str]:
         )
     if "pids" in rose:
         return RunStatus.LIMIT_EXCEEDED, f"process limit {limits.pids} (pids cgroup)"
+    if runtime == "runsc" and fork_refused(end.output_text):
+        return (
+            RunStatus.LIMIT_EXCEEDED,
+            f"process limit {limits.pids} ({RUNSC_PROCESS_LIMIT}; the command reported a "
+            "refused fork)",
+        )
     if end.exit_code == 0:
         return RunStatus.OK, "exited with code 0"
     code, sig = split_exit(end.exit_code)
@@ -87,3 +105,8 @@ def _risen(before: CgroupCounters | None, after: CgroupCounters | None) -> set[s
     if after.pids_max_hits > before.pids_max_hits:
         rose.add("pids")
     return rose
+
+
+def fork_refused(text: str) -> bool:
+    """True when `text` holds a shell's or Python's report of a fork refused with EAGAIN."""
+    return bool(FORK_REFUSED.search(text)) or (PYTHON_EAGAIN in text and "fork" in text)

@@ -4,14 +4,18 @@
 of docker-py's `containers.create`, with every control at its safe setting unless the posture
 loosens it. `posture_card()` reads the container's inspect data back into a CIS-style
 checklist of (control, held) pairs, so the card shows what the engine applied, not what was
-asked for.
+asked for. The process limit is the pids cgroup under runc and RLIMIT_NPROC under gVisor
+(`_process_limit`). `network_refusal()` says when the engine's runtime cannot give the network a
+posture asks for.
 """
 
 import os
 from typing import Any
 
+import docker
+
 from workbench.executors.types import PostureCard, SessionSpec
-from workbench.postures import MIB, Network, Posture
+from workbench.postures import MIB, EngineRuntimes, Network, Posture, network_off
 
 LABEL_APP = "org.skill-workbench"
 LABEL_SESSION = "org.skill-workbench.session"
@@ -20,12 +24,19 @@ SKILLS_MOUNT = "/mnt/skills"
 WORKSPACE_MOUNT = "/workspace"
 TMPFS_OPTIONS = "rw,nosuid,nodev,size=64m"
 CONTAINER_UID = 1000
+NPROC = "nproc"
+RUNSC_PROCESS_LIMIT = "RLIMIT_NPROC inside gVisor"
 
 # The container's main process, the only child of the init: on SIGUSR1 (forwarded by the init)
 # it kills every other process of the container with the `kill` builtin, which needs no fork
-# and so works even when a fork bomb holds every slot of the pids limit.
+# and so works even when a fork bomb holds every slot of the process limit. Its own sleep dies
+# too, and the next fork may find the slots still taken (by the bomb, or by the dead not yet
+# reaped): under `command eval` a refused fork is an error dash survives and retries, where a
+# plain one would end the shell, and with it the container.
 SUPERVISOR_NAME = "workbench-supervisor"
-SUPERVISOR_SCRIPT = 'trap "kill -9 -1" USR1; while :; do sleep 3600 & wait; done'
+SUPERVISOR_SCRIPT = (
+    'trap "kill -9 -1" USR1; while :; do command eval "sleep 3600 &" 2>/dev/null && wait; done'
+)
 SWEEP_SIGNAL = "SIGUSR1"
 
 
@@ -68,9 +79,7 @@ def container_options(
         "mem_limit": limits.memory_bytes,
         "memswap_limit": limits.memory_bytes,
         "nano_cpus": int(limits.cpus * 1e9),
-        # Under gVisor the host cgroup counts the sandbox's own threads, not the command's
-        # processes: a limit there starves the sandbox (it dies, or never starts below ~64).
-        **({} if runtime == "runsc" else {"pids_limit": limits.pids}),
+        **_process_limit(limits.pids, runtime),
         "read_only": True,
         "tmpfs": {"/tmp": TMPFS_OPTIONS},
         "security_opt": ["no-new-privileges"],
@@ -79,6 +88,37 @@ def container_options(
         "volumes": volumes,
         "labels": {LABEL_APP: "1", LABEL_SESSION: session_id, LABEL_SKILL: session.skill_name},
     }
+
+
+def _process_limit(pids: int, runtime: str) -> dict[str, Any]:
+    """The engine option that bounds the container's processes on `runtime`.
+
+    Under gVisor the host's pids cgroup counts the sandbox's own threads, not the command's
+    processes: a limit there starves the sandbox (it dies, or never starts below ~64). gVisor's
+    kernel enforces RLIMIT_NPROC itself, per uid inside the sandbox, for root too while it holds
+    no capabilities; `docker exec` processes inherit it. Under runc RLIMIT_NPROC would count
+    the uid's processes on the whole host, so there the pids cgroup does it.
+    """
+    if runtime == "runsc":
+        return {"ulimits": [{"name": NPROC, "soft": pids, "hard": pids}]}
+    return {"pids_limit": pids}
+
+
+def network_refusal(posture: Posture, runtime: str, client: docker.DockerClient) -> str:
+    """Why the engine cannot give `posture` the network it asks for ("" when nothing says so).
+
+    Asks the engine (blocking) only when a network is asked for on runsc.
+    """
+    if posture.network is Network.NONE or runtime != "runsc":
+        return ""
+    engine = EngineRuntimes.from_info(client.info().get("Runtimes") or {})
+    if not network_off(engine.args.get(runtime, ())):
+        return ""
+    return (
+        "Network cannot be turned on under this engine's gVisor runtime: its runsc runs with "
+        "--network=none (runtimeArgs in the engine's daemon.json), so a gVisor container has "
+        "no network whatever is asked. Run with --network none, or use the docker posture."
+    )
 
 
 def posture_card(posture: Posture, attrs: dict[str, Any], runtime: str) -> PostureCard:
@@ -90,7 +130,6 @@ def posture_card(posture: Posture, attrs: dict[str, Any], runtime: str) -> Postu
     user = str(config.get("User") or "0")
     memory = int(host.get("Memory") or 0)
     nano_cpus = int(host.get("NanoCpus") or 0)
-    pids = int(host.get("PidsLimit") or 0)
     network = str(host.get("NetworkMode") or "")
     host_namespaces = [
         name
@@ -113,7 +152,7 @@ def posture_card(posture: Posture, attrs: dict[str, Any], runtime: str) -> Postu
             memory == limits.memory_bytes and host.get("MemorySwap") == memory,
         ),
         (f"CPU limit {nano_cpus / 1e9:g} cpus", nano_cpus == int(limits.cpus * 1e9)),
-        _pids_check(pids, limits.pids, runtime),
+        _pids_check(host, limits.pids, runtime),
         (f"Network none (is {network})", network == "none"),
         (
             "no-new-privileges",
@@ -131,7 +170,11 @@ def posture_card(posture: Posture, attrs: dict[str, Any], runtime: str) -> Postu
     return PostureCard(posture=posture, checks=checks, run_as=user)
 
 
-def _pids_check(applied: int, asked: int, runtime: str) -> tuple[str, bool]:
+def _pids_check(host: dict[str, Any], asked: int, runtime: str) -> tuple[str, bool]:
     if runtime == "runsc":
-        return f"Process limit {asked} (not enforced under gVisor)", False
+        ulimits = host.get("Ulimits") or []
+        nproc: dict[str, Any] = next((u for u in ulimits if u.get("Name") == NPROC), {})
+        soft, hard = int(nproc.get("Soft") or 0), int(nproc.get("Hard") or 0)
+        return f"Process limit {hard} ({RUNSC_PROCESS_LIMIT})", 0 < soft <= hard <= asked
+    applied = int(host.get("PidsLimit") or 0)
     return f"Process limit {applied}", 0 < applied <= asked

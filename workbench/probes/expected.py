@@ -92,7 +92,7 @@ EXPECTED: dict[PostureId, dict[ProbeId, Expect]] = {
     PostureId.GVISOR: {
         **_CONTAINER,
         ProbeId.MEMORY: _c("cgroup memory limit (it can take the whole sandbox down)"),
-        ProbeId.FORK: _n("No process limit"),
+        ProbeId.FORK: _c("RLIMIT_NPROC inside gVisor"),
     },
     PostureId.QUICKJS: {
         ProbeId.ENV_SECRET: _c("no host API: no environment"),

@@ -83,12 +83,21 @@ def inspect_data(**host: Any) -> dict[str, Any]:
     return {"HostConfig": host_config, "Config": {"User": "1000:1000"}, "Mounts": mounts}
 
 
-def test_gvisor_gets_no_host_pids_limit_and_the_card_says_so() -> None:
+def test_gvisor_gets_rlimit_nproc_not_a_host_pids_limit_and_the_card_reads_it_back() -> None:
     gvisor = Posture(PostureId.GVISOR, limits=LIMITS)
-    assert "pids_limit" not in container_options(gvisor, SESSION, "s1", "runsc")
-    card = posture_card(gvisor, inspect_data(PidsLimit=None, Runtime="runsc"), "runsc")
-    failed = [label for label, held in card.checks if not held]
-    assert failed == ["Process limit 32 (not enforced under gVisor)"]
+    options = container_options(gvisor, SESSION, "s1", "runsc")
+    assert "pids_limit" not in options
+    assert options["ulimits"] == [{"name": "nproc", "soft": 32, "hard": 32}]
+    applied = [{"Name": "nproc", "Soft": 32, "Hard": 32}]
+    card = posture_card(
+        gvisor, inspect_data(PidsLimit=None, Runtime="runsc", Ulimits=applied), "runsc"
+    )
+    assert [label for label, held in card.checks if not held] == []
+    assert ("Process limit 32 (RLIMIT_NPROC inside gVisor)", True) in card.checks
+    missing = posture_card(gvisor, inspect_data(PidsLimit=None, Runtime="runsc"), "runsc")
+    assert [label for label, held in missing.checks if not held] == [
+        "Process limit 0 (RLIMIT_NPROC inside gVisor)"
+    ]
 
 
 def test_card_checklist_holds_for_the_safe_container() -> None:
@@ -178,12 +187,12 @@ def end(
     ],
 )
 def test_classify(ended: ExecEnd, status: RunStatus, cause: str) -> None:
-    assert classify(ended, LIMITS, "nope") == (status, cause)
+    assert classify(ended, LIMITS, "nope", "runc") == (status, cause)
 
 
 def test_counters_unknown_means_no_limit_is_claimed() -> None:
     unknown = ExecEnd(EndedBy.EXIT, 137, None, None, "", 0)
-    assert classify(unknown, LIMITS, "x") == (RunStatus.FAILED, "killed by signal SIGKILL")
+    assert classify(unknown, LIMITS, "x", "runc") == (RunStatus.FAILED, "killed by signal SIGKILL")
 
 
 def test_split_exit() -> None:

@@ -1,0 +1,92 @@
+"""gVisor's process limit against the real engine: RLIMIT_NPROC inside the sandbox."""
+
+import contextlib
+from collections.abc import Iterator
+
+import pytest
+
+from tests.docker.test_docker_executor import Session
+from workbench.executors.types import RunStatus
+from workbench.postures import MIB, Posture, PostureId
+
+pytestmark = [pytest.mark.docker, pytest.mark.gvisor, pytest.mark.timeout(90)]
+
+# gVisor's own kernel is charged to the container's memory: give it room (as the lab does).
+LIMITS = {"timeout_s": 20, "memory_bytes": 256 * MIB, "pids": 32}
+IDLE = 3  # the session's own processes: the init, the supervisor shell and its sleep
+FORK_MANY = """
+import os, signal, time
+children = []
+try:
+    for _ in range(60):
+        if (pid := os.fork()) == 0:
+            time.sleep(30)
+            os._exit(0)
+        children.append(pid)
+finally:
+    print(len(children), flush=True)
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+"""
+REFUSED = "process limit 32 (RLIMIT_NPROC inside gVisor; the command reported a refused fork)"
+
+
+@contextlib.contextmanager
+def gvisor_session(docker_runtimes: set[str], **posture: object) -> Iterator[Session]:
+    """A gVisor session whose workspace holds `fork_many.py` (a skill's script, as a file)."""
+    if "runsc" not in docker_runtimes:
+        pytest.skip("the engine has no runsc runtime")
+    session = Session(Posture(PostureId.GVISOR, **posture).with_limits(**LIMITS))  # type: ignore[arg-type]
+    try:
+        (session.workspace / "fork_many.py").write_text(FORK_MANY)
+        yield session
+    finally:
+        session.close()
+
+
+@pytest.fixture(scope="module")
+def gvisor(docker_runtimes: set[str]) -> Iterator[Session]:
+    with gvisor_session(docker_runtimes) as session:
+        yield session
+
+
+def test_the_card_reads_the_process_limit_back(gvisor: Session) -> None:
+    card = gvisor.run("true").result.card
+    assert ("Process limit 32 (RLIMIT_NPROC inside gVisor)", True) in card.checks
+    assert [label for label, held in card.checks if not held] == []
+
+
+@pytest.mark.slow  # the sweep of a sandbox whose every slot is taken: 5 to 10 s
+def test_a_bounded_fork_bomb_hits_the_process_limit_and_reports_it(gvisor: Session) -> None:
+    result = gvisor.run("sh", "-c", "f() { f | f & }; f; sleep 1").result
+    assert (result.status, result.cause.split("; killed")[0]) == (
+        RunStatus.LIMIT_EXCEEDED,
+        REFUSED,
+    )
+    assert result.leftover_processes == 0
+    assert gvisor.run("echo", "alive").result.stdout.text == "alive\n"
+
+
+def test_the_limit_counts_every_process_of_the_sandbox_user(gvisor: Session) -> None:
+    result = gvisor.run("python3", "fork_many.py").result
+    assert result.status is RunStatus.LIMIT_EXCEEDED
+    assert "BlockingIOError" in result.stderr.text
+    # The command itself and the idle session count too: 32 in all, as the pids cgroup counts.
+    assert int(result.stdout.text) == 32 - IDLE - 1
+    assert result.leftover_processes == 0
+    again = gvisor.run("python3", "fork_many.py").result  # every slot is free again
+    assert int(again.stdout.text) == 32 - IDLE - 1
+
+
+def test_a_few_processes_stay_under_the_limit(gvisor: Session) -> None:
+    result = gvisor.run("sh", "-c", "for i in 1 2 3 4 5 6 7 8; do sleep 0.2 & done; wait").result
+    assert (result.status, result.cause) == (RunStatus.OK, "exited with code 0")
+
+
+def test_root_without_capabilities_is_bounded_too(docker_runtimes: set[str]) -> None:
+    with gvisor_session(docker_runtimes, run_as_root=True) as session:
+        result = session.run("python3", "fork_many.py").result
+        assert session.run("id", "-u").result.stdout.text == "0\n"
+        assert result.status is RunStatus.LIMIT_EXCEEDED
+        assert int(result.stdout.text) == 32 - IDLE - 1
