@@ -84,7 +84,7 @@ def limit_cpu(budget: tuple[int, int], first: bool, max_runs: int) -> list[int] 
     soft, hard = budget
     hard_limit = base + hard * max_runs if first else resource.getrlimit(resource.RLIMIT_CPU)[1]
     if base + soft >= hard_limit:
-        return "this reused worker has spent its CPU time; the app starts another"
+        return "this reused worker has used up its CPU time; run again for a fresh one"
     resource.setrlimit(resource.RLIMIT_CPU, (base + soft, hard_limit))
     return [base + soft, hard_limit]
 
@@ -142,7 +142,8 @@ def main(argv: list[str]) -> int:
         runs += 1
         usage = resource.getrusage(resource.RUSAGE_SELF)
         result["cpu_seconds"] = usage.ru_utime + usage.ru_stime - started
-        result["peak_rss_bytes"] = usage.ru_maxrss * 1024
+        if runs == 1:  # later, the peak of the process may be an earlier run's
+            result["peak_rss_bytes"] = usage.ru_maxrss * 1024
         result["next"] = runs < int(spec["max_runs"]) and result["outcome"] in REUSABLE
         write_all(control_fd, encode_message(result))
         if not result["next"]:
