@@ -6,7 +6,9 @@ and workspace, which are the worker's environment and working folder), each past
 and waiting on its control socket (`WarmWorker`). Its executors (`executor()`) take one for a
 run when one is ready for the run's key, else start cold; the card says which. A run that
 comes for another key re-keys the pool (the idle workers are killed, new ones spawned in the
-background), so the pool follows the session in use.
+background), so the pool follows the session in use. The pool spawns the next worker when a
+run is over, never during it (a spawn costs a core for ~30 ms): runs closer together than
+that start cold.
 
 Workers are one-shot by default: a worker serves one run and exits, so each run has a fresh
 process as well as a fresh context. With `reuse` (`max_runs` > 1) a worker that ended its run
@@ -281,6 +283,7 @@ class QuickJsWorkerPool:
             if isinstance(worker, str):
                 self._problem = worker
                 return
+            self._problem = ""
             if key == self._key and len(self._idle) < self._size:
                 self._idle.append(worker)
             else:
