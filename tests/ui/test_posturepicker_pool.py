@@ -1,15 +1,20 @@
 """The warm pools on the posture cards: size (remembered), live status, priming per skill."""
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from PySide6.QtCore import QSettings, Qt
+from PySide6.QtWidgets import QLabel
 
 from tests.ui.conftest import PROBE, Run
 from workbench.executors.base import Executor
-from workbench.executors.types import SessionSpec
-from workbench.executors.warm import PoolStatus
-from workbench.postures import Availability, Posture, PostureId
+from workbench.executors.docker_pool import ContainerPool
+from workbench.executors.types import RunStatus, SessionSpec
+from workbench.executors.warm import PoolStatus, WarmStarts
+from workbench.postures import Availability, Posture, PostureId, docker_engine_runtimes
+from workbench.runs.service import RunService
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import Services
 
@@ -106,3 +111,44 @@ def test_choosing_a_skill_primes_the_chosen_postures_pool_for_a_fresh_workspace(
     assert not session.workspace.exists() and session.runs_dir == layout.runs_root
     assert posture == window.run_panel.limits.posture(PostureId.DOCKER)
     run(window.shutdown())
+
+
+async def shows(label: QLabel, start: str) -> None:
+    """Wait until `label` (refreshed by the picker's timer) starts with `start`."""
+    while not label.text().startswith(start):
+        await asyncio.sleep(0.05)
+
+
+@pytest.mark.docker
+def test_a_run_in_the_app_takes_the_warm_container_the_pool_got_ready(
+    qtbot: Any, services: Services, settings: QSettings, run: Run, docker_runtimes: set[str]
+) -> None:
+    del docker_runtimes
+    layout = services.runs.layout
+    warm = WarmStarts({PostureId.DOCKER: ContainerPool(layout.fresh_workspace("x").parent)})
+    runs = RunService(layout, services.runs.history, warm.build_executor)
+    probe = replace(WITH_DOCKER, docker_runtimes=frozenset(docker_engine_runtimes() or ()))
+    window = MainWindow(replace(services, runs=runs, probe_postures=lambda: probe), settings)
+    qtbot.addWidget(window)
+    settings.setValue("pool/docker", 1)
+    window.postures.set_pools(warm.pools, settings)
+    card = window.postures.card(PostureId.DOCKER)
+    try:
+        run(window.load())
+        window.browser.select_first()
+        run(shows(card.pool_status, "Warm pool: 1 ready"))
+        window.run_panel.command.setText("echo warm > made.txt")
+        task = window.run_panel.start()
+        assert task is not None
+        run(task)
+        done = window.run_panel.last_run
+        assert done is not None and done.result.status is RunStatus.OK
+        assert (
+            done.result.card.checks[0][0]
+            == "Warm container from the pool (never used, checked clean)"
+        )
+        assert (done.record.workspace / "made.txt").read_text() == "warm\n"
+        run(shows(card.pool_status, "Warm pool: 1 ready"))
+    finally:
+        run(window.shutdown())
+        run(warm.close())
