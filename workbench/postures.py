@@ -289,9 +289,13 @@ def _assess_container(posture: Posture) -> list[PostureWarning]:
             )
         )
     if posture.network is not Network.NONE:
-        warnings.append(
-            PostureWarning(Severity.DANGER, "Network is ON: the skill can reach the network.", True)
+        text = (
+            "Network is ON: the skill can reach the network where the engine's runsc has one "
+            "(where it has none, the run is refused)."
+            if posture.id is PostureId.GVISOR
+            else "Network is ON: the skill can reach the network."
         )
+        warnings.append(PostureWarning(Severity.DANGER, text, True))
     for mount in posture.extra_mounts:
         warnings.append(
             PostureWarning(Severity.DANGER, f"Extra host folder mounted: {mount}.", True)

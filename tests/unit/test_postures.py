@@ -90,6 +90,15 @@ def test_gvisor_names_its_process_limit_instead_of_denying_one() -> None:
     assert any(text.startswith("The process limit is RLIMIT_NPROC inside gVisor") for text in texts)
 
 
+def test_gvisor_network_warning_says_its_runtime_may_refuse_it() -> None:
+    posture = Posture(PostureId.GVISOR, network=Network.BRIDGE)
+    [network] = [w.text for w in assess(posture) if w.loosened]
+    assert network == (
+        "Network is ON: the skill can reach the network where the engine's runsc has one "
+        "(where it has none, the run is refused)."
+    )
+
+
 def test_default_is_strongest_available_and_never_local() -> None:
     def availability(*available: PostureId) -> dict[PostureId, Availability]:
         return {p: Availability(p in available, "") for p in PostureId}
