@@ -39,8 +39,10 @@ and loads the engine module `_quickjs` without the `quickjs` wrapper's thread-po
 spawn to `result` is 29-39 ms, of which a bare `python -I` is 11-16 ms. Warm workers skip it:
 with a `QuickJsWorkerPool` (`workbench.executors.quickjs_pool`), a run adopts a worker spawned
 before it (`workbench.jsworker.serve`, past its imports, waiting for the run on a socket) and
-the whole `run()` of `console.log(1 + 2)` took 11 ms against 38 ms cold (bench
-`quickjs-warm`: 0.30x), 9 ms when a worker is reused. The run's clock, capture, sampling and
+the whole `run()` of `console.log(1 + 2)` took 11-14 ms against 38-55 ms cold (bench
+`quickjs-warm`, three sessions at a load average of 4-5: 0.26-0.32x), 9-20 ms with a reused
+worker; the worker's own part of a warm run is 0.4-0.7 ms, the rest is the run's sampling,
+kill verification and bookkeeping, as for a cold run. The run's clock, capture, sampling and
 CPU count start at adoption, and the card says the worker was warm and how long it took to
 start; the pool spawns the next one after the run, so it never competes with it. Without a
 pool, or with none ready for the run's posture and session, the run starts cold and says so.
