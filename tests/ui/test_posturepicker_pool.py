@@ -13,7 +13,7 @@ from workbench.executors.base import Executor
 from workbench.executors.docker_pool import ContainerPool
 from workbench.executors.types import RunStatus, SessionSpec
 from workbench.executors.warm import PoolStatus, WarmStarts
-from workbench.postures import Availability, Posture, PostureId, docker_engine_runtimes
+from workbench.postures import MIB, Availability, Posture, PostureId, docker_engine_runtimes
 from workbench.runs.service import RunService
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import Services
@@ -60,10 +60,10 @@ def test_only_cards_with_a_pool_show_one_at_the_remembered_size(
     run(picker.shutdown())
     shown = {p for p in PostureId if picker.card(p).pool.isVisibleTo(picker)}
     assert shown == {PostureId.DOCKER, PostureId.GVISOR}
-    assert picker.card(PostureId.DOCKER).pool_size.value() == 2
+    assert picker.card(PostureId.DOCKER).pool.size_box.value() == 2
     assert (docker.sizes, gvisor.sizes) == ([2], [0])
-    assert picker.card(PostureId.GVISOR).pool_size.text() == "off"
-    status = picker.card(PostureId.GVISOR).pool_status
+    assert picker.card(PostureId.GVISOR).pool.size_box.text() == "off"
+    status = picker.card(PostureId.GVISOR).pool.status_line
     assert status.text() == "Warm pool off: every run starts its container."
 
 
@@ -73,22 +73,24 @@ def test_a_new_size_is_kept_and_the_status_follows_the_pool(
     picker, pool = window.postures, FakePool()
     picker.set_pools({PostureId.DOCKER: pool}, settings)
     card = picker.card(PostureId.DOCKER)
-    card.pool_size.setValue(3)
+    card.pool.size_box.setValue(3)
     run(picker.shutdown())
     assert pool.sizes == [0, 3] and settings.value("pool/docker") == 3
     pool.now = PoolStatus(size=3, ready=0, starting=0, key="")
     picker.on_pool_timer_timeout()
-    assert card.pool_status.text() == "Warm pool: 3 wanted; fills once a skill is chosen."
+    assert card.pool.status_line.text() == "Warm pool: 3 wanted; fills once a skill is chosen."
     pool.now = PoolStatus(size=3, ready=1, starting=2, key="<b>demo</b> in a fresh workspace")
     picker.on_pool_timer_timeout()
     text = "Warm pool: 1 ready, starting 2 for <b>demo</b> in a fresh workspace"
-    assert card.pool_status.text() == text
-    assert card.pool_status.textFormat() is Qt.TextFormat.PlainText
-    assert card.pool_status.property("status") == "ok"
+    assert card.pool.status_line.text() == text
+    assert card.pool.status_line.textFormat() is Qt.TextFormat.PlainText
+    assert card.pool.status_line.property("status") == "ok"
     pool.now = replace(pool.now, problem="No Docker engine answers: refused")
     picker.on_pool_timer_timeout()
-    assert card.pool_status.text() == "Warm pool cannot fill: No Docker engine answers: refused"
-    assert card.pool_status.property("status") == "warning"
+    assert (
+        card.pool.status_line.text() == "Warm pool cannot fill: No Docker engine answers: refused"
+    )
+    assert card.pool.status_line.property("status") == "warning"
 
 
 def test_choosing_a_skill_primes_the_chosen_postures_pool_for_a_fresh_workspace(
@@ -101,8 +103,13 @@ def test_choosing_a_skill_primes_the_chosen_postures_pool_for_a_fresh_workspace(
     run(window.load())
     assert window.postures.chosen() is PostureId.DOCKER
     window.browser.select_first()
+    window.run_panel.limits.memory.setValue(256)
+    run(asyncio.sleep(0.1))
+    assert not pool.primed  # not before the user has stopped choosing
+    run(asyncio.sleep(0.4))
     run(window.postures.shutdown())
-    posture, session = pool.primed[-1]
+    (primed,) = pool.primed
+    posture, session = primed
     skill = window.browser.current_skill()
     assert skill is not None
     assert (session.skill_dir, session.skill_name) == (skill.path, skill.name)
@@ -110,6 +117,7 @@ def test_choosing_a_skill_primes_the_chosen_postures_pool_for_a_fresh_workspace(
     assert session.workspace.parent == layout.fresh_workspace("x").parent
     assert not session.workspace.exists() and session.runs_dir == layout.runs_root
     assert posture == window.run_panel.limits.posture(PostureId.DOCKER)
+    assert posture.limits.memory_bytes == 256 * MIB
     run(window.shutdown())
 
 
@@ -136,7 +144,7 @@ def test_a_run_in_the_app_takes_the_warm_container_the_pool_got_ready(
     try:
         run(window.load())
         window.browser.select_first()
-        run(shows(card.pool_status, "Warm pool: 1 ready"))
+        run(shows(card.pool.status_line, "Warm pool: 1 ready"))
         window.run_panel.command.setText("echo warm > made.txt")
         task = window.run_panel.start()
         assert task is not None
@@ -148,7 +156,7 @@ def test_a_run_in_the_app_takes_the_warm_container_the_pool_got_ready(
             == "Warm container from the pool (never used, checked clean)"
         )
         assert (done.record.workspace / "made.txt").read_text() == "warm\n"
-        run(shows(card.pool_status, "Warm pool: 1 ready"))
+        run(shows(card.pool.status_line, "Warm pool: 1 ready"))
     finally:
         run(window.shutdown())
         run(warm.close())

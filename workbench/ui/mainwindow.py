@@ -157,6 +157,7 @@ class MainWindow(QMainWindow):
         self.view.status_message.connect(self.on_view_status_message)
         self.postures.posture_changed.connect(self.on_postures_posture_changed)
         self.run_panel.run_finished.connect(self.on_run_panel_run_finished)
+        self.run_panel.limits.changed.connect(self.on_run_panel_limits_changed)
         self.pages.currentChanged.connect(self.on_pages_current_changed)
         self.compare.run_activated.connect(self.on_compare_run_activated)
         self.lab.run_activated.connect(self.on_compare_run_activated)
@@ -298,6 +299,9 @@ class MainWindow(QMainWindow):
     def on_run_panel_run_finished(self, done: CompletedRun) -> None:
         QApplication.alert(self)
         self.statusBar().showMessage(f"Run {done.record.run_id}: {done.result.status}", 8000)
+        self._prime_pool()
+
+    def on_run_panel_limits_changed(self) -> None:
         self._prime_pool()
 
     def on_pages_current_changed(self, index: int) -> None:

@@ -7,12 +7,12 @@ The strongest available posture is chosen by default; choosing `local` asks firs
 window-modal message box opened with `open()` (never `exec()`), and only a confirmation
 changes the choice.
 
-The docker and gvisor cards also show their warm pool once `set_pools()` hands the pools
-over: a size (0 to 4, 0 is off, remembered in the settings) and what the pool holds now
-("Warm pool: 2 ready for hello-python in a fresh workspace (...)", "starting 1", or why it
-cannot fill), read from `WarmPool.status()` twice a second. `prime()` asks the chosen
-posture's pool to get ready for the next run of a skill; the pool calls run in tasks the
-picker keeps until `shutdown()`.
+The docker and gvisor cards also show their warm pool (`PoolControls`) once `set_pools()`
+hands the pools over: its size (remembered in the settings) and what it holds now, read from
+`WarmPool.status()` twice a second. `prime()` asks the chosen
+posture's pool to get ready for the next run of a skill, 0.3 s after the last ask (browsing
+skills fills for the one the user stops at); the pool calls run in tasks the picker keeps
+until `shutdown()`.
 """
 
 import asyncio
@@ -28,7 +28,6 @@ from PySide6.QtWidgets import (
     QMessageBox,
     QRadioButton,
     QScrollArea,
-    QSpinBox,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -36,7 +35,7 @@ from PySide6.QtWidgets import (
 
 from workbench.errors import PostureError
 from workbench.executors.types import SessionSpec, new_run_id
-from workbench.executors.warm import PoolStatus, WarmPool
+from workbench.executors.warm import WarmPool
 from workbench.postures import (
     POSTURE_INFO,
     Availability,
@@ -48,6 +47,7 @@ from workbench.postures import (
 )
 from workbench.runs.layout import DataLayout
 from workbench.skills import Skill
+from workbench.ui.poolcontrols import PoolControls
 from workbench.ui.widgets import plain_label, set_status
 
 CARD_ORDER = (
@@ -57,8 +57,8 @@ CARD_ORDER = (
     PostureId.QUICKJS,
     PostureId.LOCAL,
 )
-MAX_POOL_SIZE = 4
 POOL_REFRESH_MS = 500
+PRIME_DELAY_MS = 300
 
 
 class PostureCard(QFrame):
@@ -113,24 +113,7 @@ class PostureCard(QFrame):
                 row = _bullet("⚠", status, text, status, self)
             row.setObjectName(f"warning_{warning.severity}")
             layout.addWidget(row)
-        self.pool = QWidget(self)
-        self.pool.setObjectName("warmPool")
-        pool = QVBoxLayout(self.pool)
-        pool.setContentsMargins(0, 2, 0, 0)
-        pool.setSpacing(2)
-        size_row = QHBoxLayout()
-        size_row.setSpacing(6)
-        self.pool_size = QSpinBox(self.pool)
-        self.pool_size.setRange(0, MAX_POOL_SIZE)
-        self.pool_size.setSpecialValueText("off")
-        self.pool_size.setAccessibleName(f"Warm containers to keep ready for {info.title}")
-        self.pool_size.setToolTip("Containers started ahead for the next run; each used once")
-        size_row.addWidget(plain_label("Warm pool size:", self.pool))
-        size_row.addWidget(self.pool_size)
-        size_row.addStretch(1)
-        pool.addLayout(size_row)
-        self.pool_status = plain_label("", self.pool, wrap=True)
-        pool.addWidget(self.pool_status)
+        self.pool = PoolControls(info.title, self)
         self.pool.hide()
         layout.addWidget(self.pool)
         layout.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignLeft)
@@ -148,13 +131,6 @@ class PostureCard(QFrame):
         self.details.setVisible(checked)
         arrow = Qt.ArrowType.DownArrow if checked else Qt.ArrowType.RightArrow
         self.details_button.setArrowType(arrow)
-
-    def show_pool(self, status: PoolStatus) -> None:
-        """Show what the posture's warm pool holds now."""
-        text, colour = pool_text(status)
-        if self.pool_status.text() != text:
-            self.pool_status.setText(text)
-            set_status(self.pool_status, colour)
 
     def set_availability(self, availability: Availability) -> None:
         """Show whether the posture can run here, and allow choosing it only if it can."""
@@ -184,6 +160,10 @@ class PosturePicker(QScrollArea):
         self._tasks: set[asyncio.Task[None]] = set()
         self._pool_timer = QTimer(self)
         self._pool_timer.setInterval(POOL_REFRESH_MS)
+        self._prime_timer = QTimer(self)  # browsing skills primes once, for the last one
+        self._prime_timer.setSingleShot(True)
+        self._prime_timer.setInterval(PRIME_DELAY_MS)
+        self._primed: tuple[WarmPool, Posture, SessionSpec] | None = None
 
         inner = QWidget(self)
         layout = QVBoxLayout(inner)
@@ -213,8 +193,9 @@ class PosturePicker(QScrollArea):
     def _connect_signals(self) -> None:
         self._group.buttonClicked.connect(self.on_group_button_clicked)
         self._pool_timer.timeout.connect(self.on_pool_timer_timeout)
+        self._prime_timer.timeout.connect(self.on_prime_timer_timeout)
         for card in self._cards.values():
-            card.pool_size.valueChanged.connect(self.on_pool_size_value_changed)
+            card.pool.size_box.valueChanged.connect(self.on_pool_size_value_changed)
 
     # Public API -------------------------------------------------------------------------
 
@@ -259,12 +240,9 @@ class PosturePicker(QScrollArea):
         self._pools, self._settings = dict(pools), settings
         for posture_id, pool in self._pools.items():
             card = self._cards[posture_id]
-            size = _setting_int(settings.value(f"pool/{posture_id}", 0))
-            card.pool_size.blockSignals(True)
-            card.pool_size.setValue(size)
-            card.pool_size.blockSignals(False)
+            card.pool.set_size(settings.value(f"pool/{posture_id}", 0))
             card.pool.show()
-            self._spawn(pool.resize(card.pool_size.value()))
+            self._spawn(pool.resize(card.pool.size_box.value()))
         self.on_pool_timer_timeout()
         self._pool_timer.start()
 
@@ -275,27 +253,36 @@ class PosturePicker(QScrollArea):
             return
         workspace = layout.fresh_workspace(new_run_id())
         session = SessionSpec(skill.path, skill.name, workspace, layout.runs_root)
-        self._spawn(pool.prime(posture, session))
+        self._primed = (pool, posture, session)
+        self._prime_timer.start()
 
     async def shutdown(self) -> None:
         """Wait for the pool calls in progress (the app closes the pools after)."""
         self._pool_timer.stop()
+        self._prime_timer.stop()
+        self._primed = None
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     # Slots ------------------------------------------------------------------------------
 
     def on_pool_size_value_changed(self, size: int) -> None:
-        card = next(c for c in self._cards.values() if c.pool_size is self.sender())
+        card = next(c for c in self._cards.values() if c.pool.size_box is self.sender())
         pool = self._pools.get(card.posture_id)
         if pool is None or self._settings is None:
             return
         self._settings.setValue(f"pool/{card.posture_id}", size)
         self._spawn(pool.resize(size))
-        card.show_pool(pool.status())
+        card.pool.show_status(pool.status())
+
+    def on_prime_timer_timeout(self) -> None:
+        if self._primed is not None:
+            pool, posture, session = self._primed
+            self._primed = None
+            self._spawn(pool.prime(posture, session))
 
     def on_pool_timer_timeout(self) -> None:
         for posture_id, pool in self._pools.items():
-            self._cards[posture_id].show_pool(pool.status())
+            self._cards[posture_id].pool.show_status(pool.status())
 
     def on_group_button_clicked(self, button: QAbstractButton) -> None:
         posture_id = next(p for p, card in self._cards.items() if card.radio is button)
@@ -357,25 +344,6 @@ class PosturePicker(QScrollArea):
             card.style().polish(card)
         if changed and posture_id is not None:
             self.posture_changed.emit(posture_id)
-
-
-def pool_text(status: PoolStatus) -> tuple[str, str]:
-    """What a card says about its warm pool, and the colour to say it in."""
-    if status.size == 0:
-        return "Warm pool off: every run starts its container.", "muted"
-    if status.problem:
-        return f"Warm pool cannot fill: {status.problem}", "warning"
-    if not status.key:
-        return f"Warm pool: {status.size} wanted; fills once a skill is chosen.", "muted"
-    starting = f", starting {status.starting}" if status.starting else ""
-    colour = "ok" if status.ready else "muted"
-    return f"Warm pool: {status.ready} ready{starting} for {status.key}", colour
-
-
-def _setting_int(value: object) -> int:
-    """A size from the settings (text on some platforms); 0 when unreadable."""
-    text = str(value)
-    return max(0, min(MAX_POOL_SIZE, int(text))) if text.isdigit() else 0
 
 
 _WARNING_STATUS = {Severity.DANGER: "danger", Severity.CAUTION: "warning", Severity.INFO: "muted"}
