@@ -102,8 +102,8 @@ class WarmWorker:
             )
         age = time.monotonic() - self.ready_at
         return (
-            f"warm worker: started {self.ready_seconds * 1000:.0f} ms before it was needed "
-            f"(ready {age:.1f} s ago), not counted in this run's time"
+            f"warm worker: started in {self.ready_seconds * 1000:.0f} ms, {age:.1f} s before "
+            "this run (not counted in its time)"
         )
 
     async def wait_waiting(self) -> bool:
