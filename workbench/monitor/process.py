@@ -68,14 +68,20 @@ def parents(roots: Iterable[int]) -> dict[int, int]:
 
 def carries_tag(pid: int, tag: bytes) -> bool:
     """True when `pid`'s initial environment holds `tag` (False if unreadable or a zombie)."""
+    return tag_verdict(pid, tag) is True
+
+
+def tag_verdict(pid: int, tag: bytes) -> bool | None:
+    """Whether `pid`'s initial environment holds `tag`; None when it cannot be told now (the
+    environment is unreadable, or empty: a zombie, or a process in the middle of an exec)."""
     try:
         # A plain open(): this runs for every process on the machine when the app looks for
         # escaped processes, and pathlib triples its cost.
         with open(f"/proc/{pid}/environ", "rb") as environ:  # noqa: PTH123
             data = environ.read()
     except OSError:
-        return False
-    return b"\0" + tag + b"\0" in b"\0" + data + b"\0"
+        return None
+    return b"\0" + tag + b"\0" in b"\0" + data + b"\0" if data else None
 
 
 def tagged_processes(tag: bytes) -> set[int]:
@@ -136,14 +142,16 @@ class ProcessTreeSampler:
         roots = [self._root.pid] if self._root and alive(self._root) else []
         excluded = set(self._exclude())
         children = [pid for pid in proc_children(os.getpid()) if pid not in excluded]
-        verdicts = {
-            pid: self._orphan_verdicts.get(pid)
-            if pid in self._orphan_verdicts
-            else carries_tag(pid, self._tag)
-            for pid in children
-        }
-        self._orphan_verdicts = {pid: bool(v) for pid, v in verdicts.items()}
-        roots.extend(pid for pid, tagged in self._orphan_verdicts.items() if tagged)
+        verdicts: dict[int, bool] = {}  # kept while the child lives; unknown ones asked again
+        for pid in children:
+            verdict = self._orphan_verdicts.get(pid)
+            if verdict is None:
+                verdict = tag_verdict(pid, self._tag)
+            if verdict is not None:
+                verdicts[pid] = verdict
+            if verdict:
+                roots.append(pid)
+        self._orphan_verdicts = verdicts
         return parents(roots)
 
     def sample(self) -> ResourceSample:

@@ -11,6 +11,7 @@ import psutil
 import pytest
 
 from workbench.executors.process_tree import become_subreaper, reap_orphans
+from workbench.monitor import process as process_module
 from workbench.monitor.process import (
     RUN_TAG_ENV,
     ProcessTreeSampler,
@@ -85,6 +86,9 @@ def test_sampler_follows_a_tagged_orphan() -> None:
     ) as shell:
         assert shell.stdout is not None and shell.stdout.readline() == b"started\n"
         root = psutil.Process(shell.pid)
+    deadline = time.monotonic() + 5  # the orphan may still be in the middle of its exec
+    while not tagged_processes(run_tag("t-orphan")) and time.monotonic() < deadline:
+        time.sleep(0.01)
     try:
 
         async def go() -> set[int]:
@@ -140,3 +144,28 @@ def test_sampling_cost_report(sleepers: int) -> None:
         f"\nsampler, {sleepers + 1} processes: {count / 3:.1f} Hz, "
         f"{spent / count * 1000:.2f} ms per sample, {spent / 3 * 100:.2f} % of one core"
     )
+
+
+def test_an_orphan_whose_tag_cannot_be_read_yet_is_asked_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A child read in the middle of an exec shows an empty environment: no verdict yet."""
+    env = {**os.environ, RUN_TAG_ENV: "t-later"}
+    child = subprocess.Popen(["sleep", "30"], env=env)
+    answers = iter([None, None])
+    real = process_module.tag_verdict
+
+    def verdict(pid: int, tag: bytes) -> bool | None:
+        return next(answers, real(pid, tag)) if pid == child.pid else real(pid, tag)
+
+    try:
+        while not carries_tag(child.pid, run_tag("t-later")):  # sleep has been exec'd
+            time.sleep(0.01)
+        monkeypatch.setattr(process_module, "tag_verdict", verdict)
+        sampler = ProcessTreeSampler(None, run_tag("t-later"), 0.0)
+        assert child.pid not in sampler.members()  # the environment could not be read
+        assert child.pid not in sampler.members()
+        assert child.pid in sampler.members()  # read now: a tagged orphan, followed from here
+    finally:
+        child.kill()
+        child.wait()
