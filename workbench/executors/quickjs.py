@@ -21,7 +21,9 @@ Identity: when the workbench runs as root, the worker runs as the session's thro
 chosen as the hardened posture chooses it; the workspace is lent to it (`SharedLoan`) while
 runs are in flight. The worker opens the workspace and the script first, then drops to that
 uid (no supplementary groups) before the rlimits, `ready` and the engine; the card reads the
-uid back from /proc. As a user, the worker runs as that user.
+uid back from /proc. As a user, the worker runs as that user. A warm worker loaded the engine
+before its run, as root, and receives the opened workspace and script as descriptors, then
+drops to the uid; a reused one keeps its pool's uid (`workbench.jsworker.serve`).
 
 COMMAND is `SCRIPT.js [ARG...]`; `scriptArgs` holds the ARGs. SCRIPT is `$SKILL_DIR/...` for
 the skill folder, a relative path (looked up in the workspace, then in the skill folder, so a
@@ -45,7 +47,7 @@ worker; the worker's own part of a warm run is 0.4-0.7 ms, the rest is the run's
 kill verification and bookkeeping, as for a cold run. The run's clock, capture, sampling and
 CPU count start at adoption, and the card says the worker was warm and how long it took to
 start; the pool spawns the next one after the run, so it never competes with it. Without a
-pool, or with none ready for the run's posture and session, the run starts cold and says so.
+pool, or with none ready for the run's posture, the run starts cold and says so.
 """
 
 import json
@@ -117,6 +119,7 @@ class QuickJsExecutor(SubprocessExecutor):
 
     _run_uid: int | None = None
     _workspace_loan: SharedLoan | None = None
+    _pool_uid = False  # the uid is the pool's (its workers are reused), not this session's
 
     def __init__(self, posture: Posture, pool: "QuickJsWorkerPool | None" = None) -> None:
         super().__init__(posture)
@@ -125,9 +128,10 @@ class QuickJsExecutor(SubprocessExecutor):
     async def start(self, session: SessionSpec) -> None:
         """Start the session; as root, pick its throwaway uid and lend it the workspace."""
         await super().start(session)
-        if self._pool is not None:
-            identity = self._pool.identity(self.posture, session)
+        identity = None if self._pool is None else self._pool.identity(session)
+        if identity is not None:  # a reused worker keeps the pool's uid
             self._run_uid, self._workspace_loan = identity.uid, identity.loan
+            self._pool_uid = True
         elif os.geteuid() == 0:
             uid = self._run_uid = RUN_UID_BASE + secrets.randbelow(RUN_UID_SPAN)
             self._workspace_loan = SharedLoan(FolderLoan(session.workspace, uid, uid))
@@ -177,16 +181,16 @@ class QuickJsExecutor(SubprocessExecutor):
         ]
         checks += fetch_checks(self.posture.fetch_hosts)
         pool = self._pool
-        worker = None if pool is None else pool.take(self.posture, context.session)
+        worker = None if pool is None else pool.take(self.posture)
         if pool is not None:
             start = worker.describe() if worker else "cold start: no warm worker was ready"
             checks.append((start, True))
         card = PostureCard(
             self.posture,
             checks=tuple(checks),
-            env_kept=tuple(sorted(env)),
+            env_kept=() if worker else tuple(sorted(env)),  # a warm worker's is empty
             env_dropped=tuple(sorted(context.request.env)),
-            run_as=_run_as(uid),
+            run_as=_run_as(uid, worker is not None, identity=self._pool_uid),
         )
         if pool is not None and worker is not None:
             try:
@@ -280,13 +284,20 @@ def _open_for_worker(workspace: Path, script: Path) -> tuple[int, int]:
         raise
 
 
-def _run_as(uid: int | None) -> str:
+def _run_as(uid: int | None, warm: bool, identity: bool) -> str:
+    """The card's `run_as`: who the worker ran as, and how it got there."""
     if uid is None:
         user = describe_user(os.getuid())
         return f"{user}: you (the workbench is not root, so it cannot switch users)"
+    whose = "of the warm pool, kept by its reused workers" if identity else "for this session"
+    how = (
+        "the warm worker loaded the engine before the run, received the workspace and the "
+        "script as descriptors the app opened, and switched to it before anything of the run"
+        if warm
+        else "the worker switches to it before loading the engine, after opening the workspace "
+        "and the script"
+    )
     return (
-        f"uid {uid}, gid {uid}: a throwaway user for this session (the workbench runs as root); "
-        "the worker switches to it before loading the engine, after opening the workspace and "
-        "the script. The workspace is chowned to it while runs are in flight and given back "
-        "afterwards."
+        f"uid {uid}, gid {uid}: a throwaway user {whose} (the workbench runs as root); {how}. "
+        "The workspace is chowned to it while runs are in flight and given back afterwards."
     )

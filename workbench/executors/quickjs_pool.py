@@ -1,22 +1,24 @@
 """Warm QuickJS workers: spawned ahead of their runs, kept ready per posture and session.
 
 `QuickJsWorkerPool` is the `WarmPool` of the quickjs posture. It keeps `size` workers
-(`workbench.jsworker.serve`) spawned for one key (the posture and the session's skill folder
-and workspace, which are the worker's environment and working folder), each past its imports
-and waiting on its control socket (`WarmWorker`). Its executors (`executor()`) take one for a
-run when one is ready for the run's key, else start cold; the card says which. A run that
-comes for another key re-keys the pool (the idle workers are killed, new ones spawned in the
-background), so the pool follows the session in use. The pool spawns the next worker when a
-run is over, never during it (a spawn costs a core for ~30 ms): runs closer together than
-that start cold.
+(`workbench.jsworker.serve`) spawned for one posture (its limits and `fetch` are what a worker
+is started with), each past its imports and waiting on its control socket (`WarmWorker`).
+A worker knows no skill or workspace until its run sends them as descriptors, so one pool
+serves every session, including the fresh workspace each run in the app gets. Its executors
+(`executor()`) take a worker for a run when one is ready for the run's posture, else start
+cold; the card says which. A run of another posture re-keys the pool (the idle workers are
+killed, new ones spawned in the background). The pool spawns the next worker when a run is
+over, never during it (a spawn costs a core for ~30 ms): runs closer together than that
+start cold.
 
 Workers are one-shot by default: a worker serves one run and exits, so each run has a fresh
-process as well as a fresh context. With `reuse` (`max_runs` > 1) a worker that ended its run
-with `ok` or a JavaScript error goes back to the pool for another run of the same key (a fresh
-`quickjs.Context` each time, see `workbench.jsworker.serve`); one that ended in any other way
-(a limit, a crash, a kill, the timeout, Stop) is never reused. The pool holds the key's
-throwaway uid and workspace loan, so a reused worker and every executor of the key agree on
-who runs. `close()` kills the idle workers and verifies they are gone.
+process as well as a fresh context, and it switches to the uid of the executor that adopts
+it, as a cold worker does. With `reuse` (`max_runs` > 1) a worker that ended its run with
+`ok` or a JavaScript error goes back to the pool for another run (a fresh `quickjs.Context`
+each time, see `workbench.jsworker.serve`); one that ended in any other way (a limit, a crash,
+a kill, the timeout, Stop) is never reused. A reused worker keeps its uid, so as root such a
+pool has one throwaway uid of its own, which its executors use, with one workspace loan per
+workspace. `close()` kills the idle workers and verifies they are gone.
 """
 
 import asyncio
@@ -47,28 +49,10 @@ WAITING_TIMEOUT_S = 10.0  # from spawn to the worker's `waiting`
 REUSE_RUNS = 16  # runs a reused worker serves at most
 
 
-@dataclass(frozen=True, slots=True)
-class PoolKey:
-    """What a warm worker serves: the posture, and the session's folders."""
-
-    posture: Posture
-    skill_dir: Path
-    workspace: Path
-
-    @classmethod
-    def of(cls, posture: Posture, session: SessionSpec) -> "PoolKey":
-        """The key of runs of `posture` in `session`."""
-        return cls(posture, session.skill_dir, session.workspace)
-
-    def words(self) -> str:
-        """The key for people."""
-        memory = format_bytes(self.posture.limits.memory_bytes)
-        return f"{self.skill_dir.name} in {self.workspace}, {memory}"
-
-
 @dataclass(slots=True)
 class PoolIdentity:
-    """Who a key's workers run as (root only): one throwaway uid and its workspace loan."""
+    """Who a reused worker runs as (as root): the pool's throwaway uid, and the loan of the
+    run's workspace to it."""
 
     uid: int | None
     loan: SharedLoan | None
@@ -77,11 +61,11 @@ class PoolIdentity:
 class WarmWorker:
     """A spawned worker waiting for a run, and the app's end of its control socket."""
 
-    def __init__(self, spawned: Spawned, sock: socket.socket, launch: Launch, key: PoolKey):
+    def __init__(self, spawned: Spawned, sock: socket.socket, launch: Launch, posture: Posture):
         self.spawned = spawned
         self.sock = sock
         self.launch = launch
-        self.key = key
+        self.posture = posture
         self.max_runs = int(json.loads(launch.argv[-1])["max_runs"])
         self.runs = 0
         self.ready_seconds = 0.0  # from spawn to `waiting`
@@ -132,13 +116,17 @@ class WarmWorker:
         return (await retire(self.spawned)).leftover
 
 
-async def start_worker(key: PoolKey, max_runs: int) -> WarmWorker | str:
-    """Spawn a worker for `key` and wait until it waits; or why it could not start."""
+async def start_worker(posture: Posture, max_runs: int) -> WarmWorker | str:
+    """Spawn a worker for runs of `posture` and wait until it waits; or why it could not.
+
+    It knows no skill or workspace yet: its environment holds only the run tag and its
+    working folder is /, neither of which JavaScript can see; the run brings its folders as
+    descriptors.
+    """
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    spec = {"control_fd": theirs.fileno(), "fetch": bool(key.posture.fetch_hosts)}
+    spec = {"control_fd": theirs.fileno(), "fetch": bool(posture.fetch_hosts)}
     argv = (*child_argv(SERVE_MODULE), json.dumps({**spec, "max_runs": max_runs}))
-    env = {"SKILL_DIR": str(key.skill_dir), "WORKSPACE": str(key.workspace)}
-    launch = Launch(argv, env, key.workspace, pass_fds=(theirs.fileno(),))
+    launch = Launch(argv, {}, Path("/"), pass_fds=(theirs.fileno(),))
     try:
         spawned = await spawn(launch, f"quickjs-warm-{secrets.token_hex(6)}")
     except BaseException:  # cancelled: the pool is closing
@@ -149,7 +137,7 @@ async def start_worker(key: PoolKey, max_runs: int) -> WarmWorker | str:
     if isinstance(spawned, str):
         ours.close()
         return spawned
-    worker = WarmWorker(spawned, ours, launch, key)
+    worker = WarmWorker(spawned, ours, launch, posture)
     try:
         waiting = await worker.wait_waiting()
     except asyncio.CancelledError:  # the pool is closing: leave nothing behind
@@ -162,13 +150,14 @@ async def start_worker(key: PoolKey, max_runs: int) -> WarmWorker | str:
 
 
 class QuickJsWorkerPool:
-    """Warm QuickJS workers for one key at a time; see the module docstring."""
+    """Warm QuickJS workers for one posture at a time; see the module docstring."""
 
     def __init__(self, size: int = 1, reuse: bool = False) -> None:
         self._size = size
         self._max_runs = REUSE_RUNS if reuse else 1
-        self._key: PoolKey | None = None
-        self._identity = PoolIdentity(None, None)
+        self._posture: Posture | None = None
+        self._uid = RUN_UID_BASE + secrets.randbelow(RUN_UID_SPAN) if os.geteuid() == 0 else None
+        self._loans: dict[Path, SharedLoan] = {}
         self._idle: list[WarmWorker] = []
         self._starting = 0
         self._lent = 0  # reused workers out on a run, which may come back
@@ -179,9 +168,12 @@ class QuickJsWorkerPool:
 
     def status(self) -> PoolStatus:
         """The pool's state now."""
-        key = self._key.words() if self._key and self._size else ""
-        if key and self._max_runs > 1:
-            key += f", reused up to {self._max_runs} runs"
+        key = ""
+        if self._posture is not None and self._size:
+            limits = self._posture.limits
+            key = f"any skill, {format_bytes(limits.memory_bytes)}, {limits.timeout_s:g} s"
+            if self._max_runs > 1:
+                key += f", each worker reused for up to {self._max_runs} runs"
         ready = sum(not w.spawned.exited for w in self._idle)
         return PoolStatus(self._size, ready, self._starting, key, self._problem)
 
@@ -199,8 +191,10 @@ class QuickJsWorkerPool:
         self._kick()
 
     async def prime(self, posture: Posture, session: SessionSpec) -> None:
-        """Fill the pool for runs of `posture` in `session`."""
-        self.identity(posture, session)
+        """Fill the pool for runs of `posture` (in any session: see `start_worker`)."""
+        del session
+        self._rekey(posture)
+        self._kick()
 
     async def close(self) -> None:
         """Stop refilling, kill every idle worker and verify they are gone."""
@@ -214,26 +208,26 @@ class QuickJsWorkerPool:
         while self._retiring:
             await asyncio.gather(*self._retiring)
 
-    def identity(self, posture: Posture, session: SessionSpec) -> PoolIdentity:
-        """Who runs of this key run as; re-keys the pool to it (see the module docstring)."""
-        key = PoolKey.of(posture, session)
-        if key != self._key:
-            self._key, self._problem = key, ""
-            uid = RUN_UID_BASE + secrets.randbelow(RUN_UID_SPAN) if os.geteuid() == 0 else None
-            loan = None if uid is None else SharedLoan(FolderLoan(session.workspace, uid, uid))
-            self._identity = PoolIdentity(uid, loan)
-            while self._idle:
-                self._drop(self._idle.pop())
-        self._kick()
-        return self._identity
+    def identity(self, session: SessionSpec) -> PoolIdentity | None:
+        """Who a reused worker runs as in `session`; None when workers are one-shot (each
+        takes the uid of the executor that adopts it, as a cold worker does)."""
+        if self._max_runs == 1:
+            return None
+        if self._uid is None:
+            return PoolIdentity(None, None)
+        loan = self._loans.get(session.workspace)
+        if loan is None:
+            loan = SharedLoan(FolderLoan(session.workspace, self._uid, self._uid))
+            self._loans[session.workspace] = loan
+        return PoolIdentity(self._uid, loan)
 
-    def take(self, posture: Posture, session: SessionSpec) -> WarmWorker | None:
-        """A ready worker for this run's key, or None (the run starts cold)."""
-        key = PoolKey.of(posture, session)
+    def take(self, posture: Posture) -> WarmWorker | None:
+        """A ready worker for a run of `posture`, or None (the run starts cold)."""
+        self._rekey(posture)
         worker = None
         while self._idle and worker is None:
             candidate = self._idle.pop(0)
-            if candidate.key == key and not candidate.spawned.exited:
+            if not candidate.spawned.exited:
                 worker = candidate
             else:
                 self._drop(candidate)
@@ -244,15 +238,23 @@ class QuickJsWorkerPool:
         return worker  # refilled when the run is over (`settle`): never competing with it
 
     def settle(self, worker: WarmWorker, kept: bool) -> None:
-        """After a run: a kept worker goes back for another run of its key, else it is killed."""
+        """After a run: a kept worker goes back for another run of its posture, else it is
+        killed."""
         if worker.max_runs > 1:
             self._lent -= 1
-        wanted = self._wanted() > 0
-        if kept and wanted and worker.key == self._key and worker.runs < worker.max_runs:
+        wanted = self._wanted() > 0 and worker.posture == self._posture
+        if kept and wanted and worker.runs < worker.max_runs:
             self._idle.append(worker)
         else:
             self._drop(worker)
         self._kick()
+
+    def _rekey(self, posture: Posture) -> None:
+        """Serve `posture` from now on: the idle workers of another one are killed."""
+        if posture != self._posture:
+            self._posture, self._problem = posture, ""
+            while self._idle:
+                self._drop(self._idle.pop())
 
     def _drop(self, worker: WarmWorker) -> None:
         task = asyncio.get_running_loop().create_task(worker.retire())
@@ -272,19 +274,19 @@ class QuickJsWorkerPool:
         return self._size - len(self._idle) - self._starting - self._lent
 
     async def _fill(self) -> None:
-        """Spawn workers one at a time until the pool holds `size` for its key."""
-        while self._key is not None and self._wanted() > 0:
-            key = self._key
+        """Spawn workers one at a time until the pool holds `size` for its posture."""
+        while self._posture is not None and self._wanted() > 0:
+            posture = self._posture
             self._starting += 1
             try:
-                worker = await start_worker(key, self._max_runs)
+                worker = await start_worker(posture, self._max_runs)
             finally:
                 self._starting -= 1
             if isinstance(worker, str):
                 self._problem = worker
                 return
             self._problem = ""
-            if key == self._key and len(self._idle) < self._size:
+            if posture == self._posture and self._wanted() > 0:
                 self._idle.append(worker)
             else:
                 self._drop(worker)

@@ -1,14 +1,14 @@
 """A warm QuickJS worker: started before its run, it waits on its control socket.
 
 Started by `workbench.executors.quickjs_pool` as `python -I -m workbench.jsworker.serve SPEC`,
-with the session's workspace as its working folder. SPEC is JSON: `control_fd` (one end of a
-Unix stream socket pair), `fetch` (import the fetch module now) and `max_runs` (1: one-shot;
-more: the worker is reused). It imports the engine, sends `waiting` (see `protocol`) and
-blocks until the app sends a run: one framed message `{"run_as", "rlimits", "run"}` with two
-descriptors attached (SCM_RIGHTS): the workspace folder and the entry script, which the app
-opened (the folder as a cold worker opens it, the script without following a link). Then it
-does what a cold worker does (`worker`): switch to `run_as`, apply the rlimits, send `ready`,
-run the script in a fresh context, send `result`.
+in /, with no environment but the run tag: it knows no skill or workspace before its run.
+SPEC is JSON: `control_fd` (one end of a Unix stream socket pair), `fetch` (import the fetch
+module now) and `max_runs` (1: one-shot; more: the worker is reused). It imports the engine,
+sends `waiting` (see `protocol`) and blocks until the app sends a run: one framed message
+`{"run_as", "rlimits", "run"}` with two descriptors attached (SCM_RIGHTS), the workspace
+folder and the entry script, which the app opened (the folder as a cold worker opens it, the
+script without following a link). Then it does what a cold worker does (`worker`): switch to
+`run_as`, apply the rlimits, send `ready`, run the script in a fresh context, send `result`.
 
 Identity: the worker is spawned with the app's uid (root, when the app is) and runs nothing
 but its imports before the first run arrives. It never opens a path after it switches users:
@@ -25,9 +25,10 @@ State: each run gets a fresh `quickjs.Context`, which owns its own runtime (heap
 prototypes, globals), so nothing a script changes in JavaScript survives it. The worker's
 Python side keeps nothing of a run either (a new `Host`, a new `WorkspaceFs`, both closed).
 What a reused worker does not protect against is an engine exploit that takes over the
-process: it would outlive the run, as the session's uid. That is why the app reuses a worker
-only on request, and only after a run that ended with `ok` or a JavaScript error; after a
-limit, a crash, a kill or anything else, the worker exits (`next` is false in the result).
+process: it would outlive the run, as the pool's uid, into the next runs the worker serves.
+That is why the app reuses a worker only on request, and only after a run that ended with
+`ok` or a JavaScript error; after a limit, a crash, a kill or anything else, the worker exits
+(`next` is false in the result).
 """
 
 import contextlib

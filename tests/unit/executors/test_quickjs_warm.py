@@ -31,7 +31,7 @@ PROBE = "console.log(typeof ({}).x, [].push(1), typeof junk);"
 
 def session(tmp_path: Path) -> SessionSpec:
     for name in ("skill", "ws", "runs"):
-        (tmp_path / name).mkdir(exist_ok=True)
+        (tmp_path / name).mkdir(parents=True, exist_ok=True)
     return SessionSpec(tmp_path / "skill", "demo", tmp_path / "ws", tmp_path / "runs")
 
 
@@ -241,8 +241,25 @@ def test_a_cold_start_says_so_and_close_leaves_nothing(tmp_path: Path) -> None:
                     break
                 await asyncio.sleep(0.02)
             assert pool.status().ready == 2
-            assert pool.status().key.startswith("skill in ")
+            memory = posture().limits.memory_bytes // MIB
+            assert pool.status().key == f"any skill, {memory} MiB, 10 s"
 
     result = with_pool(False, body)
     assert result.status is RunStatus.OK
     assert start_line(result) == "cold start: no warm worker was ready"
+
+
+def test_one_reused_worker_serves_fresh_workspaces_each_its_own(tmp_path: Path) -> None:
+    """As in the app, every run gets a fresh workspace; the worker gets each as a descriptor."""
+    first, second = session(tmp_path / "one"), session(tmp_path / "two")
+    (first.workspace / "mine.txt").write_text("first")
+    lister = "console.log(JSON.stringify(fs.list('.').sort()));"
+
+    async def body(pool: QuickJsWorkerPool) -> list[RunResult]:
+        return [await warm_run(pool, first, lister), await warm_run(pool, second, lister)]
+
+    one, two = with_pool(True, body)
+    assert one.stdout.text == '["main.js","mine.txt"]\n'
+    assert two.stdout.text == '["main.js"]\n'
+    assert start_line(two).startswith("reused warm worker: run 2")
+    assert two.card.env_kept == ()  # the worker's environment holds no folder names
