@@ -104,7 +104,7 @@ def _fill(args: argparse.Namespace) -> int:
     async def fill() -> None:
         await pool.resize(args.size)
         await pool.prime(posture, session)
-        await pool.settle()
+        await pool.detach()
 
     asyncio.run(fill())
     status = pool.status()
@@ -152,14 +152,14 @@ async def run_warm(
 
     pool = ContainerPool(spares_dir=service.layout.fresh_workspace(plan.run_id).parent)
     if not await pool.adopt(plan.posture, _session(service, plan)):
-        await pool.settle()
+        await pool.detach()
         return await service.run_once(plan, sink, cancel)
     warm = WarmStarts({plan.posture.id: pool})
     pooled = RunService(service.layout, service.history, warm.build_executor, service.limits)
     try:
         return await pooled.run_once(plan, sink, cancel)
     finally:
-        await pool.settle()
+        await pool.detach()
 
 
 def _session(service: "RunService", plan: "RunPlan") -> SessionSpec:

@@ -120,7 +120,7 @@ class ContainerPool:
         """Keep `size` ready from now on; 0 drains what this pool started."""
         self._size = max(0, size)
         if self._size == 0:
-            await self._settle()
+            await self.settle()
             await self._drain_mine(keep="")
             self._ready = []
             self._problem = ""
@@ -151,15 +151,20 @@ class ContainerPool:
         return self._size
 
     async def settle(self) -> None:
-        """Wait for the fill in progress, then let go of the engine (the ready containers
-        stay in it for the next process)."""
-        await self._settle()
+        """Wait for the fill in progress."""
+        if self._fill is not None:
+            await asyncio.gather(self._fill, return_exceptions=True)
+
+    async def detach(self) -> None:
+        """Wait for the fill in progress, then let go of the engine; the ready containers
+        stay in it for the next process (`workbench pool fill`, `workbench run`)."""
+        await self.settle()
         self._close_client()
 
     async def close(self) -> None:
         """Remove every container this pool started and still holds."""
         self._size = 0
-        await self._settle()
+        await self.settle()
         with contextlib.suppress(DockerException, RequestException, ExecutorError):
             await self._drain_mine(keep="")
         self._ready = []
@@ -353,10 +358,6 @@ class ContainerPool:
             if self._client is None:
                 self._client = await asyncio.to_thread(engine_client, ENGINE_TIMEOUT_S)
             return self._client
-
-    async def _settle(self) -> None:
-        if self._fill is not None:
-            await asyncio.gather(self._fill, return_exceptions=True)
 
     def _close_client(self) -> None:
         if self._client is not None:
