@@ -1,8 +1,9 @@
 """Rows of the container postures (`docker`, and `gvisor` on runsc) and the cgroup sampler.
 
-Ours goes through the executor (`build_executor`): `start()` of a session, `run()` of `true`,
-the first output chunk of a run, and Stop (the run's `CancelToken`) of a running `sleep`, with
-the time until `run()` returns. The floors are the docker command-line client on the same
+Ours goes through the executor (`build_executor`): `start()` of a session (and of one taking a
+container from a warm pool, against the cold start), `run()` of `true`, the first output
+chunk of a run, and Stop (the run's `CancelToken`) of a running `sleep`, with the time until
+`run()` returns. The floors are the docker command-line client on the same
 engine, image and runtime: `docker run --rm --network none IMAGE true`, `docker exec` into our
 session's container, and `docker kill` of a container running `sleep`. Every container the
 floors start carries `BENCH_LABEL` and is removed at the end; if a measurement hangs, `abort`
@@ -31,6 +32,7 @@ from workbench.bench.rows import (
 )
 from workbench.bench.stats import Case, cpu_per_call, interleave, timed_call
 from workbench.executors import Executor, build_executor
+from workbench.executors.docker_pool import ContainerPool
 from workbench.executors.types import CancelToken, OutputChunk, RunRequest, RunResult, RunStatus
 from workbench.postures import DEFAULT_IMAGE, Posture, PostureId
 
@@ -50,6 +52,13 @@ def _rows(posture: PostureId) -> tuple[RowSpec, ...]:
             "executor start()",
             f"{cli} run --rm --network none IMAGE true",
             Goal("<= 0.8x", max_ratio=0.8),
+        ),
+        RowSpec(
+            f"{posture}-warm-start",
+            f"{name} session start (warm pool)",
+            "executor start() taking a pooled container",
+            "executor start() starting one (cold)",
+            Goal("<= 0.5x", max_ratio=0.5),
         ),
         RowSpec(
             f"{posture}-round-trip",
@@ -167,6 +176,27 @@ def _session_start(posture: Posture, context: BenchContext) -> Callable[[], Awai
     return measure
 
 
+def _warm_start(
+    posture: Posture, context: BenchContext, pool: ContainerPool
+) -> Callable[[], Awaitable[float]]:
+    session = scratch_session(context.scratch / f"{posture.id}-warm-starts", context.token)
+
+    async def measure() -> float:
+        await pool.resize(1)
+        await pool.prime(posture, session)
+        await pool.settle()  # refilled before the clock starts
+        executor = pool.executor(posture)
+        start = time.perf_counter()
+        await executor.start(session)
+        elapsed = time.perf_counter() - start
+        await executor.stop()
+        if not executor.warm:
+            raise RuntimeError(f"the pool had nothing ready: {pool.status().problem or 'none'}")
+        return elapsed
+
+    return measure
+
+
 def _detached(context: BenchContext, posture: PostureId, *command: str) -> str:
     """Start a labelled floor container running `command`; its id."""
     label = f"{BENCH_LABEL}={context.token}"
@@ -200,9 +230,10 @@ def _kill_floor(
 async def container_rows(
     posture: PostureId, context: BenchContext, wanted: frozenset[str], outcomes: dict[str, Outcome]
 ) -> None:
-    """The four rows of one container posture, sharing one started session."""
-    start_row, trip_row, chunk_row, stop_row = _rows(posture)
+    """The rows of one container posture; the last three share one started session."""
+    start_row, warm_row, trip_row, chunk_row, stop_row = _rows(posture)
     started: list[str] = []
+    pool = ContainerPool()
     try:
         if start_row.id in wanted:
             cli = ["docker", "run", "--rm", "--network", "none", *_runtime_args(posture)]
@@ -212,6 +243,14 @@ async def container_rows(
             ]
             stats = await interleave(cases, context.rounds(8, 3))
             outcomes[start_row.id] = Outcome(stats["ours"], stats["floor"])
+        if warm_row.id in wanted:
+            cases = [
+                Case("warm", _warm_start(Posture(posture), context, pool)),
+                Case("cold", _session_start(Posture(posture), context)),
+            ]
+            stats = await interleave(cases, context.rounds(8, 3))
+            outcomes[warm_row.id] = Outcome(stats["warm"], stats["cold"])
+            await pool.close()
         if not {trip_row.id, chunk_row.id, stop_row.id} & wanted:
             return
         session = scratch_session(context.scratch / f"{posture}-session", context.token)
@@ -233,6 +272,7 @@ async def container_rows(
                 stats = await interleave(cases, context.rounds(8, 3))
                 outcomes[stop_row.id] = Outcome(stats["ours"], stats["floor"])
     finally:
+        await pool.close()
         for container in started:
             with contextlib.suppress(subprocess.SubprocessError):
                 _docker("rm", "-f", container)
