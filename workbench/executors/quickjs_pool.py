@@ -47,6 +47,7 @@ from workbench.postures import Posture
 SERVE_MODULE = "workbench.jsworker.serve"
 WAITING_TIMEOUT_S = 10.0  # from spawn to the worker's `waiting`
 REUSE_RUNS = 16  # runs a reused worker serves at most
+LOANS_KEPT = 64  # workspace loans a reusing pool remembers (the app's runs each get a new one)
 
 
 @dataclass(slots=True)
@@ -61,12 +62,14 @@ class PoolIdentity:
 class WarmWorker:
     """A spawned worker waiting for a run, and the app's end of its control socket."""
 
-    def __init__(self, spawned: Spawned, sock: socket.socket, launch: Launch, posture: Posture):
+    def __init__(
+        self, spawned: Spawned, sock: socket.socket, launch: Launch, posture: Posture, max_runs: int
+    ) -> None:
         self.spawned = spawned
         self.sock = sock
         self.launch = launch
         self.posture = posture
-        self.max_runs = int(json.loads(launch.argv[-1])["max_runs"])
+        self.max_runs = max_runs
         self.runs = 0
         self.ready_seconds = 0.0  # from spawn to `waiting`
         self.ready_at = 0.0  # time.monotonic() at `waiting`
@@ -95,7 +98,6 @@ class WarmWorker:
         loop = asyncio.get_running_loop()
         self.sock.setblocking(False)
         decoder = MessageDecoder()
-        started = loop.time()
         try:
             async with asyncio.timeout(WAITING_TIMEOUT_S):
                 while True:
@@ -106,7 +108,7 @@ class WarmWorker:
                         break
         except (TimeoutError, OSError, ValueError):
             return False
-        self.ready_seconds = loop.time() - started
+        self.ready_seconds = loop.time() - self.spawned.spawned_at
         self.ready_at = time.monotonic()
         return True
 
@@ -137,7 +139,7 @@ async def start_worker(posture: Posture, max_runs: int) -> WarmWorker | str:
     if isinstance(spawned, str):
         ours.close()
         return spawned
-    worker = WarmWorker(spawned, ours, launch, posture)
+    worker = WarmWorker(spawned, ours, launch, posture, max_runs)
     try:
         waiting = await worker.wait_waiting()
     except asyncio.CancelledError:  # the pool is closing: leave nothing behind
@@ -215,10 +217,12 @@ class QuickJsWorkerPool:
             return None
         if self._uid is None:
             return PoolIdentity(None, None)
-        loan = self._loans.get(session.workspace)
+        loan = self._loans.pop(session.workspace, None)
         if loan is None:
             loan = SharedLoan(FolderLoan(session.workspace, self._uid, self._uid))
-            self._loans[session.workspace] = loan
+        self._loans[session.workspace] = loan  # the most recent last
+        while len(self._loans) > LOANS_KEPT:
+            del self._loans[next(iter(self._loans))]
         return PoolIdentity(self._uid, loan)
 
     def take(self, posture: Posture) -> WarmWorker | None:
