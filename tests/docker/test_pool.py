@@ -317,3 +317,29 @@ def test_an_engine_that_is_down_shows_as_the_problem(
 
     asyncio.run(go())
     _collect_leaked_sockets()
+
+
+@pytest.mark.docker
+def test_a_workspace_made_again_under_its_name_gets_a_cold_container(
+    folders: Folders, client: docker.DockerClient
+) -> None:
+    pool = ContainerPool()
+    spec = folders.spec()
+
+    async def go() -> None:
+        await pool.resize(1)
+        await pool.prime(DOCKER, spec)
+        await filled(pool, 1)
+        (stale,) = pooled_ids(client, pool, spec)
+        folders.workspace.rmdir()  # the pooled container still mounts the deleted folder
+        folders.workspace.mkdir()
+        executor = await started(pool, spec)
+        try:
+            assert not executor.warm and not exists(client, stale)
+            await ran(executor, "sh", "-c", "echo hi > made.txt")
+            assert (folders.workspace / "made.txt").read_text() == "hi\n"
+        finally:
+            await executor.stop()
+            await pool.close()
+
+    asyncio.run(go())

@@ -12,7 +12,8 @@ other machines sharing a remote engine do not share the lock. A claimed containe
 one session and removed after it, never returned. `remove_leftovers` leaves pooled containers
 alone; `docker_pooled.drain()` removes them.
 
-Handed out clean: at claim the container must run, the engine must have no exec in it ever
+Handed out clean: at claim the container must run, its skill folder and workspace must still
+be the folders it mounted (not deleted and made again), the engine must have no exec in it ever
 (its events since it was created, to the last whole second), on runc `docker top` must show
 only the init, the supervisor and its sleep, and the image behind the posture's tag must be
 the one it runs; otherwise it is removed and the next one (or a cold start) is used.
@@ -47,11 +48,13 @@ from workbench.executors.docker import ENGINE_TIMEOUT_S, DockerExecutor, runtime
 from workbench.executors.docker_pooled import (
     LABEL_POOL,
     LABEL_POOL_KEY,
+    LABEL_POOL_MOUNTS,
     LABEL_POOL_POSTURE,
     LABEL_POOL_SPARE,
     SPARE_PREFIX,
     execs_since_created,
     labels_of,
+    mount_ids,
     rename_locked,
 )
 from workbench.executors.docker_session import (
@@ -227,9 +230,12 @@ class ContainerPool:
         try:
             attrs = await asyncio.to_thread(client.api.inspect_container, session_name)
             labels = labels_of(attrs)
-            if labels.get(LABEL_POOL) == key.digest and await self._clean(client, attrs, key):
+            mounted = Path(labels[LABEL_POOL_SPARE]) if key.fresh else session.workspace
+            same = labels.get(LABEL_POOL_MOUNTS) == mount_ids(session.skill_dir, mounted)
+            same = same and labels.get(LABEL_POOL) == key.digest
+            if same and await self._clean(client, attrs, key):
                 if key.fresh:  # refused unless the run's workspace is still empty
-                    Path(labels[LABEL_POOL_SPARE]).rename(session.workspace)
+                    mounted.rename(session.workspace)
                 return Claimed(str(attrs["Id"]), labels.get(LABEL_SESSION, ""))
         except (DockerException, RequestException, OSError, KeyError):
             pass
@@ -302,6 +308,7 @@ class ContainerPool:
             LABEL_POOL_KEY: key.text,
             LABEL_POOL_POSTURE: key.posture.id.value,
             LABEL_POOL_SPARE: str(spare or ""),
+            LABEL_POOL_MOUNTS: mount_ids(session.skill_dir, session.workspace),
         }
         self._mine[name] = key.digest
         try:

@@ -28,6 +28,7 @@ LABEL_POOL = "org.skill-workbench.pool"  # the key's hash
 LABEL_POOL_KEY = "org.skill-workbench.pool.key"  # the key in words
 LABEL_POOL_POSTURE = "org.skill-workbench.pool.posture"
 LABEL_POOL_SPARE = "org.skill-workbench.pool.spare"  # the spare workspace folder, or ""
+LABEL_POOL_MOUNTS = "org.skill-workbench.pool.mounts"  # `mount_ids` of its folders
 SPARE_PREFIX = ".pool-"
 CLAIM_LOCK = Path(tempfile.gettempdir()) / "skill-workbench-pool.lock"
 CLAIM_LOCK_S = 5.0
@@ -64,6 +65,13 @@ def rename_locked(api: docker.APIClient, name: str, new_name: str) -> None:
         api.rename(name, new_name)
     finally:
         os.close(fd)  # releases the lock
+
+
+def mount_ids(skill_dir: Path, workspace: Path) -> str:
+    """The device and inode of the skill folder and workspace: a folder deleted and made again
+    under its name is another folder, which a started container does not see."""
+    ids = [(path.stat().st_dev, path.stat().st_ino) for path in (skill_dir, workspace)]
+    return " ".join(f"{dev}:{ino}" for dev, ino in ids)
 
 
 def labels_of(attrs: dict[str, Any]) -> dict[str, str]:
