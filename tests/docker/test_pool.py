@@ -132,6 +132,15 @@ def exists(client: docker.DockerClient, container_id: str) -> bool:
     return any(item["Id"] == container_id for item in client.api.containers(all=True))
 
 
+async def one_pooled(pool: ContainerPool, spec: SessionSpec, client: docker.DockerClient) -> str:
+    """Fill `pool` with one container for `spec`; its id."""
+    await pool.resize(1)
+    await pool.prime(DOCKER, spec)
+    await filled(pool, 1)
+    (container,) = pooled_ids(client, pool, spec)
+    return container
+
+
 async def started(pool: ContainerPool, spec: SessionSpec) -> DockerExecutor:
     executor = pool.executor(DOCKER)
     await executor.start(spec)
@@ -187,10 +196,7 @@ def test_a_used_pooled_container_is_removed_and_the_run_starts_cold(
     spec = folders.spec()
 
     async def go() -> None:
-        await pool.resize(1)
-        await pool.prime(DOCKER, spec)
-        await filled(pool, 1)
-        (dirty,) = pooled_ids(client, pool, spec)
+        dirty = await one_pooled(pool, spec, client)
         exec_id = client.api.exec_create(dirty, ["sleep", "600"])["Id"]
         client.api.exec_start(exec_id, detach=True)
         executor = pool.executor(DOCKER)
@@ -327,10 +333,7 @@ def test_a_workspace_made_again_under_its_name_gets_a_cold_container(
     spec = folders.spec()
 
     async def go() -> None:
-        await pool.resize(1)
-        await pool.prime(DOCKER, spec)
-        await filled(pool, 1)
-        (stale,) = pooled_ids(client, pool, spec)
+        stale = await one_pooled(pool, spec, client)
         folders.workspace.rmdir()  # the pooled container still mounts the deleted folder
         folders.workspace.mkdir()
         executor = await started(pool, spec)
