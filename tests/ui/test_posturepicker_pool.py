@@ -78,7 +78,10 @@ def test_a_new_size_is_kept_and_the_status_follows_the_pool(
     assert pool.sizes == [0, 3] and settings.value("pool/docker") == 3
     pool.now = PoolStatus(size=3, ready=0, starting=0, key="")
     picker.on_pool_timer_timeout()
-    assert card.pool.status_line.text() == "Warm pool: 3 wanted; fills once a skill is chosen."
+    assert (
+        card.pool.status_line.text() == "Warm pool: 3 wanted; fills for the next run chosen here."
+    )
+    assert not card.pool.isEnabled()  # the fake probe has no engine
     pool.now = PoolStatus(size=3, ready=1, starting=2, key="<b>demo</b> in a fresh workspace")
     picker.on_pool_timer_timeout()
     text = "Warm pool: 1 ready, starting 2 for <b>demo</b> in a fresh workspace"

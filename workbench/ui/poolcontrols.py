@@ -60,7 +60,7 @@ def pool_text(status: PoolStatus) -> tuple[str, str]:
     if status.problem:
         return f"Warm pool cannot fill: {status.problem}", "warning"
     if not status.key:
-        return f"Warm pool: {status.size} wanted; fills once a skill is chosen.", "muted"
+        return f"Warm pool: {status.size} wanted; fills for the next run chosen here.", "muted"
     starting = f", starting {status.starting}" if status.starting else ""
     colour = "ok" if status.ready else "muted"
     return f"Warm pool: {status.ready} ready{starting} for {status.key}", colour

@@ -138,6 +138,7 @@ class PostureCard(QFrame):
         self.availability.setText(f"{state} — {availability.reason}")
         set_status(self.availability, "ok" if availability.available else "muted")
         self.radio.setEnabled(availability.available)
+        self.pool.setEnabled(availability.available)
 
 
 class PosturePicker(QScrollArea):
