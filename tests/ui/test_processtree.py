@@ -76,6 +76,16 @@ def test_updates_keep_items_selection_expansion_and_sort_order(view: ProcessTree
     assert view.item(12) is child and child.parent() is None
 
 
+def test_a_parent_and_its_children_ending_together_leave_the_tree(view: ProcessTreeView) -> None:
+    for pids in ((10, 11, 12), (20,), (20, 21)):  # sh and its children end; a new run starts
+        rows = [row(pids[0], 0, "sh")] + [row(pid, pids[0]) for pid in pids[1:]]
+        view.add_sample(sample(*rows))
+        view.on_timer_timeout()
+        assert [p for p in pids if view.item(p)] == list(pids) and view.item_count() == len(pids)
+        assert view.tree.topLevelItemCount() == 1
+        assert view.tree.topLevelItem(0).childCount() == len(pids) - 1
+
+
 def test_updates_are_coalesced_to_a_calm_rate(view: ProcessTreeView) -> None:
     view.add_sample(sample(row(10, 0, cpu=1.0)))
     for cpu in (2.0, 3.0, 4.0):  # arrive at 10 Hz, before the refresh timer fires

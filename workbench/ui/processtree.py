@@ -212,8 +212,13 @@ class ProcessTreeView(QWidget):
                 self._attach(item, parent)
                 item.setExpanded(expanded)
             item.show_row(row)
-        for pid in gone:  # their surviving children were moved above
-            self._detach(self._items.pop(pid))
+        # Their surviving children were moved above; a gone child of a gone parent goes
+        # (is deleted) with it.
+        dropped = [self._items.pop(pid) for pid in gone]
+        for item in dropped:
+            parent = item.parent()
+            if not isinstance(parent, ProcessItem) or parent.pid not in gone:
+                self._detach(item)
 
     def _attach(self, item: ProcessItem, parent: ProcessItem | None) -> None:
         if parent is None:
