@@ -346,3 +346,26 @@ def test_a_workspace_made_again_under_its_name_gets_a_cold_container(
             await pool.close()
 
     asyncio.run(go())
+
+
+@pytest.mark.docker
+def test_a_pooled_container_that_stopped_is_removed_as_stale(
+    folders: Folders, client: docker.DockerClient
+) -> None:
+    pool = ContainerPool()
+    spec = folders.spec()
+
+    async def go() -> None:
+        stopped = await one_pooled(pool, spec, client)
+        client.api.kill(stopped)  # as an engine restart leaves it
+        client.api.wait(stopped, timeout=10)
+        executor = await started(pool, spec)
+        try:
+            assert not executor.warm and not exists(client, stopped)
+            await filled(pool, 1)
+            assert len(pooled_ids(client, pool, spec)) == 1
+        finally:
+            await executor.stop()
+            await pool.close()
+
+    asyncio.run(go())

@@ -73,6 +73,7 @@ from workbench.executors.warm import PoolStatus
 from workbench.postures import MIB, Posture
 
 FRESH = "<fresh>"
+STALE_STATES = ("exited", "dead")
 IDLE_COMMANDS = ("/sbin/docker-init", "sh -c", "sleep")  # an unused container's processes
 
 
@@ -344,7 +345,8 @@ class ContainerPool:
                 Path(spare).rmdir()  # only ever empty, unless it was claimed
 
     async def _listed(self, digest: str) -> list[str]:
-        """The running pooled containers of `digest` in the engine (stopped ones are removed)."""
+        """The running pooled containers of `digest` in the engine; stopped ones are removed
+        (not ones still being created or started, by this pool or another process)."""
         client = await self._engine()
         found = await asyncio.to_thread(
             client.api.containers, all=True, filters={"label": [f"{LABEL_POOL}={digest}"]}
@@ -354,9 +356,10 @@ class ContainerPool:
             if not pooled(item):
                 continue
             name = str(item["Names"][0]).lstrip("/")
-            if item.get("State") == "running":
+            state = item.get("State")
+            if state == "running":
                 names.append(name)
-            else:  # the engine restarted, or it died: stale
+            elif state in STALE_STATES:  # the engine restarted, or it died
                 await self._remove(client, name, item.get("Labels") or {})
         return names
 
