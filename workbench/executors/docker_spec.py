@@ -26,6 +26,15 @@ TMPFS_OPTIONS = "rw,nosuid,nodev,size=64m"
 CONTAINER_UID = 1000
 NPROC = "nproc"
 RUNSC_PROCESS_LIMIT = "RLIMIT_NPROC inside gVisor"
+ENGINE_SOCKETS = ("docker.sock", "podman.sock")
+# What Docker and Podman grant a container unless told otherwise (Podman's inspect lists these
+# one by one where Docker says "ALL").
+DEFAULT_CAPABILITIES = frozenset(
+    {
+        "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+        "NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+    }
+)  # fmt: skip
 
 # The container's main process, the only child of the init: on SIGUSR1 (forwarded by the init)
 # it kills every other process of the container with the `kill` builtin, which needs no fork
@@ -136,16 +145,13 @@ def posture_card(posture: Posture, attrs: dict[str, Any], runtime: str) -> Postu
         for name in ("PidMode", "IpcMode", "NetworkMode", "UTSMode", "UsernsMode", "CgroupnsMode")
         if str(host.get(name) or "") == "host"
     ]
-    sockets = [m for m in mounts if str(m.get("Source", "")).endswith("docker.sock")]
+    sockets = [m for m in mounts if str(m.get("Source", "")).endswith(ENGINE_SOCKETS)]
     skill: dict[str, Any] = next(
         (m for m in mounts if m.get("Destination", "").startswith(SKILLS_MOUNT)), {}
     )
     checks = (
         (f"Non-root user ({user})", user.split(":")[0] not in ("", "0", "root")),
-        (
-            "All capabilities dropped",
-            "ALL" in (host.get("CapDrop") or []) and not host.get("CapAdd"),
-        ),
+        ("All capabilities dropped", _capabilities_dropped(host)),
         ("Read-only root filesystem", bool(host.get("ReadonlyRootfs"))),
         (
             f"Memory limit {memory / MIB:g} MiB, no swap beyond it",
@@ -165,9 +171,22 @@ def posture_card(posture: Posture, attrs: dict[str, Any], runtime: str) -> Postu
         ),
         ("No devices, not privileged", not host.get("Devices") and not host.get("Privileged")),
         ("Skill folder mounted read-only", skill.get("RW") is False),
-        (f"Runtime {host.get('Runtime')}", host.get("Runtime") == runtime),
+        _runtime_check(str(host.get("Runtime") or ""), runtime),
     )
     return PostureCard(posture=posture, checks=checks, run_as=user)
+
+
+def _capabilities_dropped(host: dict[str, Any]) -> bool:
+    """Docker says "ALL"; Podman lists the capabilities it would otherwise have granted."""
+    dropped = {str(name).upper().removeprefix("CAP_") for name in host.get("CapDrop") or []}
+    return not host.get("CapAdd") and ("ALL" in dropped or dropped >= DEFAULT_CAPABILITIES)
+
+
+def _runtime_check(applied: str, asked: str) -> tuple[str, bool]:
+    """Podman names its default runtime (runc or crun, never gVisor) "oci"."""
+    if applied == "oci" and asked == "runc":
+        return "Runtime oci (Podman's default, not gVisor)", True
+    return f"Runtime {applied}", applied == asked
 
 
 def _pids_check(host: dict[str, Any], asked: int, runtime: str) -> tuple[str, bool]:

@@ -127,6 +127,7 @@ def test_card_checklist_holds_for_the_safe_container() -> None:
         ({"Privileged": True}, "No devices, not privileged"),
         ({"Runtime": "runsc"}, "Runtime runsc"),
         ({"MemorySwap": -1}, "Memory limit 64 MiB, no swap beyond it"),
+        ({"CapDrop": ["CAP_CHOWN", "CAP_KILL"]}, "All capabilities dropped"),
     ],
 )
 def test_card_shows_what_did_not_hold(host: dict[str, Any], failing: str) -> None:
@@ -134,9 +135,22 @@ def test_card_shows_what_did_not_hold(host: dict[str, Any], failing: str) -> Non
     assert [label for label, held in card.checks if not held] == [failing]
 
 
-def test_card_flags_a_mounted_docker_socket() -> None:
+def test_card_reads_podmans_inspect_data() -> None:
+    podman_drops = [
+        "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+        "NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+    ]  # fmt: skip
+    card = posture_card(POSTURE, inspect_data(CapDrop=podman_drops, Runtime="oci"), "runc")
+    assert [label for label, held in card.checks if not held] == []
+    assert ("Runtime oci (Podman's default, not gVisor)", True) in card.checks
+    not_gvisor = posture_card(POSTURE, inspect_data(Runtime="oci"), "runsc")
+    assert ("Runtime oci", False) in not_gvisor.checks
+
+
+@pytest.mark.parametrize("socket", ["/var/run/docker.sock", "/run/podman/podman.sock"])
+def test_card_flags_a_mounted_engine_socket(socket: str) -> None:
     attrs = inspect_data()
-    attrs["Mounts"].append({"Source": "/var/run/docker.sock", "Destination": "/s", "RW": True})
+    attrs["Mounts"].append({"Source": socket, "Destination": "/s", "RW": True})
     card = posture_card(POSTURE, attrs, "runc")
     assert ("No Docker socket mounted", False) in card.checks
 
