@@ -37,8 +37,8 @@ def plain_text(text: str, limit: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Reading:
-    """What a sampler read of one process on its tick (its parent and name come from the stat
-    file it read anyway): pids, name, memory and CPU seconds spent."""
+    """What a sampler read of one process on its tick: its parent's host pid (from the tree
+    walk or the status file), its name, memory and CPU seconds spent."""
 
     process: psutil.Process
     ppid: int
@@ -59,7 +59,6 @@ class TableBuilder:
         self._previous = started
         self._spent: dict[int, float] = {}
         self._next = 0.0
-        self.last: ProcessTable | None = None
 
     def due(self, now: float) -> bool:
         """True when the sampler should read a table on the tick at `now`."""
@@ -68,8 +67,7 @@ class TableBuilder:
     def hide(self, reason: str, now: float) -> ProcessTable:
         """A table without processes that says why the host cannot see them."""
         self._next = now + TABLE_INTERVAL_S
-        self.last = ProcessTable(rows=(), total=0, pid_space=self._pid_space, hidden=reason)
-        return self.last
+        return ProcessTable(rows=(), total=0, pid_space=self._pid_space, hidden=reason)
 
     def build(
         self,
@@ -87,7 +85,7 @@ class TableBuilder:
         elapsed = now - self._previous
         spent = {pid: reading.cpu_seconds for pid, reading in by_pid.items()}
         kept = _breadth_first(by_pid)[:MAX_ROWS]
-        shown = {pid: shown.get(pid, pid) if shown else pid for pid in kept}
+        display = {pid: shown.get(pid, pid) if shown else pid for pid in kept}
         rows = []
         for pid in kept:
             reading = by_pid[pid]
@@ -95,8 +93,8 @@ class TableBuilder:
             delta = spent[pid] - self._spent.get(pid, 0.0)
             rows.append(
                 ProcessRow(
-                    pid=shown[pid],
-                    ppid=shown.get(reading.ppid, 0),
+                    pid=display[pid],
+                    ppid=display.get(reading.ppid, 0),
                     name=plain_text(reading.name, NAME_CHARS),
                     cmdline=_cmdline(reading.process),
                     cpu_percent=max(0.0, 100.0 * delta / elapsed) if elapsed > 0 else 0.0,
@@ -105,7 +103,6 @@ class TableBuilder:
             )
         self._spent, self._previous = spent, now
         table = ProcessTable(tuple(rows), len(by_pid), self._pid_space)
-        self.last = table
         cost = time.thread_time() - start
         self._next = now + max(TABLE_INTERVAL_S, cost / TABLE_BUDGET)
         return table
