@@ -119,7 +119,7 @@ def _fill(args: argparse.Namespace) -> int:
                 "problem": status.problem or None,
             },
         )
-    else:
+    elif not status.problem:
         print(f"{status.ready} warm container(s) ready for {status.key}")
     if status.problem:
         warn(f"error: the pool could not fill: {status.problem}")
@@ -176,7 +176,7 @@ def _engine() -> "docker.DockerClient":
     try:
         return engine_client()
     except DockerException as error:
-        raise WorkbenchError(f"No Docker engine answers: {error}") from None
+        raise WorkbenchError(str(error)) from None
 
 
 def _age(seconds: float) -> str:

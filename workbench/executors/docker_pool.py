@@ -42,7 +42,7 @@ import docker
 from docker.errors import DockerException, NotFound
 from requests.exceptions import RequestException
 
-from workbench.engine import engine_client
+from workbench.engine import EngineUnreachable, engine_client
 from workbench.errors import ExecutorError
 from workbench.executors.docker import ENGINE_TIMEOUT_S, DockerExecutor, runtime_of
 from workbench.executors.docker_pooled import (
@@ -386,6 +386,7 @@ def _holds_files(folder: Path) -> bool:
 
 
 def _engine_problem(error: BaseException) -> str:
-    if isinstance(error, ExecutorError):
+    """Why the pool cannot fill, in words (the engine's own message names the engine)."""
+    if isinstance(error, ExecutorError | EngineUnreachable):
         return str(error)
-    return f"No Docker engine answers: {error}"
+    return f"The Docker engine failed: {error}"
