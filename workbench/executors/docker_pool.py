@@ -125,9 +125,11 @@ class ContainerPool:
         self._size = max(0, size)
         if self._size == 0:
             await self.settle()
-            await self._drain_mine(keep="")
-            self._ready = []
-            self._problem = ""
+            self._ready, self._problem = [], ""
+            try:
+                await self._drain_mine(keep="")
+            except (DockerException, RequestException, ExecutorError) as error:
+                self._problem = _engine_problem(error)
         else:
             self._kick()
 
