@@ -15,8 +15,9 @@ alone; `docker_pooled.drain()` removes them.
 Handed out clean: at claim the container must run, its skill folder and workspace must still
 be the folders it mounted (not deleted and made again), the engine must have no exec in it ever
 (its events since it was created, to the last whole second), on runc `docker top` must show
-only the init, the supervisor and its sleep, and the image behind the posture's tag must be
-the one it runs; otherwise it is removed and the next one (or a cold start) is used.
+only the init, the supervisor and its sleep (Docker's and Podman's rows alike), and the image
+behind the posture's tag must be the one it runs; otherwise it is removed and the next one (or
+a cold start) is used.
 
 A *fresh* workspace (a run given none: `DataLayout.fresh_workspace`, in `spares_dir`) is not
 known before the run, so for the fresh key each pooled container mounts a spare empty folder
@@ -65,6 +66,7 @@ from workbench.executors.docker_session import (
 )
 from workbench.executors.docker_spec import (
     LABEL_SESSION,
+    SUPERVISOR_NAME,
     WORKSPACE_MOUNT,
     container_options,
 )
@@ -74,7 +76,7 @@ from workbench.postures import MIB, Posture
 
 FRESH = "<fresh>"
 STALE_STATES = ("exited", "dead")
-IDLE_COMMANDS = ("/sbin/docker-init", "sh -c", "sleep")  # an unused container's processes
+IDLE_SLEEP = " sleep 3600"  # how the supervisor (docker_spec.SUPERVISOR_SCRIPT) waits
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,10 +262,10 @@ class ContainerPool:
         if runtime_of(key.posture) == "runsc":  # runsc has no `docker top` of its own
             return True
         top = await asyncio.to_thread(client.api.top, attrs["Id"])
-        commands = [str(row[-1]) for row in top.get("Processes") or ()]
-        if len(commands) != len(IDLE_COMMANDS):
-            return False
-        return all(c.startswith(i) for c, i in zip(commands, IDLE_COMMANDS, strict=True))
+        # Docker splits a row into columns, Podman gives one line: the command comes last.
+        rows = [" ".join(map(str, row)) for row in top.get("Processes") or ()]
+        supervisor = sum(row.endswith(f" {SUPERVISOR_NAME}") for row in rows)  # init and shell
+        return len(rows) == 3 and supervisor == 2 and sum(map(_idle_sleep, rows)) == 1
 
     def _kick(self) -> None:
         """Start the background fill unless it runs already."""
@@ -375,6 +377,10 @@ class ContainerPool:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def _idle_sleep(row: str) -> bool:
+    return row.endswith(IDLE_SLEEP)
 
 
 def _holds_files(folder: Path) -> bool:
