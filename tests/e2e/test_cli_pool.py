@@ -2,6 +2,7 @@
 user would, against the real engine."""
 
 import json
+import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from tests.e2e.test_cli_run import env, skill, workbench
 __all__ = ["env", "skill"]  # fixtures
 
 
+PODMAN_SOCKET = "/run/podman/podman.sock"
 WARM = ["Warm container from the pool (never used, checked clean)", True]
 COLD = ["Container started cold (no warm one ready)", True]
 
@@ -67,6 +69,25 @@ def test_fill_then_run_takes_a_warm_container_and_the_pool_keeps_its_size(
         drained = document(workbench(env, "pool", "drain", "--json"), "pool-drain")
     assert drained["removed"] >= 1
     assert not pooled(env, key)
+
+
+@pytest.mark.podman
+@pytest.mark.slow
+def test_podman_hands_out_warm_containers_too(
+    env: dict[str, str], skill: Path, tmp_path: Path
+) -> None:
+    with socket.socket(socket.AF_UNIX) as probe:
+        if probe.connect_ex(PODMAN_SOCKET):
+            pytest.skip(f"no Podman answers at {PODMAN_SOCKET}")
+    podman = {**env, "DOCKER_HOST": f"unix://{PODMAN_SOCKET}"}
+    options = ("--skill", skill, "--workspace", tmp_path / "ws")
+    try:
+        filled = workbench(podman, "pool", "fill", *options, "--size", "1", "--json")
+        assert document(filled, "pool-fill")["ready"] == 1
+        done = workbench(podman, "run", "--posture", "docker", *options, "--json", "--", "true")
+        assert first_check(done) == WARM
+    finally:
+        workbench(podman, "pool", "drain")
 
 
 def test_fill_refuses_a_size_out_of_range(env: dict[str, str], skill: Path) -> None:
