@@ -364,6 +364,8 @@ def test_a_pooled_container_that_stopped_is_removed_as_stale(
             assert not executor.warm and not exists(client, stopped)
             await filled(pool, 1)
             assert len(pooled_ids(client, pool, spec)) == 1
+            await pool.resize(0)  # off: drains
+            assert not pooled_ids(client, pool, spec) and pool.status().ready == 0
         finally:
             await executor.stop()
             await pool.close()
