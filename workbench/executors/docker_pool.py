@@ -54,6 +54,7 @@ from workbench.executors.docker_pooled import (
     LABEL_POOL_SPARE,
     SPARE_PREFIX,
     execs_since_created,
+    holds_files,
     labels_of,
     mount_ids,
     rename_locked,
@@ -203,7 +204,7 @@ class ContainerPool:
         if self._size == 0:
             return None
         key = self.key(posture, session)
-        if key.fresh and _holds_files(session.workspace):
+        if key.fresh and holds_files(session.workspace):
             return None  # a spare can only take the place of an empty folder
         try:
             client = await self._engine()
@@ -381,16 +382,6 @@ class ContainerPool:
 
 def _idle_sleep(row: str) -> bool:
     return row.endswith(IDLE_SLEEP)
-
-
-def _holds_files(folder: Path) -> bool:
-    """True when `folder` exists and is not an empty folder."""
-    try:
-        return any(folder.iterdir())
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
 
 
 def _engine_problem(error: BaseException) -> str:

@@ -5,7 +5,8 @@ its spare workspace folder in labels, and a `skill-workbench-pool-...` name unti
 renames it (`rename_locked`: under a host-wide file lock, because the engine looks the old
 name up before it locks the container, so two renames at the same moment could both succeed).
 `pooled_containers` lists them for `workbench pool status`; `drain` removes every one, of
-any key and any process, stale ones (stopped by an engine restart) too.
+any key and any process, stale ones (stopped by an engine restart) too. `mount_ids` and
+`holds_files` tell whether the folders a pooled container mounts can still serve a run.
 """
 
 import calendar
@@ -72,6 +73,16 @@ def mount_ids(skill_dir: Path, workspace: Path) -> str:
     under its name is another folder, which a started container does not see."""
     ids = [(path.stat().st_dev, path.stat().st_ino) for path in (skill_dir, workspace)]
     return " ".join(f"{dev}:{ino}" for dev, ino in ids)
+
+
+def holds_files(folder: Path) -> bool:
+    """True when `folder` exists and is not an empty folder."""
+    try:
+        return any(folder.iterdir())
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
 
 
 def labels_of(attrs: dict[str, Any]) -> dict[str, str]:
