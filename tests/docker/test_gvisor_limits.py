@@ -1,12 +1,13 @@
 """gVisor's process limit against the real engine: RLIMIT_NPROC inside the sandbox."""
 
+import asyncio
 import contextlib
 from collections.abc import Iterator
 
 import pytest
 
 from tests.docker.test_docker_executor import Session
-from workbench.executors.types import RunStatus
+from workbench.executors.types import CancelToken, OutputChunk, RunRequest, RunResult, RunStatus
 from workbench.postures import MIB, Posture, PostureId
 
 pytestmark = [pytest.mark.docker, pytest.mark.gvisor, pytest.mark.timeout(90)]
@@ -29,6 +30,17 @@ finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
 """
+HOLD_ALL = """
+import os, time
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+except BlockingIOError:
+    print("full", flush=True)
+    time.sleep(30)
+"""
 REFUSED = "process limit 32 (RLIMIT_NPROC inside gVisor; the command reported a refused fork)"
 
 
@@ -40,6 +52,7 @@ def gvisor_session(docker_runtimes: set[str], **posture: object) -> Iterator[Ses
     session = Session(Posture(PostureId.GVISOR, **posture).with_limits(**LIMITS))  # type: ignore[arg-type]
     try:
         (session.workspace / "fork_many.py").write_text(FORK_MANY)
+        (session.workspace / "hold_all.py").write_text(HOLD_ALL)
         yield session
     finally:
         session.close()
@@ -90,3 +103,31 @@ def test_root_without_capabilities_is_bounded_too(docker_runtimes: set[str]) -> 
         assert session.run("id", "-u").result.stdout.text == "0\n"
         assert result.status is RunStatus.LIMIT_EXCEEDED
         assert int(result.stdout.text) == 32 - IDLE - 1
+
+
+def test_a_command_that_finds_every_slot_taken_is_told_so(gvisor: Session) -> None:
+    """A concurrent run holds every slot: runsc cannot start the next command at all."""
+    executor = gvisor.executor
+
+    async def go() -> RunResult:
+        chunks: list[OutputChunk] = []
+        holding = CancelToken()
+        holder = asyncio.ensure_future(
+            executor.run(RunRequest(("python3", "hold_all.py")), chunks.append, holding)
+        )
+        try:
+            async with asyncio.timeout(20):
+                while not any(b"full" in chunk.data for chunk in chunks):
+                    await asyncio.sleep(0.05)
+            return await executor.run(RunRequest(("echo", "alive")), lambda _: None, CancelToken())
+        finally:
+            holding.cancel()
+            await holder
+
+    blocked = gvisor.loop.run_until_complete(go())
+    assert (blocked.status, blocked.cause) == (
+        RunStatus.LIMIT_EXCEEDED,
+        "process limit 32 (RLIMIT_NPROC inside gVisor): no free process slot to start the command",
+    )
+    assert blocked.leftover_processes == 0
+    assert gvisor.run("echo", "alive").result.stdout.text == "alive\n"

@@ -10,7 +10,8 @@ a death by signal N as exit code 128+N.
 Under gVisor the process limit is RLIMIT_NPROC inside the sandbox, which no host counter
 records: the only trace of a refused fork is what the command printed about it (a shell's
 "Cannot fork", Python's EAGAIN on a fork). Such a run ends `limit_exceeded`, and its cause says
-that the evidence is the command's own report.
+that the evidence is the command's own report. When every slot is taken before the command
+starts (by a concurrent run, or leftovers still dying), runsc refuses the exec itself.
 """
 
 import re
@@ -32,6 +33,8 @@ FORK_REFUSED = re.compile(
     r"Cannot fork|can't fork|fork: (retry: )?Resource temporarily unavailable|spawn EAGAIN"
 )
 PYTHON_EAGAIN = "BlockingIOError: [Errno 11] Resource temporarily unavailable"
+# What runsc answers (exit code 126) when it cannot start an exec's process for the same reason.
+EXEC_REFUSED = "in sandbox: try again"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +84,12 @@ def _ended(end: ExecEnd, limits: Limits, runtime: str) -> tuple[RunStatus, str]:
         )
     if "pids" in rose:
         return RunStatus.LIMIT_EXCEEDED, f"process limit {limits.pids} (pids cgroup)"
+    if runtime == "runsc" and end.exit_code == 126 and EXEC_REFUSED in end.output_text:
+        return (
+            RunStatus.LIMIT_EXCEEDED,
+            f"process limit {limits.pids} ({RUNSC_PROCESS_LIMIT}): no free process slot to "
+            "start the command",
+        )
     if runtime == "runsc" and fork_refused(end.output_text):
         return (
             RunStatus.LIMIT_EXCEEDED,

@@ -45,6 +45,18 @@ def test_other_output_is_not_taken_for_a_refused_fork(text: str) -> None:
     )
 
 
+def test_an_exec_runsc_could_not_start_for_want_of_a_slot_is_the_process_limit() -> None:
+    refused = (
+        'OCI runtime exec failed: executing processes for container: executing command "echo '
+        'alive" in sandbox: try again: unknown\r\n'
+    )
+    assert classify(end(126, refused), LIMITS, "echo", "runsc") == (
+        RunStatus.LIMIT_EXCEEDED,
+        "process limit 32 (RLIMIT_NPROC inside gVisor): no free process slot to start the command",
+    )
+    assert classify(end(1, refused), LIMITS, "echo", "runsc")[0] is RunStatus.FAILED
+
+
 def test_under_runc_only_the_pids_counter_decides() -> None:
     assert classify(end(2, DASH), LIMITS, "sh", "runc") == (RunStatus.FAILED, "exited with code 2")
 
