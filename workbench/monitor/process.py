@@ -122,7 +122,7 @@ class ProcessTreeSampler:
         self._orphan_verdicts: dict[int, bool] = {}
         self._cpu_by_pid: dict[int, float] = {}
         self._last_tick = t0
-        self._tables = TableBuilder(t0)
+        self._tables: TableBuilder | None = None  # made on the first sample (see there)
         self.seen: dict[int, psutil.Process] = dict(self._procs)
         self.samples: list[ResourceSample] = []
         self.peak_rss_bytes = 0
@@ -159,6 +159,8 @@ class ProcessTreeSampler:
         returned) carries a process table when one was due."""
         pids = self.tree()
         now = asyncio.get_running_loop().time()
+        if self._tables is None:  # by now the CPU an adopted root spent before the run is known
+            self._tables = TableBuilder(self._t0, spent_before=dict(self._cpu_by_pid))
         readings: list[Reading] | None = [] if self._tables.due(now) else None
         cpu_delta = 0.0
         rss = 0

@@ -51,13 +51,19 @@ class TableBuilder:
     """Builds a run's `ProcessTable`s from the samplers' readings and paces them.
 
     `started` is when the run began, the start of the first table's CPU interval;
-    `pid_space` names whose pids the tables show (see `ProcessTable`).
+    `pid_space` names whose pids the tables show (see `ProcessTable`); `spent_before` holds
+    the CPU seconds processes had spent before the run (a warm worker the run adopted).
     """
 
-    def __init__(self, started: float, pid_space: str = "host") -> None:
+    def __init__(
+        self,
+        started: float,
+        pid_space: str = "host",
+        spent_before: Mapping[int, float] | None = None,
+    ) -> None:
         self._pid_space = pid_space
         self._previous = started
-        self._spent: dict[int, float] = {}
+        self._spent: dict[int, float] = dict(spent_before or {})
         self._next = 0.0
 
     def due(self, now: float) -> bool:

@@ -1,7 +1,10 @@
 """Process tables: plain text, the breadth-first cap, and a real local run's tree."""
 
 import asyncio
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import cast
 
@@ -9,7 +12,9 @@ import psutil
 import pytest
 
 from workbench.executors import build_executor
+from workbench.executors.runner import _AdoptedSampler
 from workbench.executors.types import CancelToken, OutputChunk, RunRequest, SessionSpec
+from workbench.monitor.process import run_tag
 from workbench.monitor.sample import ProcessTable, ResourceSample
 from workbench.monitor.tree import MAX_ROWS, REPLACEMENT, Reading, TableBuilder, plain_text
 from workbench.postures import Posture, PostureId
@@ -111,3 +116,30 @@ def test_cpu_percent_is_per_process_since_the_previous_table() -> None:
     assert not builder.due(1.1)  # the next table waits
     second = builder.build([reading(10, 1, cpu_seconds=0.9), reading(11, 10, 0.1)], now=2.0)
     assert [(r.pid, round(r.cpu_percent)) for r in second.rows] == [(10, 40), (11, 10)]
+    adopted = TableBuilder(started=0.0, spent_before={10: 3.0})  # a warm worker's past CPU
+    third = adopted.build([reading(10, 1, cpu_seconds=3.25)], now=0.5)
+    assert third.rows[0].cpu_percent == pytest.approx(50.0)
+
+
+def test_an_adopted_warm_process_shows_only_the_cpu_it_spends_in_the_run() -> None:
+    warm = subprocess.Popen(
+        [sys.executable, "-c", "import time\nwhile time.process_time() < 0.4: pass\ntime.sleep(30)"]
+    )
+    try:
+        process = psutil.Process(warm.pid)
+        while sum(process.cpu_times()[:2]) < 0.35:  # it warms up, then idles
+            time.sleep(0.02)
+        time.sleep(0.1)
+
+        async def go() -> ProcessTable | None:
+            loop = asyncio.get_running_loop()
+            sampler = _AdoptedSampler(process, run_tag("t-warm"), loop.time(), None, tuple)
+            await asyncio.sleep(0.05)
+            return sampler.sample().tree
+
+        table = asyncio.run(go())
+    finally:
+        warm.kill()
+        warm.wait()
+    assert table is not None and [row.pid for row in table.rows] == [warm.pid]
+    assert table.rows[0].cpu_percent < 50  # not its 0.4 s of warming up over 0.05 s
