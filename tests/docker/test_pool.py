@@ -28,6 +28,7 @@ from workbench.executors.docker import DockerExecutor
 from workbench.executors.docker_pool import ContainerPool
 from workbench.executors.docker_pooled import LABEL_POOL, drain, pooled_containers
 from workbench.executors.docker_session import remove_leftovers
+from workbench.executors.docker_spec import LABEL_SESSION
 from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus, SessionSpec
 from workbench.executors.warm import WarmPool
 from workbench.postures import MIB, Posture, PostureId
@@ -290,11 +291,13 @@ def test_priming_another_key_drains_and_only_drain_removes_pooled_containers(
         await other.prime(DOCKER, first)
         await filled(other, 1)
         (others,) = pooled_ids(client, other, first)
-        remove_leftovers(client)  # another process's pooled containers are not leftovers
+        session = client.api.inspect_container(others)["Config"]["Labels"][LABEL_SESSION]
+        assert remove_leftovers(client, session) == 0  # pooled: not a leftover
         assert exists(client, others) and pooled_ids(client, pool, second)
         listed = {item.name: item for item in pooled_containers(client)}
         assert {item.key for item in listed.values()} >= {pool.status().key, other.status().key}
-        assert drain(client) >= 2
+        for each, spec in ((pool, second), (other, first)):  # not the pools of other tests
+            assert drain(client, each.key(DOCKER, spec).digest) == 1
         assert not pooled_ids(client, pool, second) and not exists(client, others)
         await pool.resize(0)
         assert pool.status().ready == 0

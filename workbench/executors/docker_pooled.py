@@ -119,10 +119,11 @@ def pooled_containers(client: docker.DockerClient) -> list[Pooled]:
     return sorted(items, key=lambda item: -item.age_s)
 
 
-def drain(client: docker.DockerClient) -> int:
-    """Remove every pooled container in the engine (any key, any process, stale ones too)
-    and their spare workspaces; how many were removed."""
-    found = client.api.containers(all=True, filters={"label": [LABEL_APP, LABEL_POOL]})
+def drain(client: docker.DockerClient, digest: str = "") -> int:
+    """Remove every pooled container in the engine (any process, stale ones too), or those
+    of one key's `digest`, and their spare workspaces; how many were removed."""
+    pool = f"{LABEL_POOL}={digest}" if digest else LABEL_POOL
+    found = client.api.containers(all=True, filters={"label": [LABEL_APP, pool]})
     found = [item for item in found if pooled(item)]
     for item in found:
         remove_container(client.api, item["Id"])
