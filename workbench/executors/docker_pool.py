@@ -265,8 +265,11 @@ class ContainerPool:
         top = await asyncio.to_thread(client.api.top, attrs["Id"])
         # Docker splits a row into columns, Podman gives one line: the command comes last.
         rows = [" ".join(map(str, row)) for row in top.get("Processes") or ()]
-        supervisor = sum(row.endswith(f" {SUPERVISOR_NAME}") for row in rows)  # init and shell
-        return len(rows) == 3 and supervisor == 2 and sum(map(_idle_sleep, rows)) == 1
+        # The init and the supervisor's shell, then its sleep (or, for a moment after the
+        # start, the supervisor's fork about to become it, or nothing yet).
+        supervisor = sum(row.endswith(f" {SUPERVISOR_NAME}") for row in rows)
+        idle = supervisor + sum(map(_idle_sleep, rows)) == len(rows)
+        return idle and 2 <= supervisor <= 3 and 2 <= len(rows) <= 3
 
     def _kick(self) -> None:
         """Start the background fill unless it runs already."""
