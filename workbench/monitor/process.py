@@ -197,7 +197,7 @@ class ProcessTreeSampler:
         self.peak_rss_bytes = max(self.peak_rss_bytes, rss)
         self.peak_processes = max(self.peak_processes, count)
         self.samples.append(sample)
-        if readings is not None:
+        if readings:  # none once the run's processes are gone: the last table stays the last
             sample = replace(sample, tree=self._tables.build(readings, now))
         if self._on_sample is not None:
             self._on_sample(sample)

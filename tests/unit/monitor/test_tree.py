@@ -14,9 +14,16 @@ import pytest
 from workbench.executors import build_executor
 from workbench.executors.runner import _AdoptedSampler
 from workbench.executors.types import CancelToken, OutputChunk, RunRequest, SessionSpec
-from workbench.monitor.process import run_tag
+from workbench.monitor.process import ProcessTreeSampler, run_tag
 from workbench.monitor.sample import ProcessTable, ResourceSample
-from workbench.monitor.tree import MAX_ROWS, REPLACEMENT, Reading, TableBuilder, plain_text
+from workbench.monitor.tree import (
+    MAX_ROWS,
+    REPLACEMENT,
+    TABLE_INTERVAL_S,
+    Reading,
+    TableBuilder,
+    plain_text,
+)
 from workbench.postures import Posture, PostureId
 
 
@@ -143,3 +150,21 @@ def test_an_adopted_warm_process_shows_only_the_cpu_it_spends_in_the_run() -> No
         warm.wait()
     assert table is not None and [row.pid for row in table.rows] == [warm.pid]
     assert table.rows[0].cpu_percent < 50  # not its 0.4 s of warming up over 0.05 s
+
+
+def test_no_table_is_sent_once_the_runs_processes_are_gone() -> None:
+    child = subprocess.Popen(["sleep", "30"])
+
+    async def go() -> tuple[ProcessTable | None, ProcessTable | None]:
+        sampler = ProcessTreeSampler(
+            psutil.Process(child.pid), run_tag("t-gone"), asyncio.get_running_loop().time()
+        )
+        first = sampler.sample().tree
+        child.kill()
+        child.wait()
+        await asyncio.sleep(TABLE_INTERVAL_S + 0.05)  # the next table is due
+        return first, sampler.sample().tree
+
+    first, after = asyncio.run(go())
+    assert first is not None and [row.pid for row in first.rows] == [child.pid]
+    assert after is None  # the last table with the run's processes stays the last one
