@@ -173,10 +173,7 @@ def test_a_warm_start_is_clean_says_so_and_the_pool_refills(
         result = await ran(executor, "sh", "-c", "ps -o comm= > /tmp/ps; sort /tmp/ps")
         assert result.status is RunStatus.OK
         assert result.stdout.text.split() == ["docker-init", "ps", "sh", "sh", "sleep"]
-        assert result.card.checks[0] == (
-            "Warm container from the pool (never used, checked clean)",
-            True,
-        )
+        assert result.card.started == "Warm container from the pool (never used, checked clean)"
         await filled(pool, 2)
         assert pool.status().ready == 2
         added = pooled_ids(client, pool, spec) - before
@@ -205,7 +202,7 @@ def test_a_used_pooled_container_is_removed_and_the_run_starts_cold(
             await executor.start(spec)
             assert not executor.warm and executor.container_id != dirty
             card = (await ran(executor, "true")).card
-            assert card.checks[0] == ("Container started cold (no warm one ready)", True)
+            assert card.started == "Container started cold (no warm one ready)"
             assert not exists(client, dirty)
         finally:
             await executor.stop()

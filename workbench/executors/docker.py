@@ -150,7 +150,7 @@ class DockerExecutor:
             if self.warm
             else "Container started cold (no warm one ready)"
         )
-        return replace(card, checks=((how, True), *card.checks))
+        return replace(card, started=how)
 
     @property
     def container_id(self) -> str:

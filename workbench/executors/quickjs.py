@@ -182,15 +182,16 @@ class QuickJsExecutor(SubprocessExecutor):
         checks += fetch_checks(self.posture.fetch_hosts)
         pool = self._pool
         worker = None if pool is None else pool.take(self.posture)
+        started = ""
         if pool is not None:
-            start = worker.describe() if worker else "cold start: no warm worker was ready"
-            checks.append((start, True))
+            started = worker.describe() if worker else "cold start: no warm worker was ready"
         card = PostureCard(
             self.posture,
             checks=tuple(checks),
             env_kept=() if worker else tuple(sorted(env)),  # a warm worker's is empty
             env_dropped=tuple(sorted(context.request.env)),
             run_as=_run_as(uid, worker is not None, identity=self._pool_uid),
+            started=started,
         )
         if pool is not None and worker is not None:
             try:

@@ -114,7 +114,9 @@ class CapturedOutput:
 class PostureCard:
     """What was actually applied to a run, read back after it started (not what was asked).
 
-    `checks` pairs a control with whether it held, e.g. ("RLIMIT_AS 256 MiB", True).
+    `checks` pairs a control with whether it held, e.g. ("RLIMIT_AS 256 MiB", True). `started`
+    says how the sandbox came to be when a warm pool could serve it: taken warm (and how), or
+    started cold.
     """
 
     posture: Posture
@@ -122,6 +124,7 @@ class PostureCard:
     env_kept: tuple[str, ...] = ()
     env_dropped: tuple[str, ...] = ()
     run_as: str = ""
+    started: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,6 +106,8 @@ def _card_section(result: dict[str, Any]) -> _Section:
     section.rows.append(("Posture", posture["id"]))
     section.rows += [(name, _text(value)) for name, value in posture["limits"].items()]
     section.rows += [("network", posture["network"]), ("run as", card.get("run_as") or "-")]
+    if card.get("started"):
+        section.rows.append(("started", card["started"]))
     section.rows.append(("Environment kept", ", ".join(card.get("env_kept", [])) or "-"))
     section.rows.append(("Environment dropped", ", ".join(card.get("env_dropped", [])) or "-"))
     section.lines = [f"{'held' if ok else 'NOT HELD'}: {name}" for name, ok in card["checks"]]

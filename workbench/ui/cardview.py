@@ -48,6 +48,8 @@ class CardView(QWidget):
             item.setToolTip(0, "held" if ok else "did not hold")
         if not card.checks:
             QTreeWidgetItem(checks, ["No checks were read back (the run ended before it began)."])
+        if card.started:
+            self._section(f"Started: {card.started}")
         self._section(f"Ran as: {card.run_as or 'not known'}")
         for title, names in (
             ("Environment kept", card.env_kept),

@@ -62,7 +62,7 @@ async def warm_run(
 
 def start_line(result: RunResult) -> str:
     """The card's line that says how the worker started."""
-    return next(label for label, _ in result.card.checks if "warm" in label or "cold" in label)
+    return result.card.started
 
 
 def with_pool(reuse: bool, body: Callable[[QuickJsWorkerPool], Awaitable[Any]]) -> Any:
