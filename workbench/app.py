@@ -1,7 +1,7 @@
 """The GUI composition root: QApplication, the one qasync loop, the services and the window.
 
-`run_gui()` builds the catalog, the posture probe, the warm pools of the container postures
-(closed, their containers removed, when the app quits) and the run service, the main window,
+`run_gui()` builds the catalog, the posture probe, the warm pools (containers, QuickJS workers;
+closed, what they started removed, when the app quits) and the run service, the main window,
 and an excepthook that logs and shows errors in the window, then runs the window on a single
 qasync event loop until the window closes (or, with `screenshot`, until it has been saved as a
 PNG).
@@ -31,6 +31,7 @@ from workbench import __version__, desktop, paths
 from workbench.errors import WorkbenchError
 from workbench.executors import implemented_postures
 from workbench.executors.docker_pool import ContainerPool
+from workbench.executors.quickjs_pool import QuickJsWorkerPool
 from workbench.executors.types import new_run_id
 from workbench.executors.warm import WarmStarts
 from workbench.postures import (
@@ -76,7 +77,12 @@ def run_gui(extra_roots: list[Path], screenshot: Path | None, scene: Scene | Non
     apply_theme(app)
     layout = DataLayout.default()
     spares = layout.fresh_workspace(new_run_id()).parent  # runs in the app get fresh ones
-    warm = WarmStarts({pid: ContainerPool(spares) for pid in (PostureId.DOCKER, PostureId.GVISOR)})
+    warm = WarmStarts(
+        {
+            **{pid: ContainerPool(spares) for pid in (PostureId.DOCKER, PostureId.GVISOR)},
+            PostureId.QUICKJS: QuickJsWorkerPool(),
+        }
+    )
     services = Services(
         roots=tuple(default_roots(extra_roots)),
         discover=discover,

@@ -11,8 +11,10 @@ from PySide6.QtWidgets import QLabel
 from tests.ui.conftest import PROBE, Run
 from workbench.executors.base import Executor
 from workbench.executors.docker_pool import ContainerPool
+from workbench.executors.quickjs_pool import QuickJsWorkerPool
 from workbench.executors.types import RunStatus, SessionSpec
 from workbench.executors.warm import PoolStatus, WarmStarts
+from workbench.paths import example_skills_dir
 from workbench.postures import MIB, Availability, Posture, PostureId, docker_engine_runtimes
 from workbench.runs.service import RunService
 from workbench.ui.mainwindow import MainWindow
@@ -154,12 +156,37 @@ def test_a_run_in_the_app_takes_the_warm_container_the_pool_got_ready(
         run(task)
         done = window.run_panel.last_run
         assert done is not None and done.result.status is RunStatus.OK
-        assert (
-            done.result.card.checks[0][0]
-            == "Warm container from the pool (never used, checked clean)"
-        )
+        assert done.result.card.started.startswith("Warm container from the pool")
         assert (done.record.workspace / "made.txt").read_text() == "warm\n"
         run(shows(card.pool.status_line, "Warm pool: 1 ready"))
+    finally:
+        run(window.shutdown())
+        run(warm.close())
+
+
+def test_a_quickjs_run_in_the_app_adopts_the_warm_worker(
+    qtbot: Any, services: Services, settings: QSettings, run: Run
+) -> None:
+    warm = WarmStarts({PostureId.QUICKJS: QuickJsWorkerPool()})
+    runs = RunService(services.runs.layout, services.runs.history, warm.build_executor)
+    window = MainWindow(replace(services, runs=runs), settings)
+    qtbot.addWidget(window)
+    settings.setValue("pool/quickjs", 1)
+    window.postures.set_pools(warm.pools, settings)
+    card = window.postures.card(PostureId.QUICKJS)
+    assert card.pool.size_box.accessibleName() == "Warm workers to keep ready for QuickJS worker"
+    try:
+        run(window.load())
+        assert window.browser.select_path(example_skills_dir() / "csv-to-markdown")
+        window.postures.choose(PostureId.QUICKJS)
+        run(shows(card.pool.status_line, "Warm pool: 1 ready"))
+        task = window.run_panel.start()
+        assert task is not None
+        run(task)
+        done = window.run_panel.last_run
+        assert done is not None and done.result.status is RunStatus.OK, done.result.cause
+        assert done.result.card.started.startswith("warm worker: started")
+        assert (done.record.workspace / "data.md").read_text().startswith("|")
     finally:
         run(window.shutdown())
         run(warm.close())

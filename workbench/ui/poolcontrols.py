@@ -17,14 +17,16 @@ MAX_POOL_SIZE = 4
 class PoolControls(QWidget):
     """A posture's warm-pool size and status (see the module doc)."""
 
-    def __init__(self, title: str, parent: QWidget | None = None) -> None:
+    def __init__(self, title: str, noun: str, parent: QWidget | None = None) -> None:
+        """`noun` names what the pool keeps: "container", "worker"."""
         super().__init__(parent)
         self.setObjectName("warmPool")
+        self._noun = noun
         self.size_box = QSpinBox(self)
         self.size_box.setRange(0, MAX_POOL_SIZE)
         self.size_box.setSpecialValueText("off")
-        self.size_box.setAccessibleName(f"Warm containers to keep ready for {title}")
-        self.size_box.setToolTip("Containers started ahead for the next run; each used once")
+        self.size_box.setAccessibleName(f"Warm {noun}s to keep ready for {title}")
+        self.size_box.setToolTip(f"{noun.capitalize()}s started ahead for the next run")
         self.status_line = plain_label("", self, wrap=True)
         row = QHBoxLayout()
         row.setSpacing(6)
@@ -47,16 +49,16 @@ class PoolControls(QWidget):
 
     def show_status(self, status: PoolStatus) -> None:
         """Show what the pool holds now."""
-        text, colour = pool_text(status)
+        text, colour = pool_text(status, self._noun)
         if self.status_line.text() != text:
             self.status_line.setText(text)
             set_status(self.status_line, colour)
 
 
-def pool_text(status: PoolStatus) -> tuple[str, str]:
-    """What a card says about its warm pool, and the colour to say it in."""
+def pool_text(status: PoolStatus, noun: str = "container") -> tuple[str, str]:
+    """What a card says about its warm pool of `noun`s, and the colour to say it in."""
     if status.size == 0:
-        return "Warm pool off: every run starts its container.", "muted"
+        return f"Warm pool off: every run starts its {noun}.", "muted"
     if status.problem:
         return f"Warm pool cannot fill: {status.problem}", "warning"
     if not status.key:

@@ -113,7 +113,8 @@ class PostureCard(QFrame):
                 row = _bullet("⚠", status, text, status, self)
             row.setObjectName(f"warning_{warning.severity}")
             layout.addWidget(row)
-        self.pool = PoolControls(info.title, self)
+        noun = "worker" if posture_id is PostureId.QUICKJS else "container"
+        self.pool = PoolControls(info.title, noun, self)
         self.pool.hide()
         layout.addWidget(self.pool)
         layout.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignLeft)
