@@ -141,6 +141,7 @@ async def quickjs_rows(
             pairs = zip(("warm", "reused"), (one_shot, reused), warm_executors, strict=True)
             for name, pool, warm in pairs:
                 await warm.start(session)
+                await pool.prime(posture, session)
                 cases.append(Case(name, when_ready(pool, checked_run(warm, argv, want="3"))))
             stats = await interleave(cases, context.rounds(20, 6))
         finally:
