@@ -46,9 +46,10 @@ from workbench.monitor.container import CgroupFiles
 from workbench.monitor.process import carries_tag
 
 # Kills every process whose environment holds the run's tag ($1; busybox `grep -F` stops at
-# the NUL bytes of environ, a plain pattern does not), scanning /proc until a pass
-# finds none (a forking tree may add processes during a pass), then prints
-# "<distinct processes killed> <processes still found>".
+# the NUL bytes of environ, a plain pattern does not), scanning /proc until a pass finds none
+# and could read every process it listed (a process that vanished before its environ was read
+# may have been a fork bomb's, whose children the pass's listing missed), then prints
+# "<distinct processes killed> <processes still found or not checked>".
 KILL_SCRIPT = """
 seen=; killed=0; found=1; round=0
 while [ $found -gt 0 ] && [ $round -lt 100 ]; do
@@ -56,7 +57,8 @@ while [ $found -gt 0 ] && [ $round -lt 100 ]; do
   for f in /proc/[0-9]*/environ; do
     p=${f#/proc/}; p=${p%/environ}
     [ "$p" = 1 ] || [ "$p" = $$ ] && continue
-    grep -qs "$1" "$f" || continue
+    grep -qs "$1" "$f"
+    case $? in 1) continue ;; 2) found=$((found + 1)); continue ;; esac
     kill -9 "$p" 2>/dev/null || continue
     found=$((found + 1))
     case " $seen " in *" $p "*) ;; *) seen="$seen $p"; killed=$((killed + 1)) ;; esac
