@@ -109,9 +109,9 @@ def test_choosing_a_skill_primes_the_chosen_postures_pool_for_a_fresh_workspace(
     assert window.postures.chosen() is PostureId.DOCKER
     window.browser.select_first()
     window.run_panel.limits.memory.setValue(256)
-    run(asyncio.sleep(0.1))
     assert not pool.primed  # not before the user has stopped choosing
-    run(asyncio.sleep(0.4))
+    assert window.postures._prime_timer.isActive()
+    run(primes(pool))
     run(window.postures.shutdown())
     (primed,) = pool.primed
     posture, session = primed
@@ -124,6 +124,12 @@ def test_choosing_a_skill_primes_the_chosen_postures_pool_for_a_fresh_workspace(
     assert posture == window.run_panel.limits.posture(PostureId.DOCKER)
     assert posture.limits.memory_bytes == 256 * MIB
     run(window.shutdown())
+
+
+async def primes(pool: FakePool) -> None:
+    """Wait until the picker has primed `pool`."""
+    while not pool.primed:
+        await asyncio.sleep(0.05)
 
 
 async def shows(label: QLabel, start: str) -> None:
