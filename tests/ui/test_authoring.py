@@ -7,11 +7,9 @@ throwaway uid, which cannot enter pytest's 0700 tmp_path.
 """
 
 import asyncio
-import shutil
 import stat
-import tempfile
 import zipfile
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +25,9 @@ Run = Callable[[Coroutine[Any, Any, Any]], Any]
 
 
 @pytest.fixture
-def tmp_path() -> Iterator[Path]:
+def tmp_path(traversable_tmp_path: Path) -> Path:
     """A world-traversable temporary folder (skills, workspaces and packages go inside)."""
-    folder = Path(tempfile.mkdtemp(prefix="workbench-authoring-test-", dir="/tmp"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    return traversable_tmp_path
 
 
 def _tree(folder: Path) -> dict[str, tuple[int, bytes]]:

@@ -1,9 +1,7 @@
 """The process tree view: shape, in-place updates that keep selection and expansion, the cap
 of a fork bomb, "not visible" reasons, hostile names, the end of a run, and a real run."""
 
-import shutil
-import tempfile
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -151,12 +149,9 @@ def test_the_last_tree_stays_after_the_run_and_says_what_was_killed(
 
 
 @pytest.fixture
-def tmp_path() -> Iterator[Path]:
+def tmp_path(traversable_tmp_path: Path) -> Path:
     """A world-traversable temporary folder (hardened runs as a throwaway uid)."""
-    folder = Path(tempfile.mkdtemp(prefix="workbench-ui-test-", dir="/tmp"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    return traversable_tmp_path
 
 
 @pytest.mark.parametrize("posture", [PostureId.LOCAL, PostureId.HARDENED])

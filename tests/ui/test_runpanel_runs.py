@@ -6,10 +6,8 @@ tmp_path is mode 0700, which the hardened posture's throwaway uid cannot enter.
 """
 
 import asyncio
-import shutil
-import tempfile
 import time
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +32,9 @@ STALL_LIMIT_S = 0.1
 
 
 @pytest.fixture
-def tmp_path() -> Iterator[Path]:
+def tmp_path(traversable_tmp_path: Path) -> Path:
     """A world-traversable temporary folder (the window's data folder is made inside it)."""
-    folder = Path(tempfile.mkdtemp(prefix="workbench-ui-test-", dir="/tmp"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    return traversable_tmp_path
 
 
 def _prepare(window: MainWindow, posture: PostureId, command: str) -> RunPanel:

@@ -46,11 +46,11 @@ from workbench.executors.spawned import (
     drained,
     spawn,
 )
-
-__all__ = ["EndedBy", "Launch", "ProcessOutcome", "first_end", "run_process", "supervise"]
 from workbench.executors.types import CancelToken, CapturedOutput, OutputSink, Stream
 from workbench.monitor.process import ProcessTreeSampler, alive
 from workbench.monitor.sample import ResourceSample
+
+__all__ = ["EndedBy", "Launch", "ProcessOutcome", "first_end", "run_process", "supervise"]
 
 _HOOK_WAIT_S = 2.0
 _NOTHING_KILLED = KillReport(signalled=0, leftover=0)
