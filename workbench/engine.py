@@ -84,7 +84,9 @@ class Engine:
 
     def describe(self) -> str:
         """One line for people: which engine, where, and why this one."""
-        secured = ", TLS" if self.tls is not None else ""
+        secured = ""
+        if self.tls is not None:
+            secured = ", TLS, server not verified" if self.tls.skip_verify else ", TLS"
         return f"{self.kind} at {self.url} ({self.source}{secured})"
 
 

@@ -30,6 +30,24 @@ def write_context(config: Path, name: str, host: str) -> None:
     (meta / "meta.json").write_text(json.dumps(document))
 
 
+@pytest.mark.parametrize(
+    ("skip_verify", "said"), [(False, "TLS"), (True, "TLS, server not verified")]
+)
+def test_a_context_with_tls_material_says_so(
+    no_engine_settings: Path, monkeypatch: pytest.MonkeyPatch, skip_verify: bool, said: str
+) -> None:
+    write_context(no_engine_settings, "secure", "tcp://192.0.2.9:2376")
+    meta = no_engine_settings / "contexts" / "meta" / "0123abcd" / "meta.json"
+    document = json.loads(meta.read_text())
+    document["Endpoints"]["docker"]["SkipTLSVerify"] = skip_verify
+    meta.write_text(json.dumps(document))
+    (no_engine_settings / "contexts" / "tls" / "0123abcd" / "docker").mkdir(parents=True)
+    monkeypatch.setenv("DOCKER_CONTEXT", "secure")
+    engine = resolve_engine()
+    assert engine.tls is not None and engine.tls.skip_verify is skip_verify
+    assert engine.describe() == f"docker at tcp://192.0.2.9:2376 (context secure, {said})"
+
+
 def test_docker_host_comes_first(no_engine_settings: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_context(no_engine_settings, "remote", "ssh://me@build-box")
     monkeypatch.setenv("DOCKER_CONTEXT", "remote")
