@@ -212,31 +212,6 @@ def test_a_used_pooled_container_is_removed_and_the_run_starts_cold(
 
 
 @pytest.mark.docker
-def test_two_claimers_never_share_a_container(folders: Folders) -> None:
-    pools = ContainerPool(), ContainerPool()  # as two processes would
-    spec = folders.spec()
-
-    async def go() -> None:
-        await pools[0].resize(1)
-        await pools[0].prime(DOCKER, spec)
-        await filled(pools[0], 1)
-        await pools[1].adopt(DOCKER, spec)
-        assert pools[1].status().size == 1
-        executors = [pool.executor(DOCKER) for pool in pools]
-        await asyncio.gather(*(executor.start(spec) for executor in executors))
-        try:
-            assert sorted(executor.warm for executor in executors) == [False, True]
-            assert executors[0].container_id != executors[1].container_id
-        finally:
-            for executor in executors:
-                await executor.stop()
-            for pool in pools:
-                await pool.close()
-
-    asyncio.run(go())
-
-
-@pytest.mark.docker
 def test_a_fresh_workspace_takes_the_spare_folder_of_a_warm_container(folders: Folders) -> None:
     pool = ContainerPool(spares_dir=folders.fresh)
     next_run = folders.spec(folders.fresh / "run-1")  # not made yet, as when priming

@@ -4,6 +4,7 @@ user would, against the real engine."""
 import json
 import socket
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ __all__ = ["env", "skill"]  # fixtures
 PODMAN_SOCKET = "/run/podman/podman.sock"
 WARM = "Warm container from the pool (never used, checked clean)"
 COLD = "Container started cold (no warm one ready)"
+REFILL_S = 30.0
 
 
 def document(done: subprocess.CompletedProcess[str], kind: str) -> dict[str, Any]:
@@ -29,6 +31,18 @@ def document(done: subprocess.CompletedProcess[str], kind: str) -> dict[str, Any
 def pooled(environment: dict[str, str], key: str) -> list[dict[str, Any]]:
     status = document(workbench(environment, "pool", "status", "--json"), "pool-status")
     return [row for row in status["containers"] if row["key"] == key]
+
+
+def refilled(environment: dict[str, str], key: str, gone: str) -> list[dict[str, Any]]:
+    """The key's pooled containers once the detached refill of a run has started one (the
+    run does not wait for it): all running, and `gone`, the claimed one, not among them."""
+    deadline = time.monotonic() + REFILL_S
+    while not (rows := pooled(environment, key)) or any(
+        row["name"] == gone or row["state"] != "running" for row in rows
+    ):
+        assert time.monotonic() < deadline, "no refill"
+        time.sleep(0.2)
+    return rows
 
 
 def started(done: subprocess.CompletedProcess[str]) -> str:
@@ -60,8 +74,7 @@ def test_fill_then_run_takes_a_warm_container_and_the_pool_keeps_its_size(
         warm = workbench(env, *run, "--memory", "128m", "--", "sh", "-c", "echo hi > made.txt")
         assert started(warm) == WARM
         assert (workspace / "made.txt").read_text() == "hi\n"
-        (after,) = pooled(env, key)  # refilled before `run` exited
-        assert after["name"] != before["name"]
+        assert len(refilled(env, key, before["name"])) == 1  # the run did not wait for it
 
         other = workbench(env, *run, "--memory", "256m", "--", "true")  # another key: cold
         assert started(other) == COLD
@@ -113,7 +126,7 @@ def test_a_run_in_a_fresh_workspace_takes_a_container_filled_for_fresh_ones(
         record = document(done, "run")
         assert record["result"]["stdout"]["text"] == "made.txt\n"
         assert (Path(record["workspace"]) / "made.txt").read_text() == "hi\n"
-        assert len(pooled(env, key)) == 1
+        assert len(refilled(env, key, "")) == 1
     finally:
         workbench(env, "pool", "drain")
     assert not pooled(env, key)

@@ -2,13 +2,17 @@
 
 `fill` starts containers for one key (a skill, a workspace or fresh workspaces, a posture and
 its limits, the options of `workbench run`) and exits; they wait in the engine until a run
-of that key claims one (`workbench run` does, via `run_warm`, and starts a replacement so the
-pool keeps its size) or `drain` removes them. `status` lists what waits in the engine, of any
-key and process. A run of another key starts cold, as without a pool.
+of that key claims one (`workbench run` does, via `run_warm`, and has a detached `pool fill`
+start a replacement so the pool keeps its size) or `drain` removes them: they belong to no
+process, so they stay when the command exits. `status` lists what waits in the engine, of any
+key and process (the app's own pool containers too, which go when the app does). A run of
+another key starts cold, as without a pool.
 """
 
 import argparse
 import contextlib
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +82,9 @@ def _status(args: argparse.Namespace) -> int:
         print("No pooled containers (fill some with `workbench pool fill`).")
     for item in found:
         print(f"{item.posture:<7} {item.state:<8} {_age(item.age_s):>5}  {item.key}")
+    if found:
+        print("Containers filled by `workbench pool fill` stay until a run takes them or")
+        print("`workbench pool drain` removes them; the app's go when the app exits.")
     return 0
 
 
@@ -99,7 +106,7 @@ def _fill(args: argparse.Namespace) -> int:
         except OSError as error:
             raise WorkbenchError(f"Cannot make the workspace {workspace}: {error}") from None
     session = SessionSpec(skill.path, skill.name, workspace, layout.runs_root)
-    pool = ContainerPool(spares_dir=fresh.parent)
+    pool = ContainerPool(spares_dir=fresh.parent, owned=False)  # stays after we exit
 
     async def fill() -> None:
         await pool.resize(args.size)
@@ -142,16 +149,20 @@ def _drain(args: argparse.Namespace) -> int:
 async def run_warm(
     service: "RunService", plan: "RunPlan", sink: "OutputSink", cancel: "CancelToken"
 ) -> "CompletedRun":
-    """Run `plan`, in a warm container when the engine holds some for its key (then start
-    a replacement, so the pool keeps its size); otherwise as `service` would."""
+    """Run `plan`, in a warm container when the engine holds some for its key (then a
+    detached `workbench pool fill` starts a replacement, so the pool keeps its size and this
+    command need not wait for it); otherwise as `service` would."""
     if plan.posture.id not in CONTAINER_POSTURES:
         return await service.run_once(plan, sink, cancel)
     from workbench.executors.docker_pool import ContainerPool
     from workbench.executors.warm import WarmStarts
     from workbench.runs.service import RunService
 
-    pool = ContainerPool(spares_dir=service.layout.fresh_workspace(plan.run_id).parent)
-    if not await pool.adopt(plan.posture, _session(service, plan)):
+    pool = ContainerPool(
+        spares_dir=service.layout.fresh_workspace(plan.run_id).parent, refill=False
+    )
+    size = await pool.adopt(plan.posture, _session(service, plan))
+    if not size:
         await pool.detach()
         return await service.run_once(plan, sink, cancel)
     warm = WarmStarts({plan.posture.id: pool})
@@ -159,7 +170,24 @@ async def run_warm(
     try:
         return await pooled.run_once(plan, sink, cancel)
     finally:
+        fresh = pool.key(plan.posture, _session(service, plan)).fresh
         await pool.detach()
+        _refill_detached(plan, size, fresh)
+
+
+def _refill_detached(plan: "RunPlan", size: int, fresh: bool) -> None:
+    """Start `workbench pool fill` for `plan`'s key in its own session, output nowhere; it
+    outlives this command (nothing waits for it)."""
+    limits = plan.posture.limits
+    argv = [sys.executable, "-m", "workbench", "pool", "fill", "--skill", str(plan.skill_dir)]
+    argv += [] if fresh else ["--workspace", str(plan.workspace)]
+    argv += ["--posture", plan.posture.id.value, "--network", plan.posture.network.value]
+    argv += ["--timeout", repr(limits.timeout_s), "--memory", str(limits.memory_bytes)]
+    argv += ["--cpus", repr(limits.cpus), "--pids", str(limits.pids), "--size", str(size)]
+    null = (os.devnull, os.O_RDWR, 0)
+    files = [(os.POSIX_SPAWN_OPEN, fd, *null) for fd in (0, 1, 2)]
+    with contextlib.suppress(OSError):  # no refill: the next run starts cold
+        os.posix_spawn(sys.executable, argv, os.environ, file_actions=files, setsid=True)
 
 
 def _session(service: "RunService", plan: "RunPlan") -> SessionSpec:

@@ -6,24 +6,26 @@ The pool keeps `size` started containers ready for the key of the last `prime()`
 ones it started for an older key, and refills in the background after each hand-out. The
 engine is the list of what is ready: a pooled container carries the key's hash, its text and
 its posture in labels (`docker_pooled`) and is named `skill-workbench-pool-...`; `claim()`
-renames it by that name under a host-wide lock, so of two claimers (two runs, two processes
-on this machine) exactly one gets it and the other is told "no such container"; processes on
-other machines sharing a remote engine do not share the lock. A claimed container is used by
+renames it by that name under the user's claim lock, so of two claimers (two runs, two
+processes of this user) exactly one gets it and the other is told "no such container";
+processes of other users or machines sharing the engine do not share the lock. A lock held
+past its timeout ends the claim: the run starts cold at once. A claimed container is used by
 one session and removed after it, never returned. `remove_leftovers` leaves pooled containers
-alone; `docker_pooled.drain()` removes them.
+alone; `docker_pooled.drain()` removes them. The app's pool (`owned`) labels its containers
+with its process, so a later listing removes them once it is gone (crashed or killed);
+`workbench pool fill`'s (not owned) stay until claimed or drained.
 
 Handed out clean: at claim the container must run, its skill folder and workspace must still
-be the folders it mounted (not deleted and made again), the engine must have no exec in it ever
-(its events since it was created, to the last whole second), on runc `docker top` must show
-only the init, the supervisor and its sleep (Docker's and Podman's rows alike), and the image
-behind the posture's tag must be the one it runs; otherwise it is removed and the next one (or
-a cold start) is used.
+be the folders it mounted (not deleted and made again) and `docker_clean.clean_at_claim` must
+pass (no exec, only its idle processes, the tag's current image); otherwise it is removed and
+the next one (or a cold start) is used.
 
 A *fresh* workspace (a run given none: `DataLayout.fresh_workspace`, in `spares_dir`) is not
 known before the run, so for the fresh key each pooled container mounts a spare empty folder
 beside the fresh ones, `.pool-...`; claiming it renames the spare over the run's still empty
 fresh workspace (one atomic `rename`, refused if the folder is not empty). The bind mount
-follows the folder, so the container's /workspace is then the run's workspace.
+follows the folder, so the container's /workspace is then the run's workspace. The spare
+must be the one the container mounts, inside the spares folder (`docker_clean.spare_of`).
 
 Every engine call goes through `asyncio.to_thread`; an engine that is down or an image that is
 missing stops the fill and shows in `status().problem`, it never blocks or hangs the caller.
@@ -37,7 +39,6 @@ import json
 import secrets
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import docker
 from docker.errors import DockerException, NotFound
@@ -46,17 +47,20 @@ from requests.exceptions import RequestException
 from workbench.engine import EngineUnreachable, engine_client
 from workbench.errors import ExecutorError
 from workbench.executors.docker import ENGINE_TIMEOUT_S, DockerExecutor, runtime_of
+from workbench.executors.docker_clean import clean_at_claim, spare_of
 from workbench.executors.docker_pooled import (
     LABEL_POOL,
     LABEL_POOL_KEY,
     LABEL_POOL_MOUNTS,
+    LABEL_POOL_OWNER,
     LABEL_POOL_POSTURE,
     LABEL_POOL_SPARE,
     SPARE_PREFIX,
-    execs_since_created,
     holds_files,
     labels_of,
     mount_ids,
+    owner,
+    reap_orphans,
     rename_locked,
 )
 from workbench.executors.docker_session import (
@@ -65,19 +69,13 @@ from workbench.executors.docker_session import (
     pooled,
     remove_container,
 )
-from workbench.executors.docker_spec import (
-    LABEL_SESSION,
-    SUPERVISOR_NAME,
-    WORKSPACE_MOUNT,
-    container_options,
-)
+from workbench.executors.docker_spec import LABEL_SESSION, WORKSPACE_MOUNT, container_options
 from workbench.executors.types import SessionSpec
 from workbench.executors.warm import PoolStatus
 from workbench.postures import MIB, Posture
 
 FRESH = "<fresh>"
 STALE_STATES = ("exited", "dead")
-IDLE_SLEEP = " sleep 3600"  # how the supervisor (docker_spec.SUPERVISOR_SCRIPT) waits
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +100,13 @@ class Claimed:
 class ContainerPool:
     """Warm containers of one container posture; see the module doc."""
 
-    def __init__(self, spares_dir: Path | None = None) -> None:
+    def __init__(
+        self, spares_dir: Path | None = None, *, owned: bool = True, refill: bool = True
+    ) -> None:
+        """`owned`: its containers go when this process does; `refill`: after each claim."""
         self.spares_dir = spares_dir.absolute() if spares_dir is not None else None
+        self._owner = owner() if owned else ""
+        self._refill = refill
         self._size = 0
         self._key: PoolKey | None = None
         self._ready: list[str] = []  # names of the key's pooled containers, at the last look
@@ -215,7 +218,10 @@ class ContainerPool:
         names.sort(key=lambda name: name not in self._mine)  # ours first
         claimed: Claimed | None = None
         for name in names:
-            claimed = await self._take(client, name, key, session)
+            try:
+                claimed = await self._take(client, name, key, session)
+            except TimeoutError:
+                break  # another process holds the claim lock: start cold now, not per container
             if claimed is not None:
                 break
         self._kick()
@@ -227,6 +233,8 @@ class ContainerPool:
         session_name = f"skill-workbench-run-{secrets.token_hex(6)}"
         try:
             await asyncio.to_thread(rename_locked, client.api, name, session_name)
+        except TimeoutError:
+            raise
         except (DockerException, RequestException, OSError):
             return None  # NotFound: another run or process claimed it first
         self._mine.pop(name, None)
@@ -236,12 +244,13 @@ class ContainerPool:
         try:
             attrs = await asyncio.to_thread(client.api.inspect_container, session_name)
             labels = labels_of(attrs)
-            mounted = Path(labels[LABEL_POOL_SPARE]) if key.fresh else session.workspace
-            same = labels.get(LABEL_POOL_MOUNTS) == mount_ids(session.skill_dir, mounted)
-            same = same and labels.get(LABEL_POOL) == key.digest
-            if same and await self._clean(client, attrs, key):
-                if key.fresh:  # refused unless the run's workspace is still empty
-                    mounted.rename(session.workspace)
+            spare = spare_of(attrs, labels[LABEL_POOL_SPARE], self.spares_dir)
+            mounted = spare if key.fresh else session.workspace
+            ids = mount_ids(session.skill_dir, mounted) if mounted is not None else None
+            same = labels.get(LABEL_POOL) == key.digest and labels.get(LABEL_POOL_MOUNTS) == ids
+            if same and await asyncio.to_thread(clean_at_claim, client, attrs, key.posture):
+                if spare is not None and key.fresh:  # refused unless the workspace is empty
+                    spare.rename(session.workspace)
                 return Claimed(str(attrs["Id"]), labels.get(LABEL_SESSION, ""))
         except (DockerException, RequestException, OSError, KeyError):
             pass
@@ -249,31 +258,9 @@ class ContainerPool:
             await self._remove(client, session_name, labels)
         return None
 
-    async def _clean(
-        self, client: docker.DockerClient, attrs: dict[str, Any], key: PoolKey
-    ) -> bool:
-        """Running, never exec'd into, only its idle processes, on the tag's current image."""
-        if attrs["State"].get("Running") is not True:
-            return False
-        image = await asyncio.to_thread(client.api.inspect_image, key.posture.image)
-        if image["Id"] != attrs["Image"]:
-            return False
-        if await asyncio.to_thread(execs_since_created, client, attrs):
-            return False
-        if runtime_of(key.posture) == "runsc":  # runsc has no `docker top` of its own
-            return True
-        top = await asyncio.to_thread(client.api.top, attrs["Id"])
-        # Docker splits a row into columns, Podman gives one line: the command comes last.
-        rows = [" ".join(map(str, row)) for row in top.get("Processes") or ()]
-        # The init and the supervisor's shell, then its sleep (or, for a moment after the
-        # start, the supervisor's fork about to become it, or nothing yet).
-        supervisor = sum(row.endswith(f" {SUPERVISOR_NAME}") for row in rows)
-        idle = supervisor + sum(map(_idle_sleep, rows)) == len(rows)
-        return idle and 2 <= supervisor <= 3 and 2 <= len(rows) <= 3
-
     def _kick(self) -> None:
         """Start the background fill unless it runs already."""
-        if self._fill is None or self._fill.done():
+        if self._refill and (self._fill is None or self._fill.done()):
             self._fill = asyncio.create_task(self._filling())
 
     async def _filling(self) -> None:
@@ -318,6 +305,7 @@ class ContainerPool:
             LABEL_POOL_POSTURE: key.posture.id.value,
             LABEL_POOL_SPARE: str(spare or ""),
             LABEL_POOL_MOUNTS: mount_ids(session.skill_dir, session.workspace),
+            LABEL_POOL_OWNER: self._owner,
         }
         self._mine[name] = key.digest
         try:
@@ -359,6 +347,7 @@ class ContainerPool:
         found = await asyncio.to_thread(
             client.api.containers, all=True, filters={"label": [f"{LABEL_POOL}={digest}"]}
         )
+        found = await asyncio.to_thread(reap_orphans, client, found)
         names = []
         for item in found:
             if not pooled(item):
@@ -381,10 +370,6 @@ class ContainerPool:
         if self._client is not None:
             self._client.close()
             self._client = None
-
-
-def _idle_sleep(row: str) -> bool:
-    return row.endswith(IDLE_SLEEP)
 
 
 def _engine_problem(error: BaseException) -> str:

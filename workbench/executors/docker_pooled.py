@@ -2,37 +2,49 @@
 
 A pooled container carries `LABEL_POOL` (its key's hash), the key in words, its posture and
 its spare workspace folder in labels, and a `skill-workbench-pool-...` name until a claim
-renames it (`rename_locked`: under a host-wide file lock, because the engine looks the old
-name up before it locks the container, so two renames at the same moment could both succeed).
-`pooled_containers` lists them for `workbench pool status`; `drain` removes every one, of
-any key and any process, stale ones (stopped by an engine restart) too. `mount_ids` and
-`holds_files` tell whether the folders a pooled container mounts can still serve a run.
+renames it (`rename_locked`: under the user's claim lock, a file in the workbench's private
+data folder, because the engine looks the old name up before it locks the container, so two
+renames at the same moment could both succeed).
+
+The app's pool labels its containers with their owner (`LABEL_POOL_OWNER`: host name, boot id
+and pid); whenever pooled containers are listed (`reap_orphans`: a pool's fill and claim,
+`workbench pool status`), unclaimed ones whose owner ran on this host and is gone (crashed,
+killed, or before a reboot) are removed. Containers `workbench pool fill` starts have no owner:
+they stay until a run claims them or `drain` removes them. `pooled_containers` lists them for
+`workbench pool status`; `drain` removes every one, of any key and any process, stale ones
+(stopped by an engine restart) too. `mount_ids` and `holds_files` tell whether the folders a
+pooled container mounts can still serve a run.
 """
 
-import calendar
 import contextlib
 import fcntl
 import os
-import tempfile
+import secrets
+import socket
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import docker
+from docker.errors import DockerException
+from requests.exceptions import RequestException
 
-from workbench.executors.docker_session import pooled, remove_container
+from workbench.errors import ExecutorError
+from workbench.executors.docker_session import POOL_NAME_PREFIX, pooled, remove_container
 from workbench.executors.docker_spec import LABEL_APP
+from workbench.paths import data_dir
 
 LABEL_POOL = "org.skill-workbench.pool"  # the key's hash
 LABEL_POOL_KEY = "org.skill-workbench.pool.key"  # the key in words
 LABEL_POOL_POSTURE = "org.skill-workbench.pool.posture"
 LABEL_POOL_SPARE = "org.skill-workbench.pool.spare"  # the spare workspace folder, or ""
 LABEL_POOL_MOUNTS = "org.skill-workbench.pool.mounts"  # `mount_ids` of its folders
+LABEL_POOL_OWNER = "org.skill-workbench.pool.owner"  # "host boot-id pid" of the app, or none
 SPARE_PREFIX = ".pool-"
-CLAIM_LOCK = Path(tempfile.gettempdir()) / "skill-workbench-pool.lock"
+CLAIM_LOCK_NAME = "pool-claim.lock"
 CLAIM_LOCK_S = 5.0
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +64,10 @@ def rename_locked(api: docker.APIClient, name: str, new_name: str) -> None:
     The engine looks the old name up before it locks the container, so two renames at the
     same moment can both succeed; under the lock the second finds the name gone (NotFound).
     """
-    fd = os.open(CLAIM_LOCK, os.O_RDONLY | os.O_CREAT, 0o644)
+    folder = data_dir()
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(folder / CLAIM_LOCK_NAME, flags, 0o600)
     try:
         deadline = time.monotonic() + CLAIM_LOCK_S
         while True:
@@ -91,19 +106,58 @@ def labels_of(attrs: dict[str, Any]) -> dict[str, str]:
     return labels
 
 
-def execs_since_created(client: docker.DockerClient, attrs: dict[str, Any]) -> int:
-    """How many execs the engine created in the container since it was created."""
-    created = attrs["Created"][:19]  # "2026-11-22T16:11:02.123456789Z" (UTC) -> seconds
-    since = calendar.timegm(time.strptime(created, "%Y-%m-%dT%H:%M:%S"))
-    filters = {"container": attrs["Id"], "event": "exec_create"}
-    until = datetime.now(UTC)
-    events = client.api.events(since=since, until=until, filters=filters)
-    return sum(1 for _ in events)
+def owner() -> str:
+    """This process as a pooled container's owner: host name, boot id and pid."""
+    return f"{socket.gethostname()} {_boot_id()} {os.getpid()}"
+
+
+def orphaned(labels: dict[str, str]) -> bool:
+    """True when the container's owner ran on this host and is gone (not for no owner)."""
+    host, _, rest = labels.get(LABEL_POOL_OWNER, "").partition(" ")
+    boot, _, pid = rest.partition(" ")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    if boot != _boot_id():
+        return True  # this host restarted since
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # alive, another user's
+    return False
+
+
+def reap_orphans(client: docker.DockerClient, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Remove the unclaimed pooled containers in `found` (a container listing) whose owner is
+    gone; the others. Each is claimed first, so one another process claims is left alone."""
+    kept = []
+    for item in found:
+        labels = item.get("Labels") or {}
+        if not (pooled(item) and orphaned(labels)):
+            kept.append(item)
+            continue
+        name = str(item["Names"][0]).lstrip("/")
+        reaped = f"{POOL_NAME_PREFIX}reaped-{secrets.token_hex(6)}"
+        with contextlib.suppress(DockerException, RequestException, ExecutorError, OSError):
+            rename_locked(client.api, name, reaped)
+            remove_container(client.api, reaped)
+            if labels.get(LABEL_POOL_SPARE):
+                Path(labels[LABEL_POOL_SPARE]).rmdir()
+    return kept
+
+
+def _boot_id() -> str:
+    try:
+        return BOOT_ID.read_text().strip()
+    except OSError:
+        return ""
 
 
 def pooled_containers(client: docker.DockerClient) -> list[Pooled]:
     """Every pooled container in the engine, of any key and process, oldest first."""
     found = client.api.containers(all=True, filters={"label": [LABEL_APP, LABEL_POOL]})
+    found = reap_orphans(client, found)
     now = time.time()
     items = [
         Pooled(
