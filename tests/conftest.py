@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.postures import docker_engine_runtimes
+from workbench.posture_probe import docker_engine_runtimes
 
 
 @pytest.fixture(autouse=True)

@@ -34,12 +34,8 @@ from workbench.executors.docker_pool import ContainerPool
 from workbench.executors.quickjs_pool import QuickJsWorkerPool
 from workbench.executors.types import new_run_id
 from workbench.executors.warm import WarmStarts
-from workbench.postures import (
-    Availability,
-    PostureId,
-    docker_engine_runtimes,
-    probe_availability,
-)
+from workbench.posture_probe import docker_engine_runtimes, probe_availability
+from workbench.postures import Availability, PostureId
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.service import RunService

@@ -2,20 +2,13 @@
 
 A `Posture` is a frozen dataclass whose every knob has the safest default. Loosening a knob is
 an explicit change of a field, and `assess()` turns the posture into plain-data warnings that
-the CLI prints and the GUI renders. `probe_availability()` asks this machine which postures can
-run here, and why not where one cannot.
+the CLI prints and the GUI renders. Which postures can run on this machine is asked by
+`workbench.posture_probe`; `default_posture_id()` picks the strongest of them.
 """
 
-import gc
-import importlib.util
-import itertools
 import os
-import shutil
-import sys
-import warnings
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
 
 from workbench.errors import PostureError
 
@@ -172,7 +165,8 @@ POSTURE_INFO: dict[PostureId, PostureInfo] = {
         "command and the host kernel.",
         guarantees=(
             "Everything the Docker posture guarantees; the process limit is RLIMIT_NPROC "
-            "inside gVisor instead of a cgroup.",
+            "inside gVisor instead of a cgroup; every command runs under a seccomp filter that "
+            "refuses new user namespaces, which would escape it.",
             "System calls are served by gVisor, not the host kernel.",
         ),
         does_not=(
@@ -285,7 +279,7 @@ def _assess_container(posture: Posture) -> list[PostureWarning]:
             PostureWarning(
                 Severity.INFO,
                 "The process limit is RLIMIT_NPROC inside gVisor, not a cgroup: a run is "
-                "reported as stopped by it only when the command reports a refused fork.",
+                "reported as stopped by it only when a failing command reports a refused fork.",
             )
         )
     if posture.network is not Network.NONE:
@@ -354,99 +348,6 @@ def _format_limit(name: str, value: float) -> str:
     if name in ("timeout_s", "cpu_seconds"):
         return f"{value:g} s"
     return f"{value:g}"
-
-
-def probe_availability(posture_id: PostureId, docker_runtimes: set[str] | None) -> Availability:
-    """Whether `posture_id` can run here.
-
-    `docker_runtimes` is the set of runtimes the Docker engine reports, or None when no engine
-    answered (see `docker_engine_runtimes`).
-    """
-    if posture_id is PostureId.LOCAL:
-        return Availability(True, "Always available.")
-    if posture_id is PostureId.HARDENED:
-        if os.name != "posix" or not sys.platform.startswith("linux"):
-            return Availability(False, "Needs Linux (rlimits, process groups, /proc).")
-        return Availability(True, "Available on this Linux machine.")
-    if posture_id is PostureId.QUICKJS:
-        if importlib.util.find_spec("quickjs") is None:
-            return Availability(False, "The quickjs Python package is not installed.")
-        return Availability(True, "The quickjs package is installed.")
-    if docker_runtimes is None:
-        reason = (
-            "No Docker client library could reach an engine: is dockerd running, "
-            "and may you use its socket?"
-            if shutil.which("docker") or importlib.util.find_spec("docker")
-            else "Docker is not installed."
-        )
-        return Availability(False, reason)
-    if posture_id is PostureId.GVISOR and "runsc" not in docker_runtimes:
-        return Availability(
-            False,
-            "The Docker engine has no 'runsc' runtime (gVisor); install runsc and add it to "
-            "the engine's daemon.json.",
-        )
-    engine_args = docker_runtimes.args if isinstance(docker_runtimes, EngineRuntimes) else {}
-    if posture_id is PostureId.GVISOR and network_off(engine_args.get("runsc", ())):
-        return Availability(
-            True,
-            "The Docker engine answers. Its runsc runs with --network=none: gVisor runs "
-            "never get a network, and --network bridge is refused.",
-        )
-    return Availability(True, "The Docker engine answers.")
-
-
-class EngineRuntimes(set[str]):
-    """The names of the engine's runtimes, and each one's extra arguments (`runtimeArgs`)."""
-
-    def __init__(self, args: dict[str, tuple[str, ...]]) -> None:
-        super().__init__(args)
-        self.args = args
-
-    @classmethod
-    def from_info(cls, runtimes: dict[str, Any]) -> "EngineRuntimes":
-        """From the `Runtimes` entry of the engine's info."""
-        args = {
-            name: tuple(map(str, entry.get("runtimeArgs") or ()))
-            for name, entry in runtimes.items()
-        }
-        return cls(args)
-
-
-def network_off(runtime_args: tuple[str, ...]) -> bool:
-    """True when a runsc with these arguments gives its containers no network at all.
-
-    Debian's runsc needs `--network=none` on some machines; with it, a container has only its
-    loopback whatever network mode the engine sets up.
-    """
-    args = [a.lstrip("-") for a in runtime_args]
-    pairs = itertools.pairwise([*args, ""])  # "--network=none" or "--network none"
-    return any(a == "network=none" or (a, b) == ("network", "none") for a, b in pairs)
-
-
-def docker_engine_runtimes(timeout_s: float = 3.0) -> EngineRuntimes | None:
-    """The runtimes of the local Docker engine, or None when no engine answers in time."""
-    try:
-        from docker.errors import DockerException
-
-        from workbench.engine import engine_client
-    except ImportError:
-        return None
-    # docker-py leaks its socket when it cannot connect (docker/docker-py#3356): collect it
-    # here, where its ResourceWarning is expected, rather than at some later, random point.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        try:
-            client = engine_client(timeout_s)
-            try:
-                info = client.info()
-            finally:
-                client.close()
-        except (DockerException, OSError):
-            return None
-        finally:
-            gc.collect()
-    return EngineRuntimes.from_info(info.get("Runtimes") or {})
 
 
 def default_posture_id(available: dict[PostureId, Availability]) -> PostureId:

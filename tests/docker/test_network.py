@@ -23,7 +23,8 @@ from workbench.engine import engine_client
 from workbench.errors import ExecutorError
 from workbench.executors.docker import DockerExecutor
 from workbench.executors.types import RunResult, RunStatus, SessionSpec
-from workbench.postures import EngineRuntimes, Network, Posture, PostureId, network_off
+from workbench.posture_probe import EngineRuntimes, network_off
+from workbench.postures import Network, Posture, PostureId
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(90)]
 

@@ -15,7 +15,8 @@ from workbench.executors.quickjs_pool import QuickJsWorkerPool
 from workbench.executors.types import RunStatus, SessionSpec
 from workbench.executors.warm import PoolStatus, WarmStarts
 from workbench.paths import example_skills_dir
-from workbench.postures import MIB, Availability, Posture, PostureId, docker_engine_runtimes
+from workbench.posture_probe import docker_engine_runtimes
+from workbench.postures import MIB, Availability, Posture, PostureId
 from workbench.runs.service import RunService
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import Services

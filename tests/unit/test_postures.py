@@ -5,18 +5,17 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import PostureError
+from workbench.posture_probe import EngineRuntimes, docker_engine_runtimes, probe_availability
 from workbench.postures import (
+    POSTURE_INFO,
     Availability,
-    EngineRuntimes,
     Network,
     Posture,
     PostureId,
     Severity,
     assess,
     default_posture_id,
-    docker_engine_runtimes,
     parse_posture_id,
-    probe_availability,
 )
 
 
@@ -72,22 +71,30 @@ def test_gvisor_needs_the_runsc_runtime() -> None:
     assert probe_availability(PostureId.DOCKER, None).available is False
 
 
+def runsc(*args: str) -> EngineRuntimes:
+    return EngineRuntimes.from_info(
+        {"runc": {"path": "runc"}, "runsc": {"path": "runsc", "runtimeArgs": list(args)}}
+    )
+
+
 def test_gvisor_availability_says_when_its_runtime_never_gives_a_network() -> None:
-    info = {"runc": {"path": "runc"}, "runsc": {"path": "runsc", "runtimeArgs": ["--network=none"]}}
-    runtimes = EngineRuntimes.from_info(info)
+    runtimes = runsc("--network=none")
     assert runtimes == {"runc", "runsc"}
     found = probe_availability(PostureId.GVISOR, runtimes)
     assert found.available is True
     assert "runs with --network=none" in found.reason
     assert "--network bridge is refused" in found.reason
-    plain = EngineRuntimes.from_info({"runsc": {"path": "runsc"}})
-    assert probe_availability(PostureId.GVISOR, plain).reason == "The Docker engine answers."
+    plain = probe_availability(PostureId.GVISOR, runsc("--debug"))
+    assert plain.reason == "The Docker engine answers."
 
 
 def test_gvisor_names_its_process_limit_instead_of_denying_one() -> None:
     texts = [w.text for w in assess(Posture(PostureId.GVISOR))]
     assert not any("No process limit" in text for text in texts)
-    assert any(text.startswith("The process limit is RLIMIT_NPROC inside gVisor") for text in texts)
+    [limit] = [text for text in texts if text.startswith("The process limit is RLIMIT_NPROC")]
+    assert limit.endswith("only when a failing command reports a refused fork.")
+    [guarantee] = [t for t in POSTURE_INFO[PostureId.GVISOR].guarantees if "RLIMIT_NPROC" in t]
+    assert "seccomp filter that refuses new user namespaces" in guarantee
 
 
 def test_gvisor_network_warning_says_its_runtime_may_refuse_it() -> None:
@@ -116,3 +123,16 @@ def test_engine_probe_without_engine_is_none_and_leaks_nothing(
 ) -> None:
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'no-engine.sock'}")
     assert docker_engine_runtimes(timeout_s=1) is None
+
+
+def test_workbench_postures_prints_the_note_of_an_available_posture_too() -> None:
+    from workbench.cli.postures import _posture_text
+
+    runtimes = runsc("--network=none")
+    text = _posture_text(PostureId.GVISOR, probe_availability(PostureId.GVISOR, runtimes), True)
+    [here] = [line for line in text.splitlines() if line.startswith("  here: ")]
+    assert "--network bridge is refused" in here
+    gone = _posture_text(PostureId.GVISOR, probe_availability(PostureId.GVISOR, None), False)
+    assert "[UNAVAILABLE]" in gone
+    assert "  why unavailable: " in gone
+    assert "  here: " not in gone

@@ -7,6 +7,7 @@ from typing import Any
 from workbench.cli.output import emit_json
 from workbench.engine import engine_name
 from workbench.errors import PostureError
+from workbench.posture_probe import docker_engine_runtimes, probe_availability
 from workbench.postures import (
     POSTURE_INFO,
     Availability,
@@ -14,8 +15,6 @@ from workbench.postures import (
     PostureId,
     assess,
     default_posture_id,
-    docker_engine_runtimes,
-    probe_availability,
 )
 
 
@@ -83,8 +82,8 @@ def _posture_text(posture_id: PostureId, availability: Availability, default: bo
         f"{posture_id}{' (default)' if default else ''}: {info.title} [{state}]",
         f"  {info.summary}",
     ]
-    if not availability.available:
-        lines.append(f"  why unavailable: {availability.reason}")
+    label = "here" if availability.available else "why unavailable"
+    lines.append(f"  {label}: {availability.reason}")
     lines += [f"  + {text}" for text in info.guarantees]
     lines += [f"  - does not {text[0].lower()}{text[1:]}" for text in info.does_not]
     lines += [f"  ! {w.severity.upper()}: {w.text}" for w in assess(Posture(posture_id))]
