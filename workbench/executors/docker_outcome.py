@@ -9,9 +9,12 @@ a death by signal N as exit code 128+N.
 
 Under gVisor the process limit is RLIMIT_NPROC inside the sandbox, which no host counter
 records: the only trace of a refused fork is what the command printed about it (a shell's
-"Cannot fork", Python's EAGAIN on a fork). Such a run ends `limit_exceeded`, and its cause says
-that the evidence is the command's own report. When every slot is taken before the command
-starts (by a concurrent run, or leftovers still dying), runsc refuses the exec itself.
+"Cannot fork", Python's EAGAIN on a fork). Printed text alone cannot end a run as stopped by a
+control (any command can print it): a run that failed (a non-zero exit, or a signal) and
+reported a refused fork ends `limit_exceeded`, its cause saying that the evidence is the
+command's own report; one that exited 0 stays `ok`, with the report noted. When every slot
+is taken before the command starts (by a concurrent run, or leftovers still dying), runsc
+refuses the exec itself.
 """
 
 import re
@@ -66,7 +69,7 @@ def classify(end: ExecEnd, limits: Limits, argv0: str, runtime: str) -> tuple[Ru
         return RunStatus.TIMED_OUT, f"wall-clock timeout of {limits.timeout_s:g} s"
     if end.exit_code is None:
         return RunStatus.ERROR, "the engine did not report how the command ended"
-    if end.exit_code in (126, 127) and any(m in end.output_text for m in NOT_FOUND_MARKS):
+    if end.exit_code in (126, 127) and _not_found(end.output_text, argv0, runtime):
         return RunStatus.ERROR, f"command not found: {argv0}"
     status, cause = _ended(end, limits, runtime)
     if end.background_killed:
@@ -90,19 +93,30 @@ def _ended(end: ExecEnd, limits: Limits, runtime: str) -> tuple[RunStatus, str]:
             f"process limit {limits.pids} ({RUNSC_PROCESS_LIMIT}): no free process slot to "
             "start the command",
         )
-    if runtime == "runsc" and fork_refused(end.output_text):
+    refused = runtime == "runsc" and fork_refused(end.output_text)
+    if end.exit_code == 0:
+        limit = f"process limit {limits.pids}, {RUNSC_PROCESS_LIMIT}"
+        note = f"; its output reports a refused fork ({limit})" if refused else ""
+        return RunStatus.OK, f"exited with code 0{note}"
+    if refused:
         return (
             RunStatus.LIMIT_EXCEEDED,
             f"process limit {limits.pids} ({RUNSC_PROCESS_LIMIT}; the command reported a "
             "refused fork)",
         )
-    if end.exit_code == 0:
-        return RunStatus.OK, "exited with code 0"
     code, sig = split_exit(end.exit_code)
     cause = f"killed by signal {signal_name(sig)}" if sig else f"exited with code {code}"
     if READ_ONLY_MARK in end.output_text:
         cause += " after a write to the read-only root filesystem"
     return RunStatus.FAILED, cause
+
+
+def _not_found(text: str, argv0: str, runtime: str) -> bool:
+    """Under gVisor the loader every command starts under says so (`gvisor_seccomp`); runsc's
+    own errors echo the loader's source, which holds the words, so only its line counts."""
+    if runtime == "runsc":
+        return f"exec: {argv0}: {NOT_FOUND_MARKS[0]}" in text
+    return any(m in text for m in NOT_FOUND_MARKS)
 
 
 def _risen(before: CgroupCounters | None, after: CgroupCounters | None) -> set[str]:

@@ -40,6 +40,7 @@ from requests.exceptions import RequestException
 
 from workbench.engine import missing_image
 from workbench.errors import ExecutorError
+from workbench.executors import gvisor_seccomp
 from workbench.executors.docker_spec import LABEL_APP, LABEL_SESSION, SWEEP_SIGNAL
 from workbench.executors.types import Stream
 from workbench.monitor.container import CgroupFiles
@@ -238,7 +239,10 @@ class DockerSession:
         return state
 
     async def exec(self, argv: list[str], env: dict[str, str], workdir: str) -> ExecStream:
-        """Start `argv` in the container and return its stream."""
+        """Start `argv` in the container (under gVisor, under the filter that keeps its process
+        limit: see `gvisor_seccomp`) and return its stream."""
+        if self._options.get("runtime") == "runsc":
+            argv = gvisor_seccomp.wrapped(argv)
         created = await asyncio.to_thread(
             self.api.exec_create, self.container_id, argv, environment=env, workdir=workdir
         )

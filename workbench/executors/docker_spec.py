@@ -15,7 +15,8 @@ from typing import Any
 import docker
 
 from workbench.executors.types import PostureCard, SessionSpec
-from workbench.postures import MIB, EngineRuntimes, Network, Posture, network_off
+from workbench.posture_probe import EngineRuntimes, network_off
+from workbench.postures import MIB, Network, Posture
 
 LABEL_APP = "org.skill-workbench"
 LABEL_SESSION = "org.skill-workbench.session"
@@ -44,7 +45,8 @@ DEFAULT_CAPABILITIES = frozenset(
 # plain one would end the shell, and with it the container.
 SUPERVISOR_NAME = "workbench-supervisor"
 SUPERVISOR_SCRIPT = (
-    'trap "kill -9 -1" USR1; while :; do command eval "sleep 3600 &" 2>/dev/null && wait; done'
+    'trap "for i in 1 2 3 4 5 6 7 8; do kill -9 -1 2>/dev/null; done" USR1; '
+    'while :; do command eval "sleep 3600 &" 2>/dev/null && wait; done'
 )
 SWEEP_SIGNAL = "SIGUSR1"
 

@@ -1,11 +1,17 @@
-"""gVisor's process limit (RLIMIT_NPROC, known from the command's report) and network refusal."""
+"""gVisor's process limit (RLIMIT_NPROC, known from the command's report; kept by a seccomp
+filter refusing user namespaces) and network refusal."""
 
+import os
+import shutil
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 
 from workbench.executors.docker_outcome import ExecEnd, classify, fork_refused
 from workbench.executors.docker_spec import network_refusal
+from workbench.executors.gvisor_seccomp import wrapped
 from workbench.executors.runner import EndedBy
 from workbench.executors.types import RunStatus
 from workbench.monitor.container import CgroupCounters
@@ -31,9 +37,20 @@ def end(code: int, text: str) -> ExecEnd:
     return ExecEnd(EndedBy.EXIT, code, counters, counters, text, 0)
 
 
-@pytest.mark.parametrize(("code", "text"), [(0, DASH), (254, BASH), (1, PYTHON)])
-def test_a_refused_fork_under_gvisor_is_the_process_limit(code: int, text: str) -> None:
+@pytest.mark.parametrize(("code", "text"), [(2, DASH), (254, BASH), (1, PYTHON), (137, DASH)])
+def test_a_failed_run_that_reports_a_refused_fork_under_gvisor_is_the_process_limit(
+    code: int, text: str
+) -> None:
     assert classify(end(code, text), LIMITS, "sh", "runsc") == (RunStatus.LIMIT_EXCEEDED, REFUSED)
+
+
+@pytest.mark.parametrize("text", [DASH, "log line: sh: 1: Cannot fork\n"])
+def test_a_run_that_exited_0_stays_ok_whatever_it_printed(text: str) -> None:
+    assert classify(end(0, text), LIMITS, "sh", "runsc") == (
+        RunStatus.OK,
+        "exited with code 0; its output reports a refused fork "
+        "(process limit 32, RLIMIT_NPROC inside gVisor)",
+    )
 
 
 @pytest.mark.parametrize("text", [SOCKET, "all good\n", "a fork in the road\n"])
@@ -46,9 +63,10 @@ def test_other_output_is_not_taken_for_a_refused_fork(text: str) -> None:
 
 
 def test_an_exec_runsc_could_not_start_for_want_of_a_slot_is_the_process_limit() -> None:
+    command = " ".join(wrapped(["echo", "alive"]))  # the loader's source, echoed by runsc
     refused = (
-        'OCI runtime exec failed: executing processes for container: executing command "echo '
-        'alive" in sandbox: try again: unknown\r\n'
+        "OCI runtime exec failed: executing processes for container: executing command "
+        f'"{command}" in sandbox: try again: unknown\r\n'
     )
     assert classify(end(126, refused), LIMITS, "echo", "runsc") == (
         RunStatus.LIMIT_EXCEEDED,
@@ -108,3 +126,55 @@ def test_no_network_asked_needs_no_engine_call() -> None:
     engine = Engine(["--network=none"])
     assert network_refusal(Posture(PostureId.GVISOR), "runsc", engine) == ""  # type: ignore[arg-type]
     assert engine.asked == 0
+
+
+# clone(CLONE_NEWUSER | SIGCHLD) by syscall number: the child exits, the parent prints the result.
+CLONE_NEWUSER = (
+    "import ctypes, os; r = ctypes.CDLL(None, use_errno=True).syscall({}, 0x10000011, 0, 0, 0, 0)"
+    "; r == 0 and os._exit(0); print(r, os.strerror(ctypes.get_errno()))"
+)
+THREAD = (
+    "import threading; t = threading.Thread(target=print, args=('thread',)); t.start(); t.join()"
+)
+
+
+def under_filter(*argv: str) -> subprocess.CompletedProcess[str]:
+    """`argv` run on this host's kernel through the loader gVisor commands start under."""
+    loader = wrapped(list(argv))
+    assert loader[0] == "python3"
+    return subprocess.run([sys.executable, *loader[1:]], capture_output=True, text=True, timeout=30)
+
+
+needs_linux = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.uname().machine not in ("x86_64", "aarch64"),
+    reason="the filter is Linux seccomp for x86_64 and aarch64",
+)
+
+
+@needs_linux
+@pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare")
+def test_the_filter_refuses_new_user_namespaces() -> None:
+    refused = under_filter("unshare", "-Ur", "true")
+    assert refused.returncode != 0
+    assert "Operation not permitted" in refused.stderr
+    nr = 56 if os.uname().machine == "x86_64" else 220
+    clone = CLONE_NEWUSER.format(nr)
+    assert under_filter("python3", "-c", clone).stdout == "-1 Operation not permitted\n"
+
+
+@needs_linux
+def test_under_the_filter_commands_threads_and_children_still_run() -> None:
+    ran = under_filter("sh", "-c", f'echo "$(echo child)"; python3 -c "{THREAD}"')
+    assert (ran.returncode, ran.stdout) == (0, "child\nthread\n")
+
+
+@needs_linux
+def test_a_missing_command_reads_as_runsc_says_it() -> None:
+    missing = under_filter("no-such-command", "arg")
+    assert missing.returncode == 127
+    assert missing.stderr == "exec: no-such-command: executable file not found in $PATH\n"
+    end_ = ExecEnd(EndedBy.EXIT, 127, None, None, missing.stderr, 0)
+    assert classify(end_, LIMITS, "no-such-command", "runsc") == (
+        RunStatus.ERROR,
+        "command not found: no-such-command",
+    )
