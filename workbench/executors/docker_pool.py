@@ -61,6 +61,7 @@ from workbench.executors.docker_pooled import (
     mount_ids,
     owner,
     reap_orphans,
+    remove_spare,
     rename_locked,
 )
 from workbench.executors.docker_session import (
@@ -335,10 +336,7 @@ class ContainerPool:
 
     async def _remove(self, client: docker.DockerClient, name: str, labels: dict[str, str]) -> None:
         await asyncio.to_thread(remove_container, client.api, name)
-        spare = labels.get(LABEL_POOL_SPARE)
-        if spare:
-            with contextlib.suppress(OSError):
-                Path(spare).rmdir()  # only ever empty, unless it was claimed
+        remove_spare(labels)
 
     async def _listed(self, digest: str) -> list[str]:
         """The running pooled containers of `digest` in the engine; stopped ones are removed

@@ -142,9 +142,17 @@ def reap_orphans(client: docker.DockerClient, found: list[dict[str, Any]]) -> li
         with contextlib.suppress(DockerException, RequestException, ExecutorError, OSError):
             rename_locked(client.api, name, reaped)
             remove_container(client.api, reaped)
-            if labels.get(LABEL_POOL_SPARE):
-                Path(labels[LABEL_POOL_SPARE]).rmdir()
+            remove_spare(labels)
     return kept
+
+
+def remove_spare(labels: dict[str, str]) -> None:
+    """Remove a removed pooled container's spare workspace folder: only ever an empty one
+    named `.pool-...` (one that was claimed is the run's workspace now, under another name)."""
+    spare = Path(labels.get(LABEL_POOL_SPARE) or "/")
+    if spare.name.startswith(SPARE_PREFIX):
+        with contextlib.suppress(OSError):
+            spare.rmdir()
 
 
 def _boot_id() -> str:
@@ -181,8 +189,5 @@ def drain(client: docker.DockerClient, digest: str = "") -> int:
     found = [item for item in found if pooled(item)]
     for item in found:
         remove_container(client.api, item["Id"])
-        spare = (item.get("Labels") or {}).get(LABEL_POOL_SPARE)
-        if spare:
-            with contextlib.suppress(OSError):
-                Path(spare).rmdir()
+        remove_spare(item.get("Labels") or {})
     return len(found)
