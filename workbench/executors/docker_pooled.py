@@ -31,7 +31,7 @@ from docker.errors import DockerException
 from requests.exceptions import RequestException
 
 from workbench.errors import ExecutorError
-from workbench.executors.docker_session import POOL_NAME_PREFIX, pooled, remove_container
+from workbench.executors.docker_session import pooled, remove_container
 from workbench.executors.docker_spec import LABEL_APP
 from workbench.paths import data_dir
 
@@ -130,19 +130,24 @@ def orphaned(labels: dict[str, str]) -> bool:
 
 def reap_orphans(client: docker.DockerClient, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Remove the unclaimed pooled containers in `found` (a container listing) whose owner is
-    gone; the others. Each is claimed first, so one another process claims is left alone."""
+    gone; the others. Each is claimed first (renamed out of the pool, under the claim lock), so
+    one another process claims is left alone; a held lock ends the reaping at once."""
     kept = []
-    for item in found:
+    for at, item in enumerate(found):
         labels = item.get("Labels") or {}
         if not (pooled(item) and orphaned(labels)):
             kept.append(item)
             continue
         name = str(item["Names"][0]).lstrip("/")
-        reaped = f"{POOL_NAME_PREFIX}reaped-{secrets.token_hex(6)}"
-        with contextlib.suppress(DockerException, RequestException, ExecutorError, OSError):
+        reaped = f"skill-workbench-reaped-{secrets.token_hex(6)}"  # a leftover if not removed
+        try:
             rename_locked(client.api, name, reaped)
             remove_container(client.api, reaped)
             remove_spare(labels)
+        except TimeoutError:
+            return kept + found[at:]
+        except (DockerException, RequestException, ExecutorError, OSError):
+            pass
     return kept
 
 
