@@ -119,6 +119,23 @@ def test_under_gvisor_the_check_from_inside_refuses_an_exec_the_events_lost(
 
 
 @pytest.mark.docker
+def test_the_event_check_sees_an_exec_made_the_moment_before_it(
+    folders: Folders, client: docker.DockerClient
+) -> None:
+    pool = ContainerPool()
+
+    async def go() -> None:
+        container = await one_pooled(pool, folders.spec(), client)
+        attrs = client.api.inspect_container(container)
+        assert docker_clean.execs_since_created(client, attrs) == 0
+        client.api.exec_create(container, ["true"])  # in the same second, mostly
+        assert docker_clean.execs_since_created(client, attrs) == 1
+        await pool.close()
+
+    asyncio.run(go())
+
+
+@pytest.mark.docker
 @pytest.mark.parametrize("where", ["outside", "not-mounted"])
 def test_a_spare_folder_the_labels_misname_is_not_moved(
     folders: Folders, monkeypatch: pytest.MonkeyPatch, where: str
