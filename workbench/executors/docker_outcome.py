@@ -22,6 +22,7 @@ import signal
 from dataclasses import dataclass
 
 from workbench.executors.docker_spec import RUNSC_PROCESS_LIMIT
+from workbench.executors.gvisor_seccomp import LOADER_PROGRAM
 from workbench.executors.outcome import format_bytes, signal_name
 from workbench.executors.runner import EndedBy
 from workbench.executors.types import RunStatus
@@ -71,6 +72,11 @@ def classify(end: ExecEnd, limits: Limits, argv0: str, runtime: str) -> tuple[Ru
         return RunStatus.ERROR, "the engine did not report how the command ended"
     if end.exit_code in (126, 127) and _not_found(end.output_text, argv0, runtime):
         return RunStatus.ERROR, f"command not found: {argv0}"
+    if end.exit_code in (126, 127) and _no_loader(end.output_text, runtime):
+        return RunStatus.ERROR, (
+            "the image has no python3, which every gVisor command starts under (it installs "
+            "the seccomp filter that keeps the process limit)"
+        )
     status, cause = _ended(end, limits, runtime)
     if end.background_killed:
         n = end.background_killed
@@ -117,6 +123,14 @@ def _not_found(text: str, argv0: str, runtime: str) -> bool:
     if runtime == "runsc":
         return f"exec: {argv0}: {NOT_FOUND_MARKS[0]}" in text
     return any(m in text for m in NOT_FOUND_MARKS)
+
+
+def _no_loader(text: str, runtime: str) -> bool:
+    """runsc could not start the loader itself (an image without python3). Its error echoes
+    the command, the loader's source included: only what follows it counts."""
+    before, _, error = text.partition('" in sandbox: ')
+    started = f'executing command "{LOADER_PROGRAM} ' in before
+    return runtime == "runsc" and started and any(m in error for m in NOT_FOUND_MARKS)
 
 
 def _risen(before: CgroupCounters | None, after: CgroupCounters | None) -> set[str]:

@@ -48,6 +48,9 @@ except OSError as error:
 """
 
 
+LOADER_PROGRAM = "python3"
+
+
 def wrapped(argv: list[str]) -> list[str]:
     """`argv` started under the filter (the exec's argv under gVisor)."""
-    return ["python3", "-I", "-S", "-c", LOADER, *argv]
+    return [LOADER_PROGRAM, "-I", "-S", "-c", LOADER, *argv]

@@ -178,3 +178,18 @@ def test_a_missing_command_reads_as_runsc_says_it() -> None:
         RunStatus.ERROR,
         "command not found: no-such-command",
     )
+
+
+def test_an_image_without_the_loader_says_so() -> None:
+    command = " ".join(wrapped(["echo", "hi"]))
+    missing = (  # what runsc answered for an image without python3 (measured)
+        "OCI runtime exec failed: executing processes for container: executing command "
+        f'"{command}" in sandbox: error finding executable "python3" in PATH [/usr/bin /bin]: '
+        "no such file or directory: unknown\r\n"
+    )
+    assert classify(end(126, missing), LIMITS, "echo", "runsc") == (
+        RunStatus.ERROR,
+        "the image has no python3, which every gVisor command starts under (it installs the "
+        "seccomp filter that keeps the process limit)",
+    )
+    assert classify(end(126, missing), LIMITS, "echo", "runc")[1] == "command not found: echo"
