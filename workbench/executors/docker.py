@@ -310,6 +310,7 @@ class DockerExecutor:
                 (stderr.head_text, stderr.tail_text, captures[Stream.STDOUT].tail_text)
             ),
             background_killed=sweep.killed if sweep and ended_by is EndedBy.EXIT else 0,
+            stderr_text="\n".join((stderr.head_text, stderr.tail_text)),
         )
         status, cause = (
             (RunStatus.ERROR, failure)

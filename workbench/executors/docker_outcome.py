@@ -51,6 +51,7 @@ class ExecEnd:
     after: CgroupCounters | None
     output_text: str  # stderr (and stdout, where the runtime reports exec failures)
     background_killed: int
+    stderr_text: str = ""  # the command's own complaints (a refused fork), never its stdout
 
 
 def split_exit(code: int | None) -> tuple[int | None, int | None]:
@@ -99,7 +100,7 @@ def _ended(end: ExecEnd, limits: Limits, runtime: str) -> tuple[RunStatus, str]:
             f"process limit {limits.pids} ({RUNSC_PROCESS_LIMIT}): no free process slot to "
             "start the command",
         )
-    refused = runtime == "runsc" and fork_refused(end.output_text)
+    refused = runtime == "runsc" and fork_refused(end.stderr_text)
     if end.exit_code == 0:
         limit = f"process limit {limits.pids}, {RUNSC_PROCESS_LIMIT}"
         note = f"; its output reports a refused fork ({limit})" if refused else ""

@@ -32,9 +32,10 @@ SOCKET = (
 )
 
 
-def end(code: int, text: str) -> ExecEnd:
+def end(code: int, text: str, stderr: bool = True) -> ExecEnd:
+    """An exec that printed `text` (to stderr, or else to stdout) and exited with `code`."""
     counters = CgroupCounters(oom_kills=0, pids_max_hits=0)  # the sandbox's: they never rise
-    return ExecEnd(EndedBy.EXIT, code, counters, counters, text, 0)
+    return ExecEnd(EndedBy.EXIT, code, counters, counters, text, 0, text if stderr else "")
 
 
 @pytest.mark.parametrize(("code", "text"), [(2, DASH), (254, BASH), (1, PYTHON), (137, DASH)])
@@ -73,6 +74,13 @@ def test_an_exec_runsc_could_not_start_for_want_of_a_slot_is_the_process_limit()
         "process limit 32 (RLIMIT_NPROC inside gVisor): no free process slot to start the command",
     )
     assert classify(end(1, refused), LIMITS, "echo", "runsc")[0] is RunStatus.FAILED
+
+
+def test_a_refused_fork_printed_to_stdout_is_not_the_process_limit() -> None:
+    assert classify(end(1, DASH, stderr=False), LIMITS, "sh", "runsc") == (
+        RunStatus.FAILED,
+        "exited with code 1",
+    )
 
 
 def test_under_runc_only_the_pids_counter_decides() -> None:
