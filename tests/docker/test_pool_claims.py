@@ -7,7 +7,6 @@ import contextlib
 import fcntl
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -233,26 +232,60 @@ def dead_pid() -> int:
     return child.pid
 
 
+# An app that fills its pool for the workspace argv[1] names, says so, and waits to be killed.
+FILLER = """
+import asyncio, sys
+from pathlib import Path
+from workbench.executors.docker_pool import ContainerPool
+from workbench.executors.types import SessionSpec
+from tests.docker.test_pool import DOCKER as posture
+workspace = Path(sys.argv[1])
+base = workspace.parent
+spec = SessionSpec(base / "skill", "demo", workspace, base / "runs")
+
+async def go():
+    pool = ContainerPool()
+    await pool.resize(1)
+    await pool.prime(posture, spec)
+    while not pool.status().ready:
+        await asyncio.sleep(0.05)
+    print("ready", flush=True)
+    await asyncio.sleep(600)
+
+asyncio.run(go())
+"""
+
+
 @pytest.mark.docker
-def test_the_containers_of_a_pool_whose_process_is_gone_are_removed_by_the_next_listing(
+def test_the_containers_of_an_app_that_is_gone_are_removed_by_the_next_listing(
     folders: Folders, client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    boot = BOOT_ID.read_text().strip()
-    gone = f"{socket.gethostname()} {boot} {dead_pid()}"
-    elsewhere = f"another-host {boot} {dead_pid()}"
+    elsewhere = f"another-host {BOOT_ID.read_text().strip()} {dead_pid()}"
     pools = {"alive": ContainerPool(), "cli": ContainerPool(owned=False)}  # cli: pool fill's
-    for name, owner in (("gone", gone), ("elsewhere", elsewhere)):
-        monkeypatch.setattr(docker_pool, "owner", lambda owner=owner: owner)
-        pools[name] = ContainerPool()
-    specs = {name: folders.spec(folders.base / name) for name in pools}
+    monkeypatch.setattr(docker_pool, "owner", lambda: elsewhere)
+    pools["elsewhere"] = ContainerPool()
+    specs = {name: folders.spec(folders.base / name) for name in (*pools, "gone")}
+    for spec in specs.values():
+        spec.workspace.mkdir()
+    with subprocess.Popen(
+        [sys.executable, "-c", FILLER, str(specs["gone"].workspace)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as app:
+        try:
+            assert app.stdout is not None and app.stdout.readline() == "ready\n"
+            (gone,) = pooled_ids(client, ContainerPool(), specs["gone"])
+        finally:
+            app.kill()  # the app crashes: its pool is never closed
     ids = {}
 
     async def go() -> None:
         for name, pool in pools.items():
-            specs[name].workspace.mkdir()
             ids[name] = await one_pooled(pool, specs[name], client)
+        assert exists(client, gone)
         assert await ContainerPool().adopt(DOCKER, specs["gone"]) == 0  # another pool looks
-        assert not exists(client, ids["gone"])
+        assert not exists(client, gone)
         pooled_containers(client)  # as `workbench pool status` lists them
         assert all(exists(client, ids[name]) for name in ("elsewhere", "alive", "cli"))
         for pool in pools.values():
