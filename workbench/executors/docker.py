@@ -42,6 +42,7 @@ from workbench.executors.docker_spec import (
     posture_card,
     skill_mount,
 )
+from workbench.executors.inflight import InFlight, prepare_runs_dir
 from workbench.executors.outcome import format_bytes
 from workbench.executors.ownership import FolderLoan, SharedLoan
 from workbench.executors.runner import EndedBy, first_end
@@ -89,19 +90,11 @@ class DockerExecutor:
         self._card = PostureCard(posture)
         self.session_id = ""  # the container label that finds this session's container
         self._loan: SharedLoan | None = None
-        self._shutdown = asyncio.Event()
-        self._running = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
+        self._in_flight = InFlight()
 
     async def start(self, session: SessionSpec) -> None:
         """Start the session container; `ExecutorError` when the engine cannot."""
-        try:
-            session.runs_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise ExecutorError(
-                f"Cannot create the runs folder {session.runs_dir}: {error}."
-            ) from error
+        prepare_runs_dir(session.runs_dir)
         try:
             self._client = await asyncio.to_thread(engine_client, ENGINE_TIMEOUT_S)
             refusal = await asyncio.to_thread(
@@ -113,7 +106,7 @@ class DockerExecutor:
             raise ExecutorError(refusal)
         self._session = await self._warm_session(session) or await self._cold_session(session)
         self._card = self._read_card(self._session)
-        self._shutdown = asyncio.Event()
+        self._in_flight.reopen()
         self._spec = session
         if os.geteuid() == 0 and not self.posture.run_as_root:
             loan = FolderLoan(session.workspace, CONTAINER_UID, CONTAINER_UID)
@@ -159,8 +152,7 @@ class DockerExecutor:
 
     async def stop(self) -> None:
         """End every run in flight (killing its processes), then remove the container."""
-        self._shutdown.set()
-        await self._idle.wait()
+        await self._in_flight.end_all()
         try:
             if self._session is not None:
                 await self._session.stop()
@@ -177,9 +169,7 @@ class DockerExecutor:
         run_dir = self._spec.runs_dir / run_id
         run_dir.mkdir(parents=True, exist_ok=True)  # the run service may have made it
         warnings = tuple(assess(self.posture))
-        self._running += 1
-        self._idle.clear()
-        try:
+        with self._in_flight.run():
             problem = await self._problem(self._spec, self._session, request)
             if problem:
                 return self._error(run_id, run_dir, problem, warnings)
@@ -196,10 +186,6 @@ class DockerExecutor:
             finally:
                 if self._loan is not None:
                     await self._loan.release()
-        finally:
-            self._running -= 1
-            if not self._running:
-                self._idle.set()
 
     async def _problem(self, spec: SessionSpec, session: DockerSession, request: RunRequest) -> str:
         if not request.argv:
@@ -259,7 +245,7 @@ class DockerExecutor:
             exited: asyncio.Task[int] = asyncio.create_task(stream.exited())
             tasks += [pump, exited]
             ended_by = await first_end(
-                exited, self.posture.limits.timeout_s, cancel, self._shutdown
+                exited, self.posture.limits.timeout_s, cancel, self._in_flight.shutdown
             )
             wall = time.monotonic() - t0
             sweep = await session.sweep(tag)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.errors import ExecutorError
+from workbench.executors.inflight import InFlight, prepare_runs_dir
 from workbench.executors.outcome import classify
 from workbench.executors.process_tree import become_subreaper
 from workbench.executors.runner import Launch, ProcessOutcome, run_process, supervise
@@ -83,27 +84,18 @@ class SubprocessExecutor(ABC):
     def __init__(self, posture: Posture) -> None:
         self.posture = posture
         self._session: SessionSpec | None = None
-        self._shutdown = asyncio.Event()
-        self._running = 0
-        self._idle = asyncio.Event()
-        self._idle.set()
+        self._in_flight = InFlight()
 
     async def start(self, session: SessionSpec) -> None:
         """Create the runs folder and make the app adopt orphans of its runs."""
-        try:
-            session.runs_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise ExecutorError(
-                f"Cannot create the runs folder {session.runs_dir}: {error.strerror}."
-            ) from error
+        prepare_runs_dir(session.runs_dir)
         become_subreaper()
-        self._shutdown = asyncio.Event()
+        self._in_flight.reopen()
         self._session = session
 
     async def stop(self) -> None:
         """End every run in flight (killing their trees) and the session."""
-        self._shutdown.set()
-        await self._idle.wait()
+        await self._in_flight.end_all()
         self._session = None
 
     async def run(self, request: RunRequest, sink: OutputSink, cancel: CancelToken) -> RunResult:
@@ -111,14 +103,8 @@ class SubprocessExecutor(ABC):
         if self._session is None:
             raise ExecutorError("The executor was not started (or was stopped) before a run.")
         context = self._new_context(self._session, request)
-        self._running += 1
-        self._idle.clear()
-        try:
+        with self._in_flight.run():
             return await self._run(context, sink, cancel)
-        finally:
-            self._running -= 1
-            if not self._running:
-                self._idle.set()
 
     async def _run(self, context: RunContext, sink: OutputSink, cancel: CancelToken) -> RunResult:
         warnings = tuple(assess(self.posture))
@@ -127,7 +113,7 @@ class SubprocessExecutor(ABC):
         if isinstance(prepared, str):
             return _error_result(context, PostureCard(self.posture), prepared, warnings)
         timeout_s, cap = self.posture.limits.timeout_s, request.output_cap_bytes
-        watch = (sink, cancel, self._shutdown, request.on_sample, prepared.on_spawned)
+        watch = (sink, cancel, self._in_flight.shutdown, request.on_sample, prepared.on_spawned)
         try:
             if prepared.adopt is None:
                 outcome = await run_process(
