@@ -48,7 +48,6 @@ from workbench.executors.ownership import FolderLoan, SharedLoan
 from workbench.executors.runner import EndedBy, first_end
 from workbench.executors.types import (
     CancelToken,
-    CapturedOutput,
     OutputSink,
     PostureCard,
     RunRequest,
@@ -68,7 +67,6 @@ ENGINE_TIMEOUT_S = 10
 CONTAINER_GONE = "the session container stopped during the run (removed or stopped from outside)"
 DRAIN_S = 2.0  # after the sweep, how long the output stream may take to close
 RESWEEP_S = 0.05  # first wait for the exec's end before sweeping again (then doubled)
-_NO_OUTPUT = CapturedOutput(text="", total_bytes=0, truncated=False, log_path=None)
 
 
 def runtime_of(posture: Posture) -> str:
@@ -348,22 +346,7 @@ class DockerExecutor:
     def _error(
         self, run_id: str, run_dir: Path, cause: str, warnings: tuple[PostureWarning, ...]
     ) -> RunResult:
-        return RunResult(
-            run_id=run_id,
-            status=RunStatus.ERROR,
-            cause=cause,
-            exit_code=None,
-            signal=None,
-            wall_seconds=0.0,
-            cpu_seconds=0.0,
-            peak_rss_bytes=0,
-            peak_processes=0,
-            stdout=_NO_OUTPUT,
-            stderr=_NO_OUTPUT,
-            card=self._card,
-            warnings=warnings,
-            run_dir=run_dir,
-        )
+        return RunResult.not_run(run_id, run_dir, cause, self._card, warnings)
 
 
 async def _pump(stream: ExecStream, captures: dict[Stream, StreamCapture], t0: float) -> None:

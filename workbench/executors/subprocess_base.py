@@ -20,7 +20,6 @@ from workbench.executors.runner import Launch, ProcessOutcome, run_process, supe
 from workbench.executors.spawned import Spawned
 from workbench.executors.types import (
     CancelToken,
-    CapturedOutput,
     OutputSink,
     PostureCard,
     RunRequest,
@@ -29,8 +28,6 @@ from workbench.executors.types import (
     SessionSpec,
 )
 from workbench.postures import Limits, Posture, PostureWarning, Severity, assess
-
-_NO_OUTPUT = CapturedOutput(text="", total_bytes=0, truncated=False, log_path=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +108,8 @@ class SubprocessExecutor(ABC):
         request = context.request
         prepared = _session_problem(context.session, request) or await self._prepare(context)
         if isinstance(prepared, str):
-            return _error_result(context, PostureCard(self.posture), prepared, warnings)
+            card = PostureCard(self.posture)
+            return RunResult.not_run(context.run_id, context.run_dir, prepared, card, warnings)
         timeout_s, cap = self.posture.limits.timeout_s, request.output_cap_bytes
         watch = (sink, cancel, self._in_flight.shutdown, request.on_sample, prepared.on_spawned)
         try:
@@ -188,24 +186,3 @@ def _session_problem(session: SessionSpec, request: RunRequest) -> str:
     if not session.skill_dir.is_dir():
         return f"skill folder missing: {session.skill_dir} is not a folder"
     return ""
-
-
-def _error_result(
-    context: RunContext, card: PostureCard, cause: str, warnings: tuple[PostureWarning, ...]
-) -> RunResult:
-    return RunResult(
-        run_id=context.run_id,
-        status=RunStatus.ERROR,
-        cause=cause,
-        exit_code=None,
-        signal=None,
-        wall_seconds=0.0,
-        cpu_seconds=0.0,
-        peak_rss_bytes=0,
-        peak_processes=0,
-        stdout=_NO_OUTPUT,
-        stderr=_NO_OUTPUT,
-        card=card,
-        warnings=warnings,
-        run_dir=context.run_dir,
-    )

@@ -166,3 +166,31 @@ class RunResult:
     samples: tuple[ResourceSample, ...] = ()
     run_dir: Path | None = None
     host_calls: tuple[HostCall, ...] = ()
+
+    @classmethod
+    def not_run(
+        cls,
+        run_id: str,
+        run_dir: Path,
+        cause: str,
+        card: PostureCard,
+        warnings: tuple[PostureWarning, ...],
+    ) -> "RunResult":
+        """The `error` result of a command the executor could not start, with `cause`."""
+        nothing = CapturedOutput(text="", total_bytes=0, truncated=False, log_path=None)
+        return cls(
+            run_id=run_id,
+            status=RunStatus.ERROR,
+            cause=cause,
+            exit_code=None,
+            signal=None,
+            wall_seconds=0.0,
+            cpu_seconds=0.0,
+            peak_rss_bytes=0,
+            peak_processes=0,
+            stdout=nothing,
+            stderr=nothing,
+            card=card,
+            warnings=warnings,
+            run_dir=run_dir,
+        )
