@@ -10,9 +10,6 @@ fills in as its run ends. Activating a cell (double-click or Enter) opens that r
 history.
 """
 
-import asyncio
-import sys
-
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -21,7 +18,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLineEdit,
-    QMessageBox,
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
@@ -31,13 +27,13 @@ from PySide6.QtWidgets import (
 
 from workbench.errors import WorkbenchError
 from workbench.executors.types import CancelToken, RunStatus
-from workbench.postures import DEFAULT_LIMITS, POSTURE_INFO, Availability, Posture, PostureId
+from workbench.postures import DEFAULT_LIMITS, POSTURE_INFO, Posture
 from workbench.runs.compare import CompareRequest, compare_row, run_compare, shell_command
 from workbench.runs.record import RunRecord
 from workbench.runs.service import RunService
 from workbench.skills import Skill
-from workbench.ui.historyview import ask
 from workbench.ui.posturechecks import PostureChecks
+from workbench.ui.posturejob import RUN_ID, Job, PostureJobPage
 from workbench.ui.text import format_size, plural
 from workbench.ui.theme import status_colors
 from workbench.ui.widgets import plain_label, set_status
@@ -52,10 +48,9 @@ FIGURES = (
     "Controls",
     "Warnings",
 )
-_RUN_ID = Qt.ItemDataRole.UserRole
 
 
-class CompareView(QWidget):
+class CompareView(PostureJobPage):
     """Posture choices and the command above, the side-by-side table below.
 
     Signals:
@@ -63,16 +58,20 @@ class CompareView(QWidget):
         compare_finished(object): the list of `RunRecord`s of a comparison that ended.
     """
 
-    run_activated = Signal(str)
     compare_finished = Signal(object)
+
+    LOCAL_QUESTION = (
+        "Run without a sandbox?",
+        "The comparison includes the local posture: there the command runs as you, with "
+        "access to all your files, your network and every secret in your environment.",
+        "Compare, local included",
+    )
+    FAILED = "Not compared"
 
     def __init__(self, service: RunService, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._service = service
         self._skill: Skill | None = None
-        self._cancel: CancelToken | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._question: QMessageBox | None = None
         self._records: list[RunRecord] = []
 
         self.skill_label = plain_label("No skill selected", self)
@@ -142,26 +141,13 @@ class CompareView(QWidget):
         self.skill_label.setText(f"{skill.name}:" if skill is not None else "No skill selected")
         self._update_buttons()
 
-    def set_availability(self, availability: dict[PostureId, Availability]) -> None:
-        """Offer the postures that can run here (see `PostureChecks`)."""
-        self.postures.set_availability(availability)
-        self._update_buttons()
-
-    def chosen(self) -> list[PostureId]:
-        """The ticked postures, strongest first."""
-        return self.postures.chosen()
-
     def records(self) -> list[RunRecord]:
         """The records of the last comparison so far."""
         return list(self._records)
 
-    def question(self) -> QMessageBox | None:
-        """The open "run without a sandbox?" question, if one is open."""
-        return self._question
-
-    def start(self) -> "asyncio.Task[None] | None":
-        """Start the comparison (what Compare does, after `local` was confirmed)."""
-        if self._skill is None or not self.run_button.isEnabled():
+    def _job(self, cancel: CancelToken) -> Job | None:
+        """The comparison of the command under every ticked posture."""
+        if self._skill is None:
             return None
         try:
             text = self.command.text().strip()
@@ -173,52 +159,7 @@ class CompareView(QWidget):
             self._show(str(error), "danger")
             return None
         request = CompareRequest(self._skill.name, self._skill.path, runs)
-        self._cancel = CancelToken()
-        self._task = asyncio.ensure_future(self._compare(request, self._cancel))
-        self._task.add_done_callback(self._on_task_done)
-        self._update_buttons()
-        return self._task
-
-    def stop(self) -> None:
-        """Stop the run in progress; the postures not yet run are skipped."""
-        if self._cancel is not None and not self._cancel.cancelled:
-            self._cancel.cancel()
-            self._show("Stopping…", "muted")
-
-    async def shutdown(self, grace_s: float = 15.0) -> None:
-        """Stop the comparison in progress and wait (at most `grace_s`) for it to clean up."""
-        if self._task is not None:
-            self.stop()
-            await asyncio.wait([self._task], timeout=grace_s)
-
-    # Slots ------------------------------------------------------------------------------
-
-    def on_run_button_clicked(self) -> None:
-        if not self.run_button.isEnabled() or self._question is not None:
-            return
-        if PostureId.LOCAL not in self.chosen():
-            self.start()
-            return
-        self._question = ask(
-            self,
-            "Run without a sandbox?",
-            "The comparison includes the local posture: there the command runs as you, with "
-            "access to all your files, your network and every secret in your environment.",
-            "Compare, local included",
-            self.start,
-        )
-        self._question.finished.connect(self.on_question_finished)
-
-    def on_question_finished(self, _result: int) -> None:
-        self._question = None
-
-    def on_stop_button_clicked(self) -> None:
-        self.stop()
-
-    def on_table_item_activated(self, item: QTableWidgetItem) -> None:
-        run_id = item.data(_RUN_ID)
-        if isinstance(run_id, str):
-            self.run_activated.emit(run_id)
+        return self._compare(request, cancel)
 
     # Internals --------------------------------------------------------------------------
 
@@ -268,7 +209,7 @@ class CompareView(QWidget):
         )
         for index, value in enumerate(values):
             item = QTableWidgetItem(value)
-            item.setData(_RUN_ID, row.run_id)
+            item.setData(RUN_ID, row.run_id)
             item.setToolTip(f"Run {row.run_id}: double-click or press Enter to open it")
             if index == 0:
                 colors = status_colors(self.palette())
@@ -276,21 +217,6 @@ class CompareView(QWidget):
             self.table.setItem(index, column, item)
         if column + 1 < self.table.columnCount():
             self.table.item(0, column + 1).setText("running…")
-
-    def _on_task_done(self, task: "asyncio.Task[None]") -> None:
-        self._task = None
-        self._cancel = None
-        self._update_buttons()
-        if task.cancelled() or (error := task.exception()) is None:
-            return
-        if isinstance(error, WorkbenchError):
-            self._show(f"Not compared: {error}", "danger")
-        else:
-            sys.excepthook(type(error), error, error.__traceback__)
-
-    def _show(self, text: str, status: str) -> None:
-        self.status.setText(text)
-        set_status(self.status, status)
 
     def _update_buttons(self) -> None:
         running = self._task is not None

@@ -9,17 +9,14 @@ the posture's description is marked "!" in the warning colour. Activating a cell
 (double-click or Enter) opens its run in the history.
 """
 
-import asyncio
-import sys
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
-    QMessageBox,
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
@@ -27,16 +24,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.errors import WorkbenchError
 from workbench.executors.types import CancelToken
-from workbench.postures import POSTURE_INFO, Availability, PostureId
+from workbench.postures import POSTURE_INFO, PostureId
 from workbench.probes.catalogue import PROBE_BY_ID, ProbeId
 from workbench.probes.lab import Cell, Scoreboard, run_lab
 from workbench.probes.verdict import Verdict
 from workbench.runs.record import plain_text
 from workbench.runs.service import RunService
-from workbench.ui.historyview import ask
 from workbench.ui.posturechecks import PostureChecks
+from workbench.ui.posturejob import RUN_ID, Job, PostureJobPage
 from workbench.ui.text import plural, tooltip
 from workbench.ui.theme import status_colors
 from workbench.ui.widgets import plain_label, set_status
@@ -47,11 +43,10 @@ MARKS = {
     Verdict.NOT_APPLICABLE: "n/a",
 }
 UNEXPECTED_MARK = " !"
-_RUN_ID = Qt.ItemDataRole.UserRole
 _HINT = "Double-click a cell (or press Enter) to open its run in the history."
 
 
-class LabView(QWidget):
+class LabView(PostureJobPage):
     """Posture choices and Run / Stop above, the scoreboard below, progress at the bottom.
 
     Signals:
@@ -59,8 +54,17 @@ class LabView(QWidget):
         lab_finished(object): the `Scoreboard` of a lab that ended (also when stopped).
     """
 
-    run_activated = Signal(str)
     lab_finished = Signal(object)
+
+    LOCAL_QUESTION = (
+        "Run the probes without a sandbox?",
+        "The lab includes the local posture: there the probes run as you. They are small "
+        "and bounded and touch only what the lab plants, but nothing stops them from "
+        "reaching your files, your network and the secrets in your environment.",
+        "Run the lab, local included",
+    )
+    STOPPING = "Stopping… (the lab removes what it planted)"
+    FAILED = "The lab did not run"
 
     def __init__(
         self, service: RunService, parent: QWidget | None = None, lab_parent: Path | None = None
@@ -68,9 +72,6 @@ class LabView(QWidget):
         super().__init__(parent)
         self._service = service
         self._lab_parent = lab_parent
-        self._cancel: CancelToken | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._question: QMessageBox | None = None
         self._board: Scoreboard | None = None
         self._columns: list[PostureId] = []
         self._done = 0
@@ -119,74 +120,13 @@ class LabView(QWidget):
 
     # Public API -------------------------------------------------------------------------
 
-    def set_availability(self, availability: dict[PostureId, Availability]) -> None:
-        """Offer the postures that can run here (see `PostureChecks`)."""
-        self.postures.set_availability(availability)
-        self._update_buttons()
-
-    def chosen(self) -> list[PostureId]:
-        """The ticked postures, strongest first."""
-        return self.postures.chosen()
-
     def scoreboard(self) -> Scoreboard | None:
         """The scoreboard of the last lab that ended, if any."""
         return self._board
 
-    def question(self) -> QMessageBox | None:
-        """The open "run without a sandbox?" question, if one is open."""
-        return self._question
-
-    def start(self) -> "asyncio.Task[None] | None":
-        """Start the lab (what Run the lab does, after `local` was confirmed)."""
-        if not self.run_button.isEnabled():
-            return None
-        self._cancel = CancelToken()
-        self._task = asyncio.ensure_future(self._run(self.chosen(), self._cancel))
-        self._task.add_done_callback(self._on_task_done)
-        self._update_buttons()
-        return self._task
-
-    def stop(self) -> None:
-        """Stop the probe in progress; the cells not yet run stay empty."""
-        if self._cancel is not None and not self._cancel.cancelled:
-            self._cancel.cancel()
-            self._show("Stopping… (the lab removes what it planted)", "muted")
-
-    async def shutdown(self, grace_s: float = 15.0) -> None:
-        """Stop the lab in progress and wait (at most `grace_s`) for it to clean up."""
-        if self._task is not None:
-            self.stop()
-            await asyncio.wait([self._task], timeout=grace_s)
-
-    # Slots ------------------------------------------------------------------------------
-
-    def on_run_button_clicked(self) -> None:
-        if not self.run_button.isEnabled() or self._question is not None:
-            return
-        if PostureId.LOCAL not in self.chosen():
-            self.start()
-            return
-        self._question = ask(
-            self,
-            "Run the probes without a sandbox?",
-            "The lab includes the local posture: there the probes run as you. They are small "
-            "and bounded and touch only what the lab plants, but nothing stops them from "
-            "reaching your files, your network and the secrets in your environment.",
-            "Run the lab, local included",
-            self.start,
-        )
-        self._question.finished.connect(self.on_question_finished)
-
-    def on_question_finished(self, _result: int) -> None:
-        self._question = None
-
-    def on_stop_button_clicked(self) -> None:
-        self.stop()
-
-    def on_table_item_activated(self, item: QTableWidgetItem) -> None:
-        run_id = item.data(_RUN_ID)
-        if isinstance(run_id, str):
-            self.run_activated.emit(run_id)
+    def _job(self, cancel: CancelToken) -> Job:
+        """Every probe under every ticked posture."""
+        return self._run(self.chosen(), cancel)
 
     # Internals --------------------------------------------------------------------------
 
@@ -222,7 +162,7 @@ class LabView(QWidget):
         colors = status_colors(self.palette())
         text = MARKS[cell.verdict] + (UNEXPECTED_MARK if cell.unexpected else "")
         item = QTableWidgetItem(text)
-        item.setData(_RUN_ID, cell.run_id)
+        item.setData(RUN_ID, cell.run_id)
         lines = [f"{cell.posture.value} / {cell.probe.value}: {cell.verdict.value}"]
         lines.append(plain_text(cell.explanation()))
         if cell.unexpected:
@@ -245,21 +185,6 @@ class LabView(QWidget):
     def _show_progress(self) -> None:
         total = len(self._columns) * len(ProbeId)
         self.progress.setText(f"cell {self._done} of {total}")
-
-    def _on_task_done(self, task: "asyncio.Task[None]") -> None:
-        self._task = None
-        self._cancel = None
-        self._update_buttons()
-        if task.cancelled() or (error := task.exception()) is None:
-            return
-        if isinstance(error, WorkbenchError):
-            self._show(f"The lab did not run: {error}", "danger")
-        else:
-            sys.excepthook(type(error), error, error.__traceback__)
-
-    def _show(self, text: str, status: str) -> None:
-        self.status.setText(text)
-        set_status(self.status, status)
 
     def _update_buttons(self) -> None:
         running = self._task is not None
