@@ -64,6 +64,7 @@ class TableBuilder:
         self._pid_space = pid_space
         self._previous = started
         self._spent: dict[int, float] = dict(spent_before or {})
+        self._commands: dict[int, str] = {}  # a process's command line, as last read
         self._next = 0.0
 
     def due(self, now: float) -> bool:
@@ -93,8 +94,11 @@ class TableBuilder:
         kept = _breadth_first(by_pid)[:MAX_ROWS]
         display = {pid: shown.get(pid, pid) if shown else pid for pid in kept}
         rows = []
+        commands = {}
         for pid in kept:
             reading = by_pid[pid]
+            # A process that just ended (a zombie) reads an empty command line: keep the last.
+            commands[pid] = _cmdline(reading.process) or self._commands.get(pid, "")
             # A process new to the builder was born since the last table: all its time is new.
             delta = spent[pid] - self._spent.get(pid, 0.0)
             rows.append(
@@ -102,12 +106,12 @@ class TableBuilder:
                     pid=display[pid],
                     ppid=display.get(reading.ppid, 0),
                     name=plain_text(reading.name, NAME_CHARS),
-                    cmdline=_cmdline(reading.process),
+                    cmdline=commands[pid],
                     cpu_percent=max(0.0, 100.0 * delta / elapsed) if elapsed > 0 else 0.0,
                     rss_bytes=reading.rss_bytes,
                 )
             )
-        self._spent, self._previous = spent, now
+        self._spent, self._previous, self._commands = spent, now, commands
         table = ProcessTable(tuple(rows), len(by_pid), self._pid_space)
         cost = time.thread_time() - start
         self._next = now + max(TABLE_INTERVAL_S, cost / TABLE_BUDGET)

@@ -116,6 +116,23 @@ def test_a_fork_bomb_table_is_capped_breadth_first_and_counts_the_rest() -> None
     assert all(row.ppid in shown for row in table.rows[1:])  # the shape is kept
 
 
+class EndedProcess(FakeProcess):
+    """A process that has just ended (a zombie): its command line reads empty."""
+
+    def cmdline(self) -> list[str]:
+        return []
+
+
+def test_a_process_that_just_ended_keeps_the_command_it_had() -> None:
+    builder = TableBuilder(started=0.0)
+    builder.build([reading(10, 1)], now=1.0)
+    ended = Reading(cast(psutil.Process, EndedProcess(10)), 1, "bomb", 0, 0.0)
+    (row,) = builder.build([ended], now=2.0).rows
+    assert row.cmdline == "sh -c :(){ :|:& };:"
+    unseen = Reading(cast(psutil.Process, EndedProcess(11)), 1, "bomb", 0, 0.0)
+    assert TableBuilder(started=0.0).build([unseen], now=1.0).rows[0].cmdline == ""
+
+
 def test_cpu_percent_is_per_process_since_the_previous_table() -> None:
     builder = TableBuilder(started=0.0)
     first = builder.build([reading(10, 1, cpu_seconds=0.5)], now=1.0)
