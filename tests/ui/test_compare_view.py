@@ -81,11 +81,18 @@ def test_stop_ends_the_run_in_progress_and_skips_the_rest(window: MainWindow, ru
     view.postures.boxes[PostureId.QUICKJS].setChecked(False)
     view.postures.boxes[PostureId.LOCAL].setChecked(True)
     view.command.setText("sleep 30")
-    task = view.start()  # what Compare does once local is confirmed
+
+    async def start() -> "asyncio.Task[None] | None":
+        return view.start()  # what Compare does once local is confirmed, as the app does it
+
+    async def click_stop() -> None:
+        view.stop_button.click()  # on the running loop, as in the app
+
+    task = run(start())
     assert task is not None and not view.run_button.isEnabled()
     run(_until(lambda: view.table.item(0, 0).text() == "running…"))
     assert view.table.item(0, 1).text() == "waiting…"
-    view.stop_button.click()
+    run(click_stop())
     run(task)
     assert _column(view, 0)["Status"] == "cancelled"
     assert _column(view, 1)["Status"] == "skipped (stopped)"
