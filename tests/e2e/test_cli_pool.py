@@ -96,12 +96,17 @@ def test_podman_hands_out_warm_containers_too(
     podman = {**env, "DOCKER_HOST": f"unix://{PODMAN_SOCKET}"}
     options = ("--skill", skill, "--workspace", tmp_path / "ws")
     try:
-        filled = workbench(podman, "pool", "fill", *options, "--size", "1", "--json")
-        assert document(filled, "pool-fill")["ready"] == 1
+        filled = document(
+            workbench(podman, "pool", "fill", *options, "--size", "1", "--json"), "pool-fill"
+        )
+        assert filled["ready"] == 1
+        (before,) = pooled(podman, filled["key"])
         done = workbench(podman, "run", "--posture", "docker", *options, "--json", "--", "true")
         assert started(done) == WARM
+        assert len(refilled(podman, filled["key"], before["name"])) == 1  # before the drain
     finally:
         workbench(podman, "pool", "drain")
+    assert not pooled(podman, filled["key"])
 
 
 def test_fill_refuses_a_size_out_of_range(env: dict[str, str], skill: Path) -> None:
