@@ -113,10 +113,7 @@ class LabView(PostureJobPage):
         self._update_buttons()
 
     def _connect_signals(self) -> None:
-        self.run_button.clicked.connect(self.on_run_button_clicked)
-        self.stop_button.clicked.connect(self.on_stop_button_clicked)
-        self.table.itemActivated.connect(self.on_table_item_activated)
-        self.postures.changed.connect(self._update_buttons)
+        self._connect_job_signals()
 
     # Public API -------------------------------------------------------------------------
 

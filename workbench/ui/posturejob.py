@@ -15,7 +15,14 @@ from collections.abc import Coroutine
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QLabel, QMessageBox, QPushButton, QTableWidgetItem, QWidget
+from PySide6.QtWidgets import (
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QWidget,
+)
 
 from workbench.errors import WorkbenchError
 from workbench.executors.types import CancelToken
@@ -45,6 +52,7 @@ class PostureJobPage(QWidget):
     run_button: QPushButton
     stop_button: QPushButton
     postures: PostureChecks
+    table: QTableWidget
     status: QLabel
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -101,6 +109,13 @@ class PostureJobPage(QWidget):
             self.run_activated.emit(run_id)
 
     # For subclasses ---------------------------------------------------------------------
+
+    def _connect_job_signals(self) -> None:
+        """Connect Run, Stop, the table's cells and the posture choices to this page."""
+        self.run_button.clicked.connect(self.on_run_button_clicked)
+        self.stop_button.clicked.connect(self.on_stop_button_clicked)
+        self.table.itemActivated.connect(self.on_table_item_activated)
+        self.postures.changed.connect(self._update_buttons)
 
     def start(self) -> "asyncio.Task[None] | None":
         """Start the job (what Run does, after `local` was confirmed); None when it cannot."""
