@@ -2,7 +2,6 @@
 user would, against the real engine."""
 
 import json
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -11,11 +10,11 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_cli_run import env, skill, workbench
+from tests.e2e.test_podman_engine import podman_host
 
-__all__ = ["env", "skill"]  # fixtures
+__all__ = ["env", "podman_host", "skill"]  # fixtures
 
 
-PODMAN_SOCKET = "/run/podman/podman.sock"
 WARM = "Warm container from the pool (never used, checked clean)"
 COLD = "Container started cold (no warm one ready)"
 REFILL_S = 30.0
@@ -88,12 +87,9 @@ def test_fill_then_run_takes_a_warm_container_and_the_pool_keeps_its_size(
 @pytest.mark.podman
 @pytest.mark.slow
 def test_podman_hands_out_warm_containers_too(
-    env: dict[str, str], skill: Path, tmp_path: Path
+    podman_host: str, env: dict[str, str], skill: Path, tmp_path: Path
 ) -> None:
-    with socket.socket(socket.AF_UNIX) as probe:
-        if probe.connect_ex(PODMAN_SOCKET):
-            pytest.skip(f"no Podman answers at {PODMAN_SOCKET}")
-    podman = {**env, "DOCKER_HOST": f"unix://{PODMAN_SOCKET}"}
+    podman = {**env, "DOCKER_HOST": podman_host}
     options = ("--skill", skill, "--workspace", tmp_path / "ws")
     try:
         filled = document(
