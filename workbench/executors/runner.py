@@ -8,6 +8,8 @@ session shutting down. Whatever ended it, every process of the run left is then 
 kill verified (`KillReport.leftover`); if something the kill could not find still holds the
 output pipes, they are closed after a second rather than waited for. If the caller cancels
 `run_process()` itself, the tree is still killed (synchronously) before the error propagates.
+What a run is supervised with (its folder, timeout, output cap, sink, Stop, the session's
+shutdown and the callbacks) is one `RunSettings`.
 
 A process can also be spawned ahead of its run (`spawn()`, a warm QuickJS worker) and adopted
 by a run later (`supervise()`): the clock, capture, sampling and CPU count start at adoption;
@@ -50,7 +52,15 @@ from workbench.executors.types import CancelToken, CapturedOutput, OutputSink, S
 from workbench.monitor.process import ProcessTreeSampler, alive
 from workbench.monitor.sample import ResourceSample
 
-__all__ = ["EndedBy", "Launch", "ProcessOutcome", "first_end", "run_process", "supervise"]
+__all__ = [
+    "EndedBy",
+    "Launch",
+    "ProcessOutcome",
+    "RunSettings",
+    "first_end",
+    "run_process",
+    "supervise",
+]
 
 _HOOK_WAIT_S = 2.0
 _NOTHING_KILLED = KillReport(signalled=0, leftover=0)
@@ -111,47 +121,44 @@ async def first_end(
     return EndedBy.TIMEOUT
 
 
-async def run_process(
-    launch: Launch,
-    run_id: str,
-    run_dir: Path,
-    timeout_s: float,
-    cap_bytes: int,
-    sink: OutputSink,
-    cancel: CancelToken,
-    shutdown: asyncio.Event,
-    on_sample: Callable[[ResourceSample], None] | None = None,
-    on_spawned: Callable[[int], Coroutine[Any, Any, None]] | None = None,
-) -> ProcessOutcome:
-    """Run `launch` to its end and kill whatever of it is left (see the module docstring)."""
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """What one run is supervised with: where its output goes and what may end it.
+
+    The output is capped at `cap_bytes` a stream, spooled to `run_dir` and sent to `sink`;
+    `on_sample` receives each resource sample, `on_spawned` the root's pid once it exists.
+    """
+
+    run_dir: Path
+    timeout_s: float
+    cap_bytes: int
+    sink: OutputSink
+    cancel: CancelToken
+    shutdown: asyncio.Event
+    on_sample: Callable[[ResourceSample], None] | None = None
+    on_spawned: Callable[[int], Coroutine[Any, Any, None]] | None = None
+
+    def captures(self) -> dict[int, StreamCapture]:
+        """The run's stdout and stderr captures, by file descriptor."""
+        cap, folder, sink = self.cap_bytes, self.run_dir, self.sink
+        return {
+            1: StreamCapture(Stream.STDOUT, cap, folder / "stdout.log", sink),
+            2: StreamCapture(Stream.STDERR, cap, folder / "stderr.log", sink),
+        }
+
+
+async def run_process(launch: Launch, settings: RunSettings, run_id: str) -> ProcessOutcome:
+    """Run `launch`, tagged `run_id`, to its end and kill whatever of it is left (see the
+    module docstring)."""
     spawned = await spawn(launch, run_id)
     if isinstance(spawned, str):
-        captures = _captures(run_dir, cap_bytes, sink)
-        return _outcome(captures, EndedBy.SPAWN_ERROR, None, spawned, 0.0, None)
-    return await supervise(
-        spawned,
-        run_dir,
-        timeout_s,
-        cap_bytes,
-        sink,
-        cancel,
-        shutdown,
-        on_sample,
-        on_spawned,
-        t0=spawned.spawned_at,
-    )
+        return _outcome(settings.captures(), EndedBy.SPAWN_ERROR, None, spawned, 0.0, None)
+    return await supervise(spawned, settings, t0=spawned.spawned_at)
 
 
 async def supervise(
     spawned: Spawned,
-    run_dir: Path,
-    timeout_s: float,
-    cap_bytes: int,
-    sink: OutputSink,
-    cancel: CancelToken,
-    shutdown: asyncio.Event,
-    on_sample: Callable[[ResourceSample], None] | None = None,
-    on_spawned: Callable[[int], Coroutine[Any, Any, None]] | None = None,
+    settings: RunSettings,
     finished: "asyncio.Future[Any] | None" = None,
     t0: float | None = None,
 ) -> ProcessOutcome:
@@ -164,20 +171,20 @@ async def supervise(
     once its pipes hold no more of this run's output.
     """
     loop = asyncio.get_running_loop()
-    captures = _captures(run_dir, cap_bytes, sink)
+    captures = settings.captures()
     pipes, root, scope = spawned.pipes, spawned.root, spawned.scope()
     sampler_type = ProcessTreeSampler if t0 is not None else _AdoptedSampler
     t0 = loop.time() if t0 is None else t0
     pipes.attach(captures, t0)
-    sampler = sampler_type(root, scope.tag, t0, on_sample, exclude=live_roots)
+    sampler = sampler_type(root, scope.tag, t0, settings.on_sample, exclude=live_roots)
     claim(scope.tag, sampler.seen)
     monitor = asyncio.create_task(sampler.run())
-    hook = asyncio.create_task(on_spawned(spawned.pid)) if on_spawned else None
+    hook = asyncio.create_task(settings.on_spawned(spawned.pid)) if settings.on_spawned else None
     kill: KillReport | None = None
     kept = False
     end = _first_of(pipes.exited, finished)
     try:
-        ended_by = await first_end(end, timeout_s, cancel, shutdown)
+        ended_by = await first_end(end, settings.timeout_s, settings.cancel, settings.shutdown)
         if ended_by is EndedBy.EXIT and not pipes.exited.done():
             ended_at = loop.time()
             kept = _alone(root, scope, sampler.seen.values())
@@ -212,13 +219,6 @@ async def supervise(
     rc = None if kept else spawned.transport.get_returncode()
     outcome = _outcome(captures, ended_by, rc, "", ended_at - t0, sampler, kill)
     return replace(outcome, kept=kept)
-
-
-def _captures(run_dir: Path, cap_bytes: int, sink: OutputSink) -> dict[int, StreamCapture]:
-    return {
-        1: StreamCapture(Stream.STDOUT, cap_bytes, run_dir / "stdout.log", sink),
-        2: StreamCapture(Stream.STDERR, cap_bytes, run_dir / "stderr.log", sink),
-    }
 
 
 def _first_of(exited: "asyncio.Future[Any]", finished: "asyncio.Future[Any] | None") -> Any:

@@ -16,7 +16,13 @@ from workbench.errors import ExecutorError
 from workbench.executors.inflight import InFlight, prepare_runs_dir
 from workbench.executors.outcome import classify
 from workbench.executors.process_tree import become_subreaper
-from workbench.executors.runner import Launch, ProcessOutcome, run_process, supervise
+from workbench.executors.runner import (
+    Launch,
+    ProcessOutcome,
+    RunSettings,
+    run_process,
+    supervise,
+)
 from workbench.executors.spawned import Spawned
 from workbench.executors.types import (
     CancelToken,
@@ -110,17 +116,21 @@ class SubprocessExecutor(ABC):
         if isinstance(prepared, str):
             card = PostureCard(self.posture)
             return RunResult.not_run(context.run_id, context.run_dir, prepared, card, warnings)
-        timeout_s, cap = self.posture.limits.timeout_s, request.output_cap_bytes
-        watch = (sink, cancel, self._in_flight.shutdown, request.on_sample, prepared.on_spawned)
+        settings = RunSettings(
+            run_dir=context.run_dir,
+            timeout_s=self.posture.limits.timeout_s,
+            cap_bytes=request.output_cap_bytes,
+            sink=sink,
+            cancel=cancel,
+            shutdown=self._in_flight.shutdown,
+            on_sample=request.on_sample,
+            on_spawned=prepared.on_spawned,
+        )
         try:
             if prepared.adopt is None:
-                outcome = await run_process(
-                    prepared.launch, context.run_id, context.run_dir, timeout_s, cap, *watch
-                )
+                outcome = await run_process(prepared.launch, settings, context.run_id)
             else:
-                outcome = await supervise(
-                    prepared.adopt, context.run_dir, timeout_s, cap, *watch, prepared.finished
-                )
+                outcome = await supervise(prepared.adopt, settings, prepared.finished)
             prepared.outcome = outcome
         finally:
             await prepared.close()

@@ -1,0 +1,105 @@
+"""`run_process()` and `supervise()` driven directly with one `RunSettings`, on real processes."""
+
+import asyncio
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from workbench.executors.runner import (
+    EndedBy,
+    Launch,
+    ProcessOutcome,
+    RunSettings,
+    run_process,
+    supervise,
+)
+from workbench.executors.spawned import spawn
+from workbench.executors.types import CancelToken, OutputChunk, Stream
+
+
+def _python(tmp_path: Path, source: str) -> Launch:
+    return Launch((sys.executable, "-c", source), dict(os.environ), tmp_path)
+
+
+def _settings(tmp_path: Path, **changes: Any) -> RunSettings:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(exist_ok=True)
+    settings = RunSettings(run_dir, 30.0, 1024, lambda _: None, CancelToken(), asyncio.Event())
+    return replace(settings, **changes)
+
+
+def test_run_process_spools_to_the_run_folder_and_feeds_the_sink(tmp_path: Path) -> None:
+    chunks: list[OutputChunk] = []
+    source = "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"
+
+    async def main() -> ProcessOutcome:
+        return await run_process(
+            _python(tmp_path, source), _settings(tmp_path, sink=chunks.append), "r1"
+        )
+
+    outcome = asyncio.run(main())
+    assert (outcome.ended_by, outcome.returncode) == (EndedBy.EXIT, 3)
+    assert (outcome.stdout.text, outcome.stderr.text) == ("out\n", "err\n")
+    assert (tmp_path / "run" / "stdout.log").read_bytes() == b"out\n"
+    assert (tmp_path / "run" / "stderr.log").read_bytes() == b"err\n"
+    assert b"".join(c.data for c in chunks if c.stream is Stream.STDOUT) == b"out\n"
+
+
+def test_run_process_keeps_each_stream_to_the_cap(tmp_path: Path) -> None:
+    async def main() -> ProcessOutcome:
+        launch = _python(tmp_path, "print('x' * 100)")
+        return await run_process(launch, _settings(tmp_path, cap_bytes=10), "r2")
+
+    outcome = asyncio.run(main())
+    assert (outcome.stdout.text, outcome.stdout.total_bytes) == ("x" * 10, 101)
+    assert outcome.stdout.truncated
+
+
+def test_a_command_that_cannot_start_is_a_spawn_error(tmp_path: Path) -> None:
+    async def main() -> ProcessOutcome:
+        launch = Launch((str(tmp_path / "missing"),), dict(os.environ), tmp_path)
+        return await run_process(launch, _settings(tmp_path), "r3")
+
+    outcome = asyncio.run(main())
+    assert outcome.ended_by is EndedBy.SPAWN_ERROR
+    assert outcome.spawn_error == f"command not found: {tmp_path / 'missing'}"
+
+
+def test_stop_shutdown_and_the_timeout_each_end_the_run_and_kill_it(tmp_path: Path) -> None:
+    async def main(ended_by: EndedBy) -> tuple[ProcessOutcome, list[int]]:
+        cancel, shutdown, pids = CancelToken(), asyncio.Event(), []
+
+        async def on_spawned(pid: int) -> None:
+            pids.append(pid)
+            if ended_by is EndedBy.CANCEL:
+                cancel.cancel()
+            elif ended_by is EndedBy.SHUTDOWN:
+                shutdown.set()
+
+        timeout_s = 0.2 if ended_by is EndedBy.TIMEOUT else 30.0
+        settings = _settings(
+            tmp_path, timeout_s=timeout_s, cancel=cancel, shutdown=shutdown, on_spawned=on_spawned
+        )
+        launch = _python(tmp_path, "import time; time.sleep(60)")
+        return await run_process(launch, settings, f"r-{ended_by}"), pids
+
+    for ended_by in (EndedBy.CANCEL, EndedBy.SHUTDOWN, EndedBy.TIMEOUT):
+        outcome, pids = asyncio.run(main(ended_by))
+        assert outcome.ended_by is ended_by
+        assert len(pids) == 1  # on_spawned was called with the root
+        assert outcome.returncode is not None and outcome.returncode < 0  # killed by a signal
+        assert outcome.kill.leftover == 0
+
+
+def test_supervise_adopts_a_spawned_process_with_its_early_output(tmp_path: Path) -> None:
+    async def main() -> ProcessOutcome:
+        spawned = await spawn(_python(tmp_path, "print('early')"), "r4")
+        assert not isinstance(spawned, str)
+        await asyncio.wait_for(spawned.pipes.exited, 30)  # it printed before any run adopted it
+        return await supervise(spawned, _settings(tmp_path))
+
+    outcome = asyncio.run(main())
+    assert (outcome.ended_by, outcome.returncode) == (EndedBy.EXIT, 0)
+    assert outcome.stdout.text == "early\n"
