@@ -43,7 +43,7 @@ from workbench.executors.docker_spec import (
     skill_mount,
 )
 from workbench.executors.inflight import InFlight, prepare_runs_dir
-from workbench.executors.outcome import format_bytes
+from workbench.executors.outcome import format_bytes, left_behind_warnings
 from workbench.executors.ownership import FolderLoan, SharedLoan
 from workbench.executors.runner import EndedBy, first_end
 from workbench.executors.types import (
@@ -58,7 +58,7 @@ from workbench.executors.types import (
 )
 from workbench.monitor.container import ContainerSampler
 from workbench.monitor.process import RUN_TAG_ENV, run_tag
-from workbench.postures import Posture, PostureId, PostureWarning, Severity, assess
+from workbench.postures import Posture, PostureId, PostureWarning, assess
 
 if TYPE_CHECKING:
     from workbench.executors.docker_pool import ContainerPool
@@ -308,14 +308,7 @@ class DockerExecutor:
                 status = RunStatus.OOM_KILLED
                 limit = format_bytes(self.posture.limits.memory_bytes)
                 cause = f"memory limit {limit} (cgroup OOM killed the container)"
-        if end.background_killed and status is RunStatus.OK:
-            warnings += (
-                PostureWarning(
-                    Severity.CAUTION,
-                    f"The command left {end.background_killed} background process(es) "
-                    "running; the workbench killed them.",
-                ),
-            )
+        warnings += left_behind_warnings(end.background_killed, status)
         exit_code, sig = split_exit(code)
         return RunResult(
             run_id=run_id,

@@ -8,14 +8,15 @@ printed (`MemoryError`, "Cannot allocate memory", fork failures), and only when 
 
 A command that exits on its own but leaves background processes behind keeps the status its
 exit code earns (0 is `ok`): the leftovers are killed, and the cause says how many, e.g.
-"exited with code 0; killed 1 background process it left behind".
+"exited with code 0; killed 1 background process it left behind"; an `ok` run also carries a
+caution saying so (`left_behind_warnings`, for every posture).
 """
 
 import signal
 
 from workbench.executors.runner import EndedBy, ProcessOutcome
 from workbench.executors.types import RunStatus
-from workbench.postures import MIB, Limits
+from workbench.postures import MIB, Limits, PostureWarning, Severity
 
 MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
 FORK_MARKERS = ("Resource temporarily unavailable", "fork: retry", "Cannot fork", "can't fork")
@@ -26,6 +27,18 @@ FSIZE_MARKERS = ("File size limit exceeded", "File too large")
 def format_bytes(n: int) -> str:
     """`n` bytes in MiB, e.g. "256 MiB"."""
     return f"{n / MIB:g} MiB"
+
+
+def left_behind_warnings(killed: int, status: RunStatus) -> tuple[PostureWarning, ...]:
+    """The caution for an `ok` run that left `killed` background processes (now killed)."""
+    if not killed or status is not RunStatus.OK:
+        return ()
+    return (
+        PostureWarning(
+            Severity.CAUTION,
+            f"The command left {killed} background process(es) running; the workbench killed them.",
+        ),
+    )
 
 
 def signal_name(sig: int) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from workbench.errors import ExecutorError
 from workbench.executors.inflight import InFlight, prepare_runs_dir
-from workbench.executors.outcome import classify
+from workbench.executors.outcome import classify, left_behind_warnings
 from workbench.executors.process_tree import become_subreaper
 from workbench.executors.runner import (
     Launch,
@@ -33,7 +33,7 @@ from workbench.executors.types import (
     RunStatus,
     SessionSpec,
 )
-from workbench.postures import Limits, Posture, PostureWarning, Severity, assess
+from workbench.postures import Limits, Posture, PostureWarning, assess
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,14 +159,7 @@ class SubprocessExecutor(ABC):
         status, cause = classify(outcome, self.posture.limits.timeout_s, prepared.limits)
         if launch_error := prepared.launch_error():
             status, cause = RunStatus.ERROR, launch_error
-        if outcome.kill.signalled and status is RunStatus.OK:
-            warnings += (
-                PostureWarning(
-                    Severity.CAUTION,
-                    f"The command left {outcome.kill.signalled} background process(es) "
-                    "running; the workbench killed them.",
-                ),
-            )
+        warnings += left_behind_warnings(outcome.kill.signalled, status)
         rc = outcome.returncode
         return RunResult(
             run_id=context.run_id,

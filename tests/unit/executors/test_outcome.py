@@ -4,11 +4,11 @@ import signal
 
 import pytest
 
-from workbench.executors.outcome import classify
+from workbench.executors.outcome import classify, left_behind_warnings
 from workbench.executors.process_tree import KillReport
 from workbench.executors.runner import EndedBy, ProcessOutcome
 from workbench.executors.types import CapturedOutput, RunStatus
-from workbench.postures import MIB, Limits
+from workbench.postures import MIB, Limits, Severity
 
 LIMITS = Limits(cpu_seconds=10, memory_bytes=256 * MIB, pids=64, file_size_bytes=MIB)
 EMPTY = CapturedOutput("", 0, False, None)
@@ -97,3 +97,13 @@ def test_background_leftovers_are_named() -> None:
     status, cause = classify(outcome(signalled=2), 5, None)
     assert status is RunStatus.OK
     assert cause == "exited with code 0; killed 2 background processes it left behind"
+
+
+def test_only_an_ok_run_that_left_processes_behind_carries_the_caution() -> None:
+    (warning,) = left_behind_warnings(2, RunStatus.OK)
+    assert warning.severity is Severity.CAUTION
+    assert warning.text == (
+        "The command left 2 background process(es) running; the workbench killed them."
+    )
+    assert left_behind_warnings(0, RunStatus.OK) == ()
+    assert left_behind_warnings(2, RunStatus.FAILED) == ()
