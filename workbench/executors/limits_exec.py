@@ -75,11 +75,20 @@ def _resolve(name: str, path: str) -> str | None:
     return None
 
 
+def _set_rlimit(name: str, soft: int, hard: int) -> None:
+    """Set RLIMIT_`name`; raises OSError naming it when the kernel refuses (not root: above the
+    hard limit; even root: open files above fs.nr_open)."""
+    try:
+        resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (soft, hard))
+    except ValueError as error:  # what setrlimit raises for EPERM and EINVAL
+        raise OSError(f"RLIMIT_{name} {soft}:{hard}: {error}") from None
+
+
 def main(args: list[str]) -> int:
     """Apply the SPEC and exec ARGV; returns only on failure (127 not found, 126 otherwise)."""
     split = args.index("--")
     argv = args[split + 1 :]
-    rlimits: list[tuple[int, int, int]] = []
+    rlimits: list[tuple[str, int, int]] = []
     uid: int | None = None
     status_fd = -1
     names: set[str] = set()
@@ -93,11 +102,11 @@ def main(args: list[str]) -> int:
             names.add(value)
         else:
             soft, _, hard = value.partition(":")
-            rlimits.append((getattr(resource, f"RLIMIT_{key}"), int(soft), int(hard)))
+            rlimits.append((key, int(soft), int(hard)))
     os.set_inheritable(status_fd, False)
     try:
-        for which, soft_limit, hard_limit in rlimits:
-            resource.setrlimit(which, (soft_limit, hard_limit))
+        for name, soft_limit, hard_limit in rlimits:
+            _set_rlimit(name, soft_limit, hard_limit)
         if uid is not None:
             os.setgroups([])
             os.setresgid(uid, uid, uid)

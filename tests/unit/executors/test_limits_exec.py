@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from workbench.executors import limits_exec
 from workbench.executors.limits_exec import decode_report, spec_args
@@ -47,3 +48,13 @@ def test_wrapper_reports_a_missing_command() -> None:
     out, report = _wrap("no-such-command-q", rlimits={})
     assert out == ""
     assert report["error"] == "command not found: no-such-command-q"
+
+
+def test_wrapper_reports_a_limit_it_may_not_set() -> None:
+    beyond = int(Path("/proc/sys/fs/nr_open").read_text()) + 1  # above any hard limit, root's too
+    out, report = _wrap("echo", "ran", rlimits={"NOFILE": (beyond, beyond)})
+    assert out == ""
+    assert report["error"] == (
+        f"could not apply the hardened limits: RLIMIT_NOFILE {beyond}:{beyond}: "
+        "not allowed to raise maximum limit"
+    )
