@@ -9,12 +9,15 @@ runs are in flight) and each run's private folders are lent to that uid (`Folder
 given back after. When the workbench is not root it cannot switch users: the command runs as
 the user, and `start()` makes the app non-dumpable (`PR_SET_DUMPABLE 0`) so the command cannot
 read the app's environment through /proc (side effect: no core dumps of the app and no
-debugger attach without root). What was applied is read back from /proc of the command into
-the posture card (after the wrapper's close-on-exec status pipe closed, i.e. after exec).
+debugger attach without root). Nor can it raise a hard limit: a limit the posture asks above
+the app's own hard limit is lowered to it (stricter, so the run goes ahead), and the card says
+so. What was applied is read back from /proc of the command into the posture card (after the
+wrapper's close-on-exec status pipe closed, i.e. after exec).
 """
 
 import asyncio
 import os
+import resource
 import secrets
 import shutil
 import sys
@@ -28,10 +31,13 @@ from workbench.errors import ExecutorError
 from workbench.executors import limits_exec
 from workbench.executors.env import scrub_env
 from workbench.executors.local import describe_user
+from workbench.executors.outcome import format_bytes
 from workbench.executors.ownership import FolderLoan, SharedLoan, can_reach
 from workbench.executors.process_tree import APP_MARK_ENV
 from workbench.executors.readback import (
+    PROC_LIMIT_ROWS,
     limit_checks,
+    parse_limits,
     parse_status,
     proc_texts,
     requested_rlimits,
@@ -89,7 +95,7 @@ class HardenedRun(PreparedRun):
         launch: Launch,
         card: PostureCard,
         limits: Limits,
-        requested: dict[str, tuple[int, int]],
+        rlimits: tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]],
         status_pipe: tuple[int, int],
         run_uid: int | None,
         loans: list[FolderLoan],
@@ -97,7 +103,7 @@ class HardenedRun(PreparedRun):
         workspace_loan: SharedLoan | None,
     ) -> None:
         super().__init__(launch, card, limits)
-        self._requested = requested
+        self._wanted, self._requested = rlimits  # what the posture asks, what the wrapper asks
         self._read_fd, self._write_fd = status_pipe
         self._run_uid = run_uid
         self._loans = loans
@@ -118,7 +124,8 @@ class HardenedRun(PreparedRun):
 
     def _checks(self, limits_text: str, status_text: str) -> list[tuple[str, bool]]:
         assert self.limits is not None
-        checks = limit_checks(self.limits, self._requested, limits_text)
+        checks = limit_checks(self.limits, self._wanted, limits_text)
+        checks += _lowered_checks(self._wanted, self._requested, limits_text)
         status = parse_status(status_text)
         if self._run_uid is not None:
             uid = str(self._run_uid)
@@ -204,7 +211,8 @@ class HardenedExecutor(SubprocessExecutor):
         app_env = {name: v for name, v in os.environ.items() if name != APP_MARK_ENV}
         env = scrub_env(self.posture, app_env, context.request.env, fixed)
         limits = self.posture.limits
-        requested = requested_rlimits(limits, _own_tasks() if run_uid is None else 0)
+        wanted = requested_rlimits(limits, _own_tasks() if run_uid is None else 0)
+        requested = wanted if run_uid is not None else _within_hard_limits(wanted)
         read_fd, write_fd = os.pipe()
         spec = limits_exec.spec_args(requested, run_uid, write_fd, [*env.kept, RUN_TAG_ENV])
         argv = (*child_argv(limits_exec.__name__, WRAPPER), *spec)
@@ -225,13 +233,51 @@ class HardenedExecutor(SubprocessExecutor):
             launch,
             card,
             limits,
-            requested,
+            (wanted, requested),
             (read_fd, write_fd),
             run_uid,
             loans,
             moves,
             self._workspace_loan,
         )
+
+
+def _within_hard_limits(wanted: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    """`wanted` with no limit above the app's own hard one, which the wrapper inherits and only
+    root may raise (the kernel refuses it otherwise). A lower limit is a stricter one."""
+    within = {}
+    for name, (soft, hard) in wanted.items():
+        ceiling = resource.getrlimit(getattr(resource, f"RLIMIT_{name}"))[1]
+        if ceiling != resource.RLIM_INFINITY and hard > ceiling:
+            soft, hard = min(soft, ceiling), ceiling
+        within[name] = (soft, hard)
+    return within
+
+
+def _lowered_checks(
+    wanted: dict[str, tuple[int, int]], requested: dict[str, tuple[int, int]], limits_text: str
+) -> list[tuple[str, bool]]:
+    """A card row per limit lowered below the posture's by `_within_hard_limits`."""
+    applied = parse_limits(limits_text)
+    return [
+        (
+            f"RLIMIT_{name} lowered to {_amount(name, soft)}: your hard limit is below the "
+            "posture's, and only root can raise it",
+            applied.get(PROC_LIMIT_ROWS[name], (None, None))[0] == soft,
+        )
+        for name, (soft, _) in requested.items()
+        if soft != wanted[name][0]
+    ]
+
+
+def _amount(name: str, value: int) -> str:
+    if name in ("AS", "FSIZE"):
+        return format_bytes(value)
+    if name == "CPU":
+        return f"{value} s"
+    if name == "NPROC":
+        return f"{value} (all your processes count)"
+    return str(value)
 
 
 def _give_back_all(loans: list[FolderLoan]) -> None:

@@ -1,0 +1,197 @@
+"""The `hardened` and `local` postures run by an ordinary user, for real, on a root machine.
+
+Each test runs `workbench run --json` as an unprivileged uid of its own, with no account (see
+`tests/e2e/nonroot.py`), so the app is not root: the command runs as that user, the hardened
+app makes itself non-dumpable, RLIMIT_NPROC is raised by what the user already runs, and no
+limit can go above the app's own hard one. Afterwards root checks, with a full process scan,
+that nothing of that user is left running.
+"""
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.e2e.nonroot import OrdinaryUser, find_user
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0, reason="needs root to switch uid (as a user, every test is non-root)"
+)
+
+CANARY = "canary-9c3e71"
+FORK_BOMB = """
+import os, sys, time
+made = 1
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(120)
+            os._exit(0)
+        made += 1
+finally:
+    print("processes", made, file=sys.stderr)
+"""
+
+Result = dict[str, Any]
+
+
+@pytest.fixture(scope="session")
+def user() -> OrdinaryUser:
+    """The unprivileged uid of this test session and its interpreter."""
+    found = find_user()
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found
+
+
+@pytest.fixture
+def home(user: OrdinaryUser) -> Iterator[Path]:
+    """A folder the user owns, with a skill and a workspace; its processes are ended after."""
+    folder = Path(tempfile.mkdtemp(prefix="workbench-nonroot-"))
+    (folder / "skill").mkdir()
+    (folder / "skill" / "SKILL.md").write_text(
+        "---\nname: nonroot-skill\ndescription: A skill for tests.\n---\n# Demo\n"
+    )
+    (folder / "ws").mkdir()
+    for path in (folder, *folder.rglob("*")):
+        os.chown(path, user.uid, user.gid)
+    yield folder
+    for process in user.processes():  # only after a failure: the tests assert none are left
+        process.kill()
+    shutil.rmtree(folder)
+
+
+RunAs = Callable[..., tuple[Result, int]]
+
+
+@pytest.fixture
+def run_as_user(user: OrdinaryUser, home: Path) -> RunAs:
+    """`run_as_user(posture, *options, "--", *command)`: the run's result and the app's pid."""
+
+    def run(*args: str, prefix: tuple[str, ...] = ()) -> tuple[Result, int]:
+        env = user.env(home, WB_CANARY_TOKEN=CANARY)
+        skill, workspace = str(home / "skill"), str(home / "ws")
+        cli = ("run", "--json", "--skill", skill, "--workspace", workspace, "--posture", *args)
+        process, out, err = user.workbench(env, *cli, prefix=prefix)
+        assert out, err
+        return json.loads(out)["result"], process.pid
+
+    return run
+
+
+def test_a_hardened_run_is_the_users_own_and_cannot_read_the_app(
+    run_as_user: RunAs, user: OrdinaryUser, home: Path
+) -> None:
+    script = "echo $PPID; id -u; echo hi > made.txt; env; cat /proc/$PPID/environ || echo closed"
+    result, app_pid = run_as_user(
+        "hardened", "--memory", "300m", "--pids", "99", "--", "sh", "-c", script
+    )
+    assert result["status"] == "ok", result["cause"]
+    parent, uid, *rest = result["stdout"]["text"].splitlines()
+    assert (int(parent), int(uid)) == (app_pid, user.uid)  # the app itself is the parent
+    assert rest[-1] == "closed"
+    assert "Permission denied" in result["stderr"]["text"]
+    assert CANARY not in result["stdout"]["text"] + result["stderr"]["text"]
+    assert (home / "ws" / "made.txt").stat().st_uid == user.uid
+    card = result["card"]
+    assert card["run_as"].startswith(f"uid {user.uid}: you (the workbench is not root")
+    checks = dict(card["checks"])
+    assert checks["RLIMIT_AS 300 MiB"] is True
+    assert checks["RLIMIT_NPROC 99"] is True
+    assert all(held for name, held in checks.items() if name.startswith("RLIMIT_"))
+    assert checks["app not dumpable (its environment is unreadable)"] is True
+    assert checks["no_new_privs (set-uid programs gain nothing)"] is True
+    assert checks["CPU share 1 core(s) (needs a cgroup)"] is False
+    assert not any(name.startswith("runs as uid") for name in checks)
+    assert user.processes() == []
+
+
+@pytest.mark.slow
+def test_a_timeout_kills_the_background_children(run_as_user: RunAs, user: OrdinaryUser) -> None:
+    script = "sleep 300 & sleep 301 & sleep 302"
+    result, _ = run_as_user("hardened", "--timeout", "2", "--", "sh", "-c", script)
+    assert result["status"] == "timed_out"
+    assert result["cause"] == "wall-clock timeout of 2 s"
+    assert result["leftover_processes"] == 0
+    assert user.processes() == []
+
+
+def test_daemons_that_left_the_tree_are_killed(
+    run_as_user: RunAs, user: OrdinaryUser, home: Path
+) -> None:
+    script = (  # one keeps the run's tag, one empties its environment but copies the app's mark
+        '(setsid sh -c "sleep 300 & echo \\$! > tagged.pid" &); '
+        '(setsid env -i WORKBENCH_APP=$PPID sh -c "sleep 301 & echo \\$! > marked.pid" &); '
+        "while [ ! -s tagged.pid ] || [ ! -s marked.pid ]; do sleep 0.1; done"
+    )
+    result, _ = run_as_user("hardened", "--", "sh", "-c", script)
+    assert result["status"] == "ok"
+    assert "background processes it left behind" in result["cause"]
+    assert result["leftover_processes"] == 0
+    for name in ("tagged.pid", "marked.pid"):
+        assert not psutil.pid_exists(int((home / "ws" / name).read_text()))
+    assert user.processes() == []
+
+
+def test_a_fork_bomb_stops_at_the_process_limit_and_spares_the_users_others(
+    run_as_user: RunAs, user: OrdinaryUser, home: Path
+) -> None:
+    env = user.env(home)
+    others = [user.popen(["sleep", "120"], env) for _ in range(16)]
+    try:
+        result, _ = run_as_user("hardened", "--pids", "24", "--", "python3", "-c", FORK_BOMB)
+        assert result["status"] == "limit_exceeded"
+        assert result["cause"] == "process limit 24 (RLIMIT_NPROC)"
+        made = int(result["stderr"]["text"].split("processes ")[1].split()[0])
+        # RLIMIT_NPROC counts all the user's processes: the 16 sleepers do not eat the budget
+        assert 16 <= made <= 24
+        assert result["leftover_processes"] == 0
+        assert all(other.poll() is None for other in others)
+        assert {p.pid for p in user.processes()} == {other.pid for other in others}
+    finally:
+        for other in others:
+            other.kill()
+            other.communicate()
+    assert user.processes() == []
+
+
+def test_a_memory_bomb_names_the_memory_limit(run_as_user: RunAs, user: OrdinaryUser) -> None:
+    bomb = "x = []\nwhile True: x.append(bytearray(10**6))"
+    result, _ = run_as_user("hardened", "--memory", "128m", "--", "python3", "-c", bomb)
+    assert result["status"] == "oom_killed"
+    assert result["cause"] == "memory limit 128 MiB (RLIMIT_AS)"
+    assert "MemoryError" in result["stderr"]["text"]
+    assert user.processes() == []
+
+
+def test_a_hard_limit_below_the_postures_is_kept_and_the_card_says_so(
+    run_as_user: RunAs, user: OrdinaryUser
+) -> None:
+    lowered = ("sh", "-c", 'ulimit -n 200 && exec "$@"', "sh")  # soft and hard: 200 < 256
+    result, _ = run_as_user("hardened", "--", "sh", "-c", "ulimit -n", prefix=lowered)
+    assert result["status"] == "ok", result["cause"]
+    assert result["stdout"]["text"] == "200\n"
+    checks = dict(result["card"]["checks"])
+    assert checks["RLIMIT_NOFILE 256"] is False  # not what the posture asks: never pretended
+    lowered_row = "RLIMIT_NOFILE lowered to 200: your hard limit is below the posture's"
+    assert checks[f"{lowered_row}, and only root can raise it"] is True
+    assert user.processes() == []
+
+
+def test_the_local_posture_runs_as_the_user_with_its_environment(
+    run_as_user: RunAs, user: OrdinaryUser
+) -> None:
+    script = 'id -u; echo "[$WB_CANARY_TOKEN]"; sleep 300 &'
+    result, _ = run_as_user("local", "--", "sh", "-c", script)
+    assert result["status"] == "ok"
+    assert result["stdout"]["text"] == f"{user.uid}\n[{CANARY}]\n"
+    assert result["cause"] == "exited with code 0; killed 1 background process it left behind"
+    assert result["card"]["run_as"] == f"uid {user.uid}: you, with no isolation"
+    assert result["leftover_processes"] == 0
+    assert user.processes() == []
