@@ -2,17 +2,21 @@
 
 import asyncio
 import json
+import sqlite3
+import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtWidgets import QFileDialog, QMessageBox
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 
-from workbench.executors.types import CancelToken
+from workbench.executors.types import CancelToken, RunStatus
 from workbench.postures import Posture, PostureId
 from workbench.runs.record import RunRecord
 from workbench.runs.service import RunPlan
-from workbench.ui.historyview import COLUMNS, HistoryView
+from workbench.ui.historyrows import INTERRUPTED_CAUSE
+from workbench.ui.historyview import COLUMNS, PAGE, HistoryView
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.scene import Scene, stage
 from workbench.ui.services import Services
@@ -42,6 +46,23 @@ def _open_history(window: MainWindow, run: Run) -> HistoryView:
     return window.history
 
 
+def _write_record(
+    services: Services, skill_dir: Path, posture: str, status: RunStatus, cause: str
+) -> RunRecord:
+    """A finished run written straight into the history (no command runs)."""
+    run_id = f"run-{time.monotonic_ns()}"
+    record = RunRecord(
+        run_id, skill_dir.name, skill_dir, posture, ("true",), skill_dir, skill_dir, time.time()
+    )
+    services.runs.history.start(record)
+    return services.runs.history.abandon(run_id, status, cause)
+
+
+def _rows(view: HistoryView) -> list[dict[str, str]]:
+    items = (view.runs.topLevelItem(i) for i in range(view.runs.topLevelItemCount()))
+    return [{c: item.text(i) for i, c in enumerate(COLUMNS)} for item in items]
+
+
 def _answer_yes(box: QMessageBox | None) -> None:
     assert box is not None and box.isVisible()
     (yes,) = [b for b in box.buttons() if box.buttonRole(b) == QMessageBox.ButtonRole.AcceptRole]
@@ -57,8 +78,8 @@ def test_lists_runs_newest_first_and_shows_a_record_as_plain_text(
     assert view.runs.topLevelItemCount() == 2
     top = view.runs.topLevelItem(0)
     row = dict(zip(COLUMNS, (top.text(i) for i in range(len(COLUMNS))), strict=True))
-    assert row["Status"] == "failed" and row["Cause"] == "exited with code 3"
-    assert (row["Posture"], row["Skill"], row["Changes"]) == ("local", "demo", "2")
+    assert row["Status"] == "Failed" and row["Cause"] == "exited with code 3"
+    assert (row["Posture"], row["Skill"], row["Changes"]) == ("Local (no sandbox)", "demo", "2")
     assert view.select_run(second.run_id) and view.current_record() == second
     text = view.details.toPlainText()
     assert second.run_id in text and HOSTILE in text  # shown literally, never as markup
@@ -143,3 +164,75 @@ def test_the_screenshot_scene_can_show_the_run_in_the_history(window: MainWindow
     assert last is not None and window.pages.currentWidget() is window.history
     assert window.history.current_record() == last.record
     assert "report.md" in window.history.details.toPlainText()
+
+
+def test_says_how_many_runs_it_lists_of_all_and_reads_older_ones_on_demand(
+    window: MainWindow, services: Services, run: Run, tmp_path: Path
+) -> None:
+    for _ in range(PAGE + 3):
+        _write_record(services, tmp_path / "demo", "hardened", RunStatus.OK, "exited with code 0")
+    view = _open_history(window, run)
+    assert view.runs.topLevelItemCount() == PAGE
+    assert view.status.text() == f"The newest {PAGE} of {PAGE + 3} runs in the history."
+    assert view.older_button.isVisibleTo(view)
+    view.older_button.click()
+    run(_until(lambda: view.runs.topLevelItemCount() == PAGE + 3 and not view._tasks))
+    assert view.status.text() == f"{PAGE + 3} runs in the history."
+    assert not view.older_button.isVisibleTo(view)
+
+
+def test_words_runs_like_the_run_page_hides_lab_runs_and_filters(
+    window: MainWindow, services: Services, run: Run, tmp_path: Path
+) -> None:
+    lab_skill = tmp_path / "workbench-probe-lab-x1" / "skills" / "probe-fork"
+    _write_record(services, lab_skill, "docker", RunStatus.LIMIT_EXCEEDED, "process limit 32")
+    _write_record(services, tmp_path / "runaway", "hardened", RunStatus.OOM_KILLED, "memory limit")
+    _write_record(services, tmp_path / "report", "gvisor", RunStatus.OK, "exited with code 0")
+    gone = _write_record(services, tmp_path / "gone", "quickjs", RunStatus.OK, "")
+    with sqlite3.connect(services.runs.history.path) as db:  # its workbench died mid-run
+        db.execute(
+            "UPDATE runs SET state = 'running', status = NULL, owner_started = 1 WHERE run_id = ?",
+            (gone.run_id,),
+        )
+    view = _open_history(window, run)
+    rows = _rows(view)
+    assert [(r["Skill"], r["Status"], r["Posture"]) for r in rows] == [
+        ("gone", "Interrupted", "QuickJS worker"),
+        ("report", "Finished", "Docker on gVisor"),
+        ("runaway", "Stopped", "Hardened local"),
+    ]
+    assert rows[0]["Cause"] == INTERRUPTED_CAUSE
+    assert view.status.text() == "Showing 3 of 4 runs in the history. 1 Lab run hidden."
+
+    view.show_lab.setChecked(True)
+    assert [r["Skill"] for r in _rows(view)][-1] == "probe-fork"
+    assert view.status.text() == "4 runs in the history."
+    view.filter.setText("STOPPED  hardened")
+    assert [r["Skill"] for r in _rows(view)] == ["runaway"]
+    view.filter.setText("gvisor")
+    assert [r["Skill"] for r in _rows(view)] == ["report"]
+    assert view.status.text() == "Showing 1 of 4 runs in the history."
+
+
+def test_rerun_streams_its_output_and_stop_ends_it(
+    window: MainWindow, services: Services, run: Run, tmp_path: Path, qtbot: Any
+) -> None:
+    workspace = tmp_path / "ws"
+    again_only = "if [ -e ran ]; then echo started; sleep 30; echo late-$((1 + 1)); fi; touch ran"
+    record = _record_run(services, run, workspace, again_only)
+    view = _open_history(window, run)
+    assert view.select_run(record.run_id) and not view.stop_button.isEnabled()
+    view.rerun_button.click()
+    _answer_yes(view.question())
+    run(_until(lambda: "started" in view.details.toPlainText()))
+    assert "Re-running demo under Local (no sandbox)" in view.details.toPlainText()
+    assert view.stop_button.isEnabled() and not view.rerun_button.isEnabled()
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    qtbot.keyClick(view.filter, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
+    run(_until(lambda: not view._tasks))
+    again = view.current_record()
+    assert again is not None and again.run_id != record.run_id
+    assert again.outcome == "cancelled" and "late-2" not in view.details.toPlainText()
+    assert view.status.text().startswith(f"Re-run {again.run_id}: Cancelled")
+    assert not view.stop_button.isEnabled()

@@ -31,6 +31,7 @@ from workbench.postures import PostureId
 from workbench.probes.catalogue import ProbeId, probe_skills_dir
 
 CANARY_ENV = "WORKBENCH_PROBE_CANARY_TOKEN"
+LAB_FOLDER_PREFIX = "workbench-probe-lab-"  # the lab's temporary folder (names its runs' skills)
 LISTEN_HOST = "127.0.0.1"  # the only address the lab ever listens on or names
 _MAX_CONNECTIONS = 200  # recorded per lab; later ones are closed unread
 _READ_TIMEOUT_S = 3.0
@@ -82,7 +83,7 @@ class LabSite:
 
     def __init__(self, parent: Path | None = None) -> None:
         self.token = secrets.token_hex(8)
-        self.root = Path(tempfile.mkdtemp(prefix="workbench-probe-lab-", dir=parent))
+        self.root = Path(tempfile.mkdtemp(prefix=LAB_FOLDER_PREFIX, dir=parent))
         self.outside = self.root / "outside"
         self.home = self.root / "home"
         self.drop = self.root / "drop"

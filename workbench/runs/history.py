@@ -145,6 +145,12 @@ class RunHistory:
             ).fetchall()
         return [_record(row) for row in rows]
 
+    def count(self) -> int:
+        """How many runs the history holds."""
+        with self._transaction() as db:
+            (total,) = db.execute("SELECT COUNT(*) FROM runs").fetchone()
+        return int(total)
+
     def get(self, run_id: str) -> RunRecord:
         """The run with exactly this id; `HistoryError` if there is none."""
         with self._transaction() as db:

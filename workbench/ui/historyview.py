@@ -1,28 +1,34 @@
 """The history view: past runs, one run's record, re-run, export a report, restore a workspace.
 
-The list shows the newest runs first (time, status, cause, posture, skill, changes); selecting
-one shows its report as plain text (the same text `workbench history show` prints). Re-run runs
-the same command under the same posture and limits in the same workspace (a local run asks
-first, naming the risk). Export writes the report as HTML, Markdown or JSON to a file chosen in
-a save dialog opened with `open()`. Restore puts the run's workspace back as it was before the
-run; when the workspace changed since, it asks before throwing those changes away. All blocking
-work (sqlite, hashing, writing) runs in threads; every task is kept and its errors shown here.
+The list shows the newest runs first (time, status, cause, posture, skill, changes; worded as
+`historyrows` says), the newest `PAGE` of them and more on demand; a filter box keeps the runs
+whose skill, posture, status or cause hold every word typed, and the probe lab's runs are
+hidden unless asked for. Selecting a run shows its report as plain text (the same text
+`workbench history show` prints). Re-run runs the same command under the same posture and
+limits in the same workspace (a local run asks first, naming the risk), its output streams into
+the record pane and Stop (Ctrl+.) ends it. Export writes the report as HTML, Markdown or JSON
+to a file chosen in a save dialog opened with `open()`. Restore puts the run's workspace back
+as it was before the run; when the workspace changed since, it asks before throwing those
+changes away. All blocking work (sqlite, hashing, writing) runs in threads; every task is kept
+and its errors shown here.
 """
 
 import asyncio
+import codecs
 import dataclasses
 import sys
 from collections.abc import Callable, Coroutine
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontDatabase
+from PySide6.QtGui import QFontDatabase, QKeySequence, QShortcut, QTextCursor
 from PySide6.QtWidgets import (
+    QCheckBox,
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
+    QLineEdit,
     QMessageBox,
     QPlainTextEdit,
     QPushButton,
@@ -34,23 +40,33 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError, WorkspaceError
-from workbench.executors.types import CancelToken, RunStatus, new_run_id
+from workbench.executors.types import CancelToken, OutputChunk, new_run_id
 from workbench.postures import Limits, Posture, PostureId
 from workbench.runs.export import ExportFormat, export_record
-from workbench.runs.record import RunRecord, RunState
+from workbench.runs.record import RunRecord, RunState, plain_text
 from workbench.runs.restore import restore_run
 from workbench.runs.service import RunPlan, RunService
-from workbench.ui.text import plural, tooltip
-from workbench.ui.theme import StatusColors, status_colors
+from workbench.ui.historyrows import (
+    COLUMNS,
+    RUN_ID,
+    cause_text,
+    is_lab_run,
+    matches,
+    posture_title,
+    run_item,
+    status_look,
+    status_word,
+)
+from workbench.ui.text import plural
+from workbench.ui.theme import status_colors
 from workbench.ui.widgets import plain_label, set_status
 
-COLUMNS = ("Started", "Status", "Cause", "Posture", "Skill", "Changes")
 EXPORT_FILTERS = {
     "HTML report (*.html)": ExportFormat.HTML,
     "Markdown report (*.md)": ExportFormat.MD,
     "JSON record (*.json)": ExportFormat.JSON,
 }
-_RUN_ID = Qt.ItemDataRole.UserRole
+PAGE = 200  # runs read from the history at a time
 
 
 class HistoryView(QWidget):
@@ -60,18 +76,37 @@ class HistoryView(QWidget):
         super().__init__(parent)
         self._service = service
         self._records: dict[str, RunRecord] = {}
+        self._loaded: list[RunRecord] = []
+        self._total = 0
+        self._limit = PAGE
         self._tasks: set[asyncio.Task[None]] = set()
         self._dialog: QFileDialog | None = None
         self._question: QMessageBox | None = None
+        self._rerun_cancel: CancelToken | None = None
 
         self.refresh_button = QPushButton("Refresh", self)
         self.refresh_button.setToolTip("Read the run history again")
         self.rerun_button = QPushButton("Re-run", self)
-        self.rerun_button.setToolTip("Run the same command under the same posture again")
-        self.export_button = QPushButton("Export Report…", self)
+        self.rerun_button.setToolTip(
+            "Run the same command under the same posture and limits again, in the same "
+            "workspace; its output shows on the right"
+        )
+        self.stop_button = QPushButton("Stop", self)
+        self.stop_button.setToolTip("Stop the re-run and everything it started (Ctrl+.)")
+        self.export_button = QPushButton("Export report…", self)
         self.export_button.setToolTip("Save this run's report as HTML, Markdown or JSON")
-        self.restore_button = QPushButton("Restore Workspace", self)
+        self.restore_button = QPushButton("Restore workspace…", self)
+        self.restore_button.setAccessibleName("Restore workspace")
         self.restore_button.setToolTip("Put the workspace back as it was before this run")
+        self.filter = QLineEdit(self)
+        self.filter.setAccessibleName("Filter runs")
+        self.filter.setPlaceholderText("Filter: skill, posture, status or cause")
+        self.filter.setClearButtonEnabled(True)
+        self.show_lab = QCheckBox("Show Lab runs", self)
+        self.show_lab.setToolTip("List the runs the probe lab made too")
+        self.older_button = QPushButton(f"Show {PAGE} older runs", self)
+        self.older_button.setToolTip("Read older runs from the history too")
+        self._stop_shortcut = QShortcut(QKeySequence("Ctrl+."), self)
         self.runs = QTreeWidget(self)
         self.runs.setAccessibleName("Past runs")
         self.runs.setHeaderLabels(list(COLUMNS))
@@ -91,10 +126,20 @@ class HistoryView(QWidget):
         set_status(self.status, "muted")
 
         buttons = QHBoxLayout()
-        for button in (self.refresh_button, self.rerun_button, self.export_button):
+        for button in (
+            self.refresh_button,
+            self.rerun_button,
+            self.stop_button,
+            self.export_button,
+            self.restore_button,
+        ):
             buttons.addWidget(button)
-        buttons.addWidget(self.restore_button)
-        buttons.addStretch(1)
+        buttons.addSpacing(12)
+        buttons.addWidget(self.filter, 1)
+        buttons.addWidget(self.show_lab)
+        footer = QHBoxLayout()
+        footer.addWidget(self.status, 1)
+        footer.addWidget(self.older_button)
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
         splitter.setChildrenCollapsible(False)
         splitter.addWidget(self.runs)
@@ -104,13 +149,18 @@ class HistoryView(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(buttons)
         layout.addWidget(splitter, 1)
-        layout.addWidget(self.status)
+        layout.addLayout(footer)
         self._connect_signals()
         self._update_buttons()
 
     def _connect_signals(self) -> None:
         self.refresh_button.clicked.connect(self.on_refresh_button_clicked)
         self.rerun_button.clicked.connect(self.on_rerun_button_clicked)
+        self.stop_button.clicked.connect(self.stop)
+        self._stop_shortcut.activated.connect(self.stop)
+        self.filter.textChanged.connect(self.on_filter_changed)
+        self.show_lab.toggled.connect(self.on_filter_changed)
+        self.older_button.clicked.connect(self.on_older_button_clicked)
         self.export_button.clicked.connect(self.on_export_button_clicked)
         self.restore_button.clicked.connect(self.on_restore_button_clicked)
         self.runs.currentItemChanged.connect(self.on_runs_current_item_changed)
@@ -119,26 +169,28 @@ class HistoryView(QWidget):
 
     async def refresh(self) -> None:
         """Read the newest runs from the history again, keeping the selected run selected."""
-        records = await asyncio.to_thread(self._service.history.recent)
-        selected = self.current_record()  # after the wait: another refresh may have selected
-        self._records = {record.run_id: record for record in records}
-        self.runs.clear()
-        colours = status_colors(self.palette())
-        self.runs.addTopLevelItems([_item(record, colours) for record in records])
-        if selected is None or not self.select_run(selected.run_id):
-            self.on_runs_current_item_changed(None)
-        self._say(f"{plural(len(records), 'run')} in the history.", "muted")
+        history = self._service.history
+        self._loaded = await asyncio.to_thread(history.recent, self._limit)
+        self._total = await asyncio.to_thread(history.count)
+        self._show_runs()
 
     async def show_run(self, run_id: str) -> None:
-        """Read the history again and select the run `run_id`."""
+        """Read the history again and select the run `run_id` (listing Lab runs if it is one)."""
         await self.refresh()
-        self.select_run(run_id)
+        record = self._records.get(run_id) or next(
+            (r for r in self._loaded if r.run_id == run_id), None
+        )
+        if record is not None and is_lab_run(record) and not self.show_lab.isChecked():
+            self.show_lab.setChecked(True)
+        if not self.select_run(run_id) and record is not None:
+            self.filter.clear()
+            self.select_run(run_id)
 
     def select_run(self, run_id: str) -> bool:
         """Select the run `run_id` if it is listed; returns whether it is."""
         for index in range(self.runs.topLevelItemCount()):
             item = self.runs.topLevelItem(index)
-            if item.data(0, _RUN_ID) == run_id:
+            if item.data(0, RUN_ID) == run_id:
                 self.runs.setCurrentItem(item)
                 return True
         return False
@@ -146,10 +198,11 @@ class HistoryView(QWidget):
     def current_record(self) -> RunRecord | None:
         """The selected run's record."""
         item = self.runs.currentItem()
-        return None if item is None else self._records.get(item.data(0, _RUN_ID))
+        return None if item is None else self._records.get(item.data(0, RUN_ID))
 
     async def rerun(self, record: RunRecord) -> RunRecord:
-        """Run `record`'s command again under its posture and limits, in its workspace."""
+        """Run `record`'s command again under its posture and limits, in its workspace; its
+        output streams into the record pane until it ends (or `stop()` ends it)."""
         run_id = new_run_id()
         plan = RunPlan(
             record.skill_name,
@@ -159,19 +212,36 @@ class HistoryView(QWidget):
             record.workspace,
             run_id=run_id,
         )
-        self._say(f"Re-running {record.run_id} under {record.posture}…", "muted")
+        title = posture_title(record)
+        self._rerun_cancel = cancel = CancelToken()
+        self._update_buttons()
+        self.runs.setEnabled(False)  # the record pane shows the re-run's output meanwhile
+        self.details.setPlainText(
+            f"Re-running {record.skill_name} under {title} (Stop or Ctrl+. ends it and all it "
+            "started)…\n\n"
+        )
+        self._say(f"Re-running {record.run_id} under {title}…", "muted")
+        sink = _OutputSink(self.details)
         try:
-            done = await self._service.run_once(plan, _ignore_output, CancelToken())
+            done = await self._service.run_once(plan, sink, cancel)
             again = done.record
         except WorkbenchError:
             again = await asyncio.to_thread(self._service.history.get, run_id)
+        finally:
+            self._rerun_cancel = None
+            self.runs.setEnabled(True)
+            self._update_buttons()
         await self.refresh()
         self.select_run(again.run_id)
-        ok = again.outcome == RunStatus.OK
-        self._say(
-            f"Re-run {again.run_id}: {again.outcome} — {again.cause}", "ok" if ok else "danger"
-        )
+        sentence = f"Re-run {again.run_id}: {status_word(again)}: {cause_text(again)}"
+        self._say(sentence, status_look(again))
         return again
+
+    def stop(self) -> None:
+        """Stop the re-run in progress (the executor kills everything it started)."""
+        if self._rerun_cancel is not None and not self._rerun_cancel.cancelled:
+            self._rerun_cancel.cancel()
+            self._say("Stopping: killing the command and all it started…", "muted")
 
     async def restore(self, record: RunRecord, force: bool = False) -> None:
         """Restore `record`'s workspace; a refusal (it changed since) asks to force it."""
@@ -220,6 +290,13 @@ class HistoryView(QWidget):
 
     def on_refresh_button_clicked(self) -> None:
         self._spawn(self.refresh())
+
+    def on_older_button_clicked(self) -> None:
+        self._limit += PAGE
+        self._spawn(self.refresh())
+
+    def on_filter_changed(self, *_args: object) -> None:
+        self._show_runs()
 
     def on_runs_current_item_changed(self, item: QTreeWidgetItem | None) -> None:
         record = self.current_record() if item is not None else None
@@ -285,7 +362,35 @@ class HistoryView(QWidget):
     def on_question_finished(self, _result: int) -> None:
         self._question = None
 
-    # Internals --------------------------------------------------------------------------
+    def _show_runs(self) -> None:
+        """List the loaded runs the filter keeps, keeping the selected run selected."""
+        selected = self.current_record()
+        words = self.filter.text().casefold().split()
+        with_lab = self.show_lab.isChecked()
+        lab_hidden = 0 if with_lab else sum(1 for r in self._loaded if is_lab_run(r))
+        shown = [
+            record
+            for record in self._loaded
+            if (with_lab or not is_lab_run(record)) and matches(record, words)
+        ]
+        self._records = {record.run_id: record for record in shown}
+        self.runs.clear()
+        colours = status_colors(self.palette())
+        self.runs.addTopLevelItems([run_item(record, colours) for record in shown])
+        if selected is None or not self.select_run(selected.run_id):
+            self.on_runs_current_item_changed(None)
+        self._say(self._count_sentence(len(shown), lab_hidden), "muted")
+        self.older_button.setVisible(len(self._loaded) < self._total)
+
+    def _count_sentence(self, shown: int, lab_hidden: int) -> str:
+        """`Showing 12 of the newest 200 of 368 runs in the history. 52 Lab runs hidden.`"""
+        loaded, total = len(self._loaded), plural(self._total, "run")
+        listed = f"the newest {loaded:,} of {total}" if loaded < self._total else total
+        if shown == loaded:
+            sentence = f"{listed[0].upper()}{listed[1:]} in the history."
+        else:
+            sentence = f"Showing {shown:,} of {listed} in the history."
+        return sentence + (f" {plural(lab_hidden, 'Lab run')} hidden." if lab_hidden else "")
 
     def _ask(self, title: str, text: str, accept: str, then: Callable[[], None]) -> None:
         if self._question is None:
@@ -317,22 +422,11 @@ class HistoryView(QWidget):
         busy = bool(self._tasks)
         finished = record is not None and record.state is not RunState.RUNNING
         self.refresh_button.setEnabled(not busy)
+        self.older_button.setEnabled(not busy)
         self.rerun_button.setEnabled(finished and not busy)
+        self.stop_button.setEnabled(self._rerun_cancel is not None)
         self.restore_button.setEnabled(finished and not busy)
         self.export_button.setEnabled(record is not None)
-
-
-def _item(record: RunRecord, colours: StatusColors) -> QTreeWidgetItem:
-    started = datetime.fromtimestamp(record.started_at).strftime("%Y-%m-%d %H:%M:%S")
-    cause = " ".join(record.cause.split())  # one line in the list; the record has it all
-    values = (started, record.outcome, cause, record.posture, record.skill_name)
-    item = QTreeWidgetItem([*values, str(len(record.changes))])
-    item.setData(0, _RUN_ID, record.run_id)
-    ok = record.outcome == RunStatus.OK
-    item.setForeground(COLUMNS.index("Status"), colours.ok if ok else colours.danger)
-    item.setToolTip(COLUMNS.index("Cause"), tooltip(record.cause))
-    item.setTextAlignment(COLUMNS.index("Changes"), Qt.AlignmentFlag.AlignRight)
-    return item
 
 
 def _posture(record: RunRecord) -> Posture:
@@ -346,8 +440,20 @@ def _posture(record: RunRecord) -> Posture:
     return posture.with_limits(**{k: v for k, v in limits.items() if k in names})
 
 
-def _ignore_output(chunk: object) -> None:
-    del chunk  # a re-run's output is kept in its record
+class _OutputSink:
+    """Appends a run's output to a text pane as it comes, control characters made visible."""
+
+    def __init__(self, pane: QPlainTextEdit) -> None:
+        self._pane = pane
+        self._decoders: dict[str, codecs.IncrementalDecoder] = {}
+
+    def __call__(self, chunk: OutputChunk) -> None:
+        decoder = self._decoders.setdefault(
+            chunk.stream, codecs.getincrementaldecoder("utf-8")(errors="replace")
+        )
+        cursor = self._pane.textCursor()
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        cursor.insertText(plain_text(decoder.decode(chunk.data)))
 
 
 def ask(
