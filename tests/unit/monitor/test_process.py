@@ -66,15 +66,18 @@ def test_sampler_reads_cpu_memory_and_count() -> None:
 
     try:
         sampler = asyncio.run(go())
+        spent = sum(psutil.Process(busy.pid).cpu_times()[:2])  # what the loop really used
     finally:
         busy.kill()
         busy.wait()
     assert received == sampler.samples and len(received) >= 5
     assert [s.t for s in received] == sorted(s.t for s in received)
-    assert max(s.cpu_percent for s in received) > 20
+    # How much CPU a busy loop gets depends on the machine's load; the readings must only be
+    # real: some, and never more than the process spent.
+    assert max(s.cpu_percent for s in received) > 0
+    assert 0 < sampler.cpu_seconds <= spent
     assert sampler.peak_rss_bytes > 20_000_000
     assert sampler.peak_processes == 1
-    assert sampler.cpu_seconds > 0.1
 
 
 def test_sampler_follows_a_tagged_orphan() -> None:
