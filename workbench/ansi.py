@@ -3,11 +3,14 @@
 `AnsiDecoder` turns one stream's bytes, chunk by chunk, into `Piece`s of text with a `Style`.
 It keeps only SGR (colours, bold, italic, underline); OSC (titles, clipboard writes through
 OSC 52, hyperlinks), DCS/SOS/PM/APC strings, cursor moves and every other CSI or escape are
-dropped, and so are C0/C1 control characters other than newline and tab. A lone carriage
-return becomes a `rewrite` piece (the view clears the current line, so progress bars
-collapse); `\\r\\n` is a plain newline. Invalid UTF-8 becomes U+FFFD, and sequences split
-across chunks are completed by the next chunk. Qt-free: the GUI shows its pieces with
-colour, and `workbench run` writes them as plain text to a terminal.
+dropped, and so are C0/C1 control characters other than newline and tab. Unicode bidi
+controls, which would reorder what is shown ("evil\u202etxt.exe"), are shown as visible
+markers such as `⟨U+202E⟩` (`reveal_bidi`). A lone carriage return becomes a `rewrite` piece
+(a terminal goes back to the line start; the GUI starts a new line, so no text is hidden);
+`\\r\\n` is a plain newline. Invalid UTF-8 becomes U+FFFD, and sequences split across chunks
+are completed by the next chunk. Qt-free: the GUI shows its pieces with colour, and
+`workbench run` writes them as plain text to a terminal. `json_safe` makes a JSON document
+safe to print: it escapes what `json` leaves raw (C1 controls, DEL, bidi controls).
 """
 
 import codecs
@@ -15,6 +18,11 @@ import re
 from dataclasses import dataclass, replace
 
 MAX_PENDING = 64 * 1024  # an unterminated escape string longer than this is dropped
+
+# Bidi controls: embeddings, overrides, isolates and the invisible direction marks.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# What `json.dumps(..., ensure_ascii=False)` leaves raw but a terminal would act on.
+_JSON_RAW = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 # The 16 basic colours (xterm's defaults, a little softened to read on light and dark).
 BASIC_COLOURS = (
@@ -95,7 +103,7 @@ class AnsiDecoder:
         shown = self.style if colour else PLAIN
         for match in _TOKEN.finditer(text):
             if match.start() > start:
-                pieces.append(Piece(text[start : match.start()], shown))
+                pieces.append(Piece(reveal_bidi(text[start : match.start()]), shown))
             start = match.end()
             kind = match.lastgroup
             if kind == "crlf":
@@ -106,8 +114,19 @@ class AnsiDecoder:
                 self.style = apply_sgr(self.style, match.group("params"))
                 shown = self.style if colour else PLAIN
         if start < len(text):
-            pieces.append(Piece(text[start:], shown))
+            pieces.append(Piece(reveal_bidi(text[start:]), shown))
         return pieces
+
+
+def reveal_bidi(text: str) -> str:
+    """`text` with every bidi control shown as a marker (`⟨U+202E⟩`) instead of obeyed."""
+    return _BIDI.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", text)
+
+
+def json_safe(document: str) -> str:
+    """A JSON document with C1 controls, DEL and bidi controls escaped as `\\uXXXX`: the
+    same data, but nothing in it acts on a terminal. (They only occur inside strings.)"""
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
 
 
 _INTRODUCERS = ("\x1b", "\x9b", "\x90", "\x98", "\x9d", "\x9e", "\x9f")

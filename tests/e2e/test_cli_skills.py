@@ -108,3 +108,26 @@ def test_usage_errors_exit_2() -> None:
     assert "no such skill folder" in missing.stderr
     assert workbench("skills", "validate").returncode == 2
     assert workbench("skills").returncode == 2
+
+
+def test_list_show_and_validate_never_print_a_skills_escapes(tmp_path: Path) -> None:
+    folder = tmp_path / "sneaky"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(
+        '---\nname: sneaky\ndescription: "Hi\\e]0;PWNED\\a\\e[2J evil\\u202Etxt"\n---\nBody.\n'
+    )
+    outputs = [
+        workbench("skills", "list", str(tmp_path)),
+        workbench("skills", "show", str(folder)),
+        workbench("skills", "validate", str(folder)),
+        workbench("skills", "show", str(folder), "--json"),
+    ]
+    for result in outputs:
+        assert result.returncode == 0, result.stderr
+        assert not any(c in result.stdout for c in "\x1b\x07\u202e"), result.stdout
+    listed, shown, validated, as_json = (result.stdout for result in outputs)
+    assert "sneaky  [valid, 1 warning]  Hi\\x1b]0;PWNED\\x07\\x1b[2J evil⟨U+202E⟩txt" in listed
+    assert "description: Hi\\x1b]0;PWNED\\x07\\x1b[2J evil⟨U+202E⟩txt" in shown
+    assert "warning: The description contains control or bidi characters" in validated
+    skill = json.loads(as_json)["skill"]
+    assert skill["description"] == "Hi\x1b]0;PWNED\x07\x1b[2J evil\u202etxt"

@@ -3,8 +3,11 @@
 from pathlib import Path
 from typing import Any
 
+import pytest
+from PySide6.QtGui import QGuiApplication
+
 from workbench.executors.types import OutputChunk, Stream
-from workbench.ui.outputview import MAX_LINE, OutputView
+from workbench.ui.outputview import MAX_LINE, LogViewer, OutputView
 
 
 def _view(qtbot: Any) -> OutputView:
@@ -24,10 +27,16 @@ def _feed(qtbot: Any, view: OutputView, *chunks: bytes, stream: Stream = Stream.
     return view.text.toPlainText()
 
 
-def test_carriage_returns_collapse_a_progress_line(qtbot: Any) -> None:
+def test_a_carriage_return_starts_a_new_line_so_no_text_is_hidden(qtbot: Any) -> None:
     view = _view(qtbot)
-    text = _feed(qtbot, view, b"start\n10%", b"\r20%\r", b"30%\r\ndone\n")
-    assert text.splitlines() == ["start", "30%", "done"]
+    text = _feed(qtbot, view, b"start\n10%", b"\r20%\r", b"30%\r\ndone\n", b"\rcarriage\rCR\n")
+    assert text.splitlines() == ["start", "10%", "20%", "30%", "done", "carriage", "CR"]
+
+
+def test_bidi_controls_show_as_markers(qtbot: Any) -> None:
+    view = _view(qtbot)
+    text = _feed(qtbot, view, "RTL override: evil\u202etxt.exe\n".encode())
+    assert text == "RTL override: evil⟨U+202E⟩txt.exe\n"
 
 
 def test_long_lines_are_cut_once_with_an_ellipsis(qtbot: Any) -> None:
@@ -64,3 +73,20 @@ def test_log_buttons_follow_the_files(qtbot: Any, tmp_path: Path) -> None:
     assert view.open_stdout.toolTip() == str(log)
     view.begin()
     assert not view.open_stdout.isEnabled()
+
+
+@pytest.mark.qt_log_ignore("does not support (QPlatformServices::openDocument|propagateSizeHints)")
+def test_a_log_opens_in_a_viewer_where_the_desktop_cannot_open_it(
+    qtbot: Any, tmp_path: Path
+) -> None:
+    view = _view(qtbot)  # the offscreen platform has no program to open files with
+    log = tmp_path / "stderr.log"
+    log.write_bytes(b"first\n\x1b]0;PWNED\x07\x1b[31mred\x1b[0m\rover\n")
+    view.set_logs(None, log)
+    view.open_stderr.click()
+    viewer = view.findChild(LogViewer)
+    assert viewer is not None and viewer.isVisible()
+    assert viewer.text.toPlainText() == "first\nred\nover\n"
+    assert str(log) in viewer.where.text()
+    viewer.copy_path.click()
+    assert QGuiApplication.clipboard().text() == str(log)

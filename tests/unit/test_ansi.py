@@ -1,6 +1,17 @@
 """The ANSI decoder: SGR colours kept, every other escape dropped, carriage returns, UTF-8."""
 
-from workbench.ansi import BASIC_COLOURS, PLAIN, AnsiDecoder, Piece, Style, apply_sgr
+import json
+
+from workbench.ansi import (
+    BASIC_COLOURS,
+    PLAIN,
+    AnsiDecoder,
+    Piece,
+    Style,
+    apply_sgr,
+    json_safe,
+    reveal_bidi,
+)
 
 
 def _text(pieces: list[Piece]) -> str:
@@ -90,3 +101,19 @@ def test_plain_mode_drops_colours_but_remembers_them() -> None:
 
 def test_html_looking_text_is_just_text() -> None:
     assert _text(AnsiDecoder().feed(b"<b>bold</b> &amp;")) == "<b>bold</b> &amp;"
+
+
+def test_bidi_controls_are_shown_as_markers_not_obeyed() -> None:
+    data = "RTL override: evil\u202etxt.exe \u2066isolate\u2069 \u200fmark".encode()
+    assert _text(AnsiDecoder().feed(data)) == (
+        "RTL override: evil⟨U+202E⟩txt.exe ⟨U+2066⟩isolate⟨U+2069⟩ ⟨U+200F⟩mark"
+    )
+    assert reveal_bidi("plain עברית text") == "plain עברית text"  # RTL script itself is fine
+
+
+def test_json_safe_escapes_what_json_leaves_raw_and_keeps_the_data() -> None:
+    value = {"text": "a\x1b[2J \x9b31m \x7f \u202e ok é"}
+    document = json_safe(json.dumps(value, ensure_ascii=False))
+    assert not any(c in document for c in "\x1b\x9b\x7f\u202e")
+    assert "é" in document
+    assert json.loads(document) == value

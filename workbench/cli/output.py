@@ -1,8 +1,14 @@
-"""How every subcommand prints: one schema-versioned JSON document, or text for people."""
+"""How every subcommand prints: one schema-versioned JSON document, or text for people.
+
+The JSON document escapes every character a terminal would act on (`json_safe`): skills'
+text is in it, and it is often printed to a terminal.
+"""
 
 import json
 import sys
 from typing import Any
+
+from workbench.ansi import json_safe
 
 SCHEMA_PREFIX = "skill-workbench"
 
@@ -10,8 +16,8 @@ SCHEMA_PREFIX = "skill-workbench"
 def emit_json(kind: str, payload: dict[str, Any]) -> None:
     """Print exactly one JSON document to stdout, tagged `schema: skill-workbench/KIND/1`."""
     document = {"schema": f"{SCHEMA_PREFIX}/{kind}/1", **payload}
-    json.dump(document, sys.stdout, indent=2, ensure_ascii=False, default=str)
-    sys.stdout.write("\n")
+    text = json.dumps(document, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write(json_safe(text) + "\n")
 
 
 def warn(text: str) -> None:

@@ -6,8 +6,9 @@ spec and 1 when any does not; an unknown skill or folder is a usage error (exit 
 includes the budget meter. `new` writes a skill from the template (a bad name or an existing
 folder is a usage error); `package` and `import` write and read `.skill` zips and exit 1 with
 the reason when a skill or a package is refused; `preview` prints the capability preview, a
-prediction and never a security control. Text from skills is printed with control characters
-escaped, so no escape sequence from a skill reaches the terminal.
+prediction and never a security control. Every line is printed with control characters
+escaped and bidi controls shown as markers (`plain_text`, as `workbench run` prints causes),
+so no escape sequence from a skill reaches the terminal.
 """
 
 import argparse
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.cli.output import emit_json
+from workbench.runs.record import plain_text
 from workbench.skills import (
     DiagnosticSeverity,
     FileKind,
@@ -81,12 +83,12 @@ def _list(args: argparse.Namespace) -> int:
         )
         return 0
     if not skills:
-        print("No skills found in " + ", ".join(str(root) for root in roots) + ".")
+        _say("No skills found in " + ", ".join(str(root) for root in roots) + ".")
     for skill in skills:
         errors = (d.message for d in skill.diagnostics if d.severity is DiagnosticSeverity.ERROR)
         summary = skill.description if skill.usable else next(errors)
-        print(f"{skill.name}  [{_status(skill)}]  {_first_line(summary)}")
-        print(f"    {skill.path}")
+        _say(f"{skill.name}  [{_status(skill)}]  {_first_line(summary)}")
+        _say(f"    {skill.path}")
     return 0
 
 
@@ -96,13 +98,13 @@ def _show(args: argparse.Namespace) -> int:
     if args.json:
         emit_json("skill", {"skill": _details(skill), "budget": asdict(meter)})
         return 0
-    print(f"name: {skill.name}  [{_status(skill)}]")
-    print(f"path: {skill.path}")
-    print(f"description: {skill.description}")
+    _say(f"name: {skill.name}  [{_status(skill)}]")
+    _say(f"path: {skill.path}")
+    _say(f"description: {skill.description}")
     if skill.command:
-        print(f"command: {skill.command}")
-    print(f"body: {skill.body_lines:,} lines, about {skill.body_tokens:,} tokens")
-    print(
+        _say(f"command: {skill.command}")
+    _say(f"body: {skill.body_lines:,} lines, about {skill.body_tokens:,} tokens")
+    _say(
         f"budget: metadata about {meter.metadata_tokens:,} tokens (advice about "
         f"{meter.advised_metadata_tokens}), body advice under {meter.advised_body_lines} lines "
         f"and {meter.advised_body_tokens:,} tokens"
@@ -111,15 +113,15 @@ def _show(args: argparse.Namespace) -> int:
         f"{r.folder}/ {_size(r.size)} ({r.files} file{'s' * (r.files != 1)})"
         for r in meter.resources
     )
-    print(f"resources (read only when needed): {sizes}")
+    _say(f"resources (read only when needed): {sizes}")
     for advice in meter.advice:
-        print(f"  advice: {_plain(advice)}")
-    print("files:")
+        _say(f"  advice: {advice}")
+    _say("files:")
     for line in _tree_lines(skill.files, 1):
-        print(line)
-    print("problems:" if skill.diagnostics else "problems: none")
+        _say(line)
+    _say("problems:" if skill.diagnostics else "problems: none")
     for problem in skill.diagnostics:
-        print(f"  {problem}")
+        _say(f"  {problem}")
     return 0
 
 
@@ -135,9 +137,9 @@ def _validate(args: argparse.Namespace) -> int:
     else:
         for skill in skills:
             for problem in skill.diagnostics:
-                print(problem)
+                _say(str(problem))
             verdict = "valid" if skill.valid else f"INVALID ({_spec_count(skill)})"
-            print(f"{skill.path}: {verdict}")
+            _say(f"{skill.path}: {verdict}")
     return 0 if all_valid else 1
 
 
@@ -147,8 +149,8 @@ def _new(args: argparse.Namespace) -> int:
     if args.json:
         emit_json("skill-new", {"path": str(folder), "skill": _summary(load_skill(folder))})
     else:
-        print(f"Created {folder}")
-        print(f"Edit {folder / 'SKILL.md'}, then: workbench skills validate {folder}")
+        _say(f"Created {folder}")
+        _say(f"Edit {folder / 'SKILL.md'}, then: workbench skills validate {folder}")
     return 0
 
 
@@ -163,7 +165,7 @@ def _package(args: argparse.Namespace) -> int:
         size = written.stat().st_size
         emit_json("skill-package", {"path": str(written), "size": size, "skill": skill.name})
     else:
-        print(f"Wrote {written} ({_size(written.stat().st_size)})")
+        _say(f"Wrote {written} ({_size(written.stat().st_size)})")
     return 0
 
 
@@ -175,12 +177,12 @@ def _import(args: argparse.Namespace) -> int:
     if args.json:
         emit_json("skill-import", {"path": str(folder), "skill": _summary(load_skill(folder))})
     else:
-        print(f"Imported {folder}")
+        _say(f"Imported {folder}")
     return 0
 
 
 def _refused(action: str, error: PackageError) -> int:
-    print(f"workbench skills {action}: {_plain(str(error))}", file=sys.stderr)
+    print(f"workbench skills {action}: {plain_text(str(error))}", file=sys.stderr)
     return 1
 
 
@@ -189,31 +191,29 @@ def _preview(args: argparse.Namespace) -> int:
     if args.json:
         emit_json("skill-preview", asdict(result))
         return 0
-    print(f"Capability preview of {_plain(result.skill)}")
-    print(result.notice)
-    print("findings:" if result.findings else "findings: none")
+    _say(f"Capability preview of {result.skill}")
+    _say(result.notice)
+    _say("findings:" if result.findings else "findings: none")
     for finding in result.findings:
-        print(f"  [{finding.capability}] {_plain(finding.summary)}")
-    print(f"commands invoked: {_plain(', '.join(result.tools)) or 'none'}")
+        _say(f"  [{finding.capability}] {finding.summary}")
+    _say(f"commands invoked: {', '.join(result.tools) or 'none'}")
     missing = ", ".join(result.missing_tools) or "none"
-    print(f"not in the sandbox image: {_plain(missing)}")
-    print("per posture, with its default settings:")
+    _say(f"not in the sandbox image: {missing}")
+    _say("per posture, with its default settings:")
     for prediction in result.predictions:
-        print(f"  {prediction.posture}: {prediction.verdict}")
+        _say(f"  {prediction.posture}: {prediction.verdict}")
         for line in prediction.blocked:
-            print(f"    blocked: {_plain(line)}")
+            _say(f"    blocked: {line}")
         for line in prediction.allowed:
-            print(f"    allowed: {_plain(line)}")
+            _say(f"    allowed: {line}")
     for line in result.skipped:
-        print(f"  not read: {_plain(line)}")
+        _say(f"  not read: {line}")
     return 0
 
 
-def _plain(text: str) -> str:
-    """`text` with control characters shown escaped, so a skill cannot drive the terminal."""
-    return "".join(
-        c if c.isprintable() or c == " " else c.encode("unicode_escape").decode() for c in text
-    )
+def _say(line: str) -> None:
+    """Print `line` for people, with nothing in it that could drive the terminal."""
+    print(plain_text(line))
 
 
 def _status(skill: Skill) -> str:

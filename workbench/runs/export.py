@@ -1,11 +1,12 @@
 """Run reports: one recorded run exported as JSON, Markdown or a self-contained HTML page.
 
 Skill output, file names and causes are hostile text. The report is first built as neutral
-sections (rows, lines, code blocks) and then rendered; the HTML renderer escapes every piece
-of text, the Markdown renderer escapes markup characters outside code blocks and fences code
-with more backticks than the code contains, the text renderer (for terminals) turns control
-characters other than newline and tab into visible escapes. JSON is `record_to_dict`, as
-`--json` prints it.
+sections (rows, lines, code blocks) and then rendered. Every renderer shows control characters
+other than newline and tab as visible escapes (`\\x1b`) and bidi controls as markers
+(`plain_text`), so a report is safe to `cat` and reads as it is; the HTML renderer also
+escapes every piece of text, the Markdown renderer escapes markup characters outside code
+blocks and fences code with more backticks than the code contains. JSON is `record_to_dict`,
+as `--json` prints it, with what a terminal would act on escaped (`json_safe`).
 """
 
 import html
@@ -18,6 +19,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, TypeVar
 
+from workbench.ansi import json_safe
 from workbench.runs.record import RunRecord, json_text, plain_text, record_to_dict
 from workbench.workspace.blobs import BlobStore
 from workbench.workspace.changes import ChangeKind
@@ -50,7 +52,7 @@ def export_record(record: RunRecord, fmt: ExportFormat, store: BlobStore | None 
     """The report of `record` in `fmt`; with `store`, text diffs of the changed files."""
     if fmt is ExportFormat.JSON:
         document = {"schema": REPORT_SCHEMA, **record_to_dict(record)}
-        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        return json_safe(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
     title = f"Run {record.run_id}: {record.skill_name} under {record.posture}"
     sections = _sections(record, store)
     render = {ExportFormat.HTML: _render_html, ExportFormat.MD: _render_md}.get(fmt, _render_text)
@@ -162,7 +164,9 @@ def _time(stamp: float | None) -> str:
 
 
 def _render_html(title: str, sections: list[_Section]) -> str:
-    e = html.escape
+    def e(text: str) -> str:
+        return html.escape(plain_text(text))
+
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -193,7 +197,7 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]()#!|~{}+.-])")
 
 def _md(text: str) -> str:
     """Inline Markdown text: markup characters escaped, HTML neutralised, one line."""
-    escaped = _MD_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+    escaped = _MD_SPECIAL.sub(r"\\\1", html.escape(plain_text(text), quote=False))
     return " ".join(escaped.splitlines())
 
 
@@ -213,6 +217,7 @@ def _render_md(title: str, sections: list[_Section]) -> str:
         if section.lines:
             parts += [f"- {_md(line)}" for line in section.lines] + [""]
         for caption, code in section.blocks:
+            code = plain_text(code)
             fence = _fence(code)
             parts += [f"**{_md(caption)}**", "", fence, code.rstrip("\n"), fence, ""]
     return "\n".join(parts)

@@ -11,6 +11,7 @@ from enum import Enum, StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench.ansi import reveal_bidi
 from workbench.workspace.changes import ChangeKind, EntryType, FileChange
 
 if TYPE_CHECKING:  # the executors package is heavy to import; these modules only name it
@@ -99,8 +100,9 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def plain_text(text: str) -> str:
-    """Text safe for a terminal: control characters shown as `\\xNN` (newline, tab kept)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """Text safe for a terminal: control characters shown as `\\xNN` (newline, tab kept),
+    bidi controls as markers (`⟨U+202E⟩`)."""
+    return reveal_bidi(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
 
 
 def result_to_dict(result: "RunResult") -> dict[str, Any]:

@@ -59,6 +59,7 @@ class Code(StrEnum):
     YAML_ALIAS = "yaml-alias"
     NAME_NOT_ASCII = "name-not-ascii"
     DESCRIPTION_ANGLE_BRACKETS = "description-angle-brackets"
+    DESCRIPTION_CONTROL_CHARACTERS = "description-control-characters"
     BODY_TOO_LONG = "body-too-long"
     BODY_TOO_MANY_TOKENS = "body-too-many-tokens"
     FILE_TREE_TRUNCATED = "file-tree-truncated"

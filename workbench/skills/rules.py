@@ -3,7 +3,9 @@
 Each check returns diagnostics written for the person fixing the skill. The name rules follow
 the reference validator skills-ref exactly (NFKC-normalised, lowercase, Unicode letters allowed,
 equal to the folder name); stricter portability rules of other tools (ASCII-only names, no angle
-brackets in descriptions, from Anthropic's quick_validate.py) are advice, not spec violations.
+brackets in descriptions, from Anthropic's quick_validate.py) are advice, not spec violations;
+so are control and bidi characters in a description (the spec does not forbid them, but they
+act on terminals or reorder what is shown).
 """
 
 import math
@@ -21,6 +23,8 @@ MAX_COMPATIBILITY_CHARS = 500
 ADVISED_BODY_LINES = 500
 ADVISED_BODY_TOKENS = 5000
 CHARS_PER_TOKEN = 4
+# Control characters but newline and tab, and the bidi controls that reorder shown text.
+_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def check_front_matter(
@@ -168,6 +172,14 @@ def _description_problems(raw: object) -> list[tuple[Code, str]]:
             "skill-creator validator rejects them (they can read as markup)."
         )
         found.append((Code.DESCRIPTION_ANGLE_BRACKETS, message))
+    hidden = sorted({f"U+{ord(c):04X}" for c in _HIDDEN.findall(raw)})
+    if hidden:
+        message = (
+            f"The description contains control or bidi characters ({', '.join(hidden)}). "
+            "They are invisible, can drive a terminal or reorder the text around them; "
+            "the workbench shows them escaped. Remove them."
+        )
+        found.append((Code.DESCRIPTION_CONTROL_CHARACTERS, message))
     return found
 
 

@@ -4,26 +4,38 @@ Chunks are queued by the run's sink (big reads cut into slices) and drawn every 
 a timer, for at most `BUDGET_S` per tick, so a flood of output cannot stall the event loop.
 If more than `MAX_BACKLOG` bytes wait, the oldest are skipped with a notice (the view keeps
 only the last `MAX_BLOCKS` lines anyway, and the full logs on disk have everything). Each
-stream has its own `AnsiDecoder`: SGR colours are shown, every other escape is dropped, `\\r`
-rewrites the line, stderr is tinted. Above `FAST_BYTES_PER_S` colours pause (plain text is
-~8x cheaper to draw) and a badge says so. Lines are capped at `MAX_LINE` characters. Output
-is always text in a plain-text widget: nothing in it is ever read as HTML.
+stream has its own `AnsiDecoder`: SGR colours are shown, every other escape is dropped, bidi
+controls show as markers, a lone `\\r` starts a new line (overwriting would hide text), stderr
+is tinted. Above `FAST_BYTES_PER_S` colours pause (plain text is ~8x cheaper to draw) and a
+badge says so. Lines are capped at `MAX_LINE` characters. Output is always text in a
+plain-text widget: nothing in it is ever read as HTML. The open-full-log buttons hand the
+file to the desktop; where no program is set up to open it, `LogViewer` shows its last
+`MAX_VIEWED` bytes, decoded the same way, with its path to copy.
 """
 
 import time
 from collections import deque
 from pathlib import Path
 
-from PySide6.QtCore import QTimer, QUrl
+from PySide6.QtCore import Qt, QTimer, QUrl
 from PySide6.QtGui import (
     QColor,
     QDesktopServices,
     QFont,
     QFontDatabase,
+    QGuiApplication,
     QTextCharFormat,
     QTextCursor,
 )
-from PySide6.QtWidgets import QHBoxLayout, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QHBoxLayout,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from workbench.ansi import AnsiDecoder, Piece, Style
 from workbench.executors.types import OutputChunk, Stream
@@ -39,6 +51,7 @@ SLICE_BYTES = 32 * 1024
 MAX_BACKLOG = 1024 * 1024
 FAST_BYTES_PER_S = 512 * 1024
 RATE_WINDOW_S = 1.0
+MAX_VIEWED = 4 * 1024 * 1024
 
 
 class OutputView(QWidget):
@@ -194,11 +207,8 @@ class OutputView(QWidget):
 
     def _insert(self, cursor: QTextCursor, pieces: list[Piece], stream: Stream) -> None:
         for piece in pieces:
-            if piece.rewrite:
-                cursor.movePosition(
-                    QTextCursor.MoveOperation.StartOfBlock, QTextCursor.MoveMode.KeepAnchor
-                )
-                cursor.removeSelectedText()
+            if piece.rewrite and self._line_len:  # a new line: what \r would overwrite stays
+                cursor.insertText("\n")
                 self._line_len, self._line_capped = 0, False
             elif piece.text:
                 cursor.insertText(self._capped(piece.text), self._format(piece.style, stream))
@@ -266,5 +276,57 @@ class OutputView(QWidget):
 
     def _open_log(self, stream: Stream) -> None:
         path = self._logs[stream]
-        if path is not None:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
+        if path is not None and not QDesktopServices.openUrl(QUrl.fromLocalFile(str(path))):
+            LogViewer(path, self).show()
+
+
+class LogViewer(QDialog):
+    """A log file shown read-only, for desktops with no program set up to open it."""
+
+    def __init__(self, path: Path, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.path = path
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        self.setWindowTitle(f"{path.name} — Skill Workbench")
+        self.where = plain_label(
+            f"No program is set up here to open log files, so the log is shown below. "
+            f"The file: {path}",
+            self,
+            wrap=True,
+        )
+        self.where.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text = QPlainTextEdit(self)
+        self.text.setReadOnly(True)
+        self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.text.setAccessibleName("Log file contents")
+        self.text.setPlainText(_log_text(path))
+        self.copy_path = QPushButton("Copy Path", self)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        buttons.addButton(self.copy_path, QDialogButtonBox.ButtonRole.ActionRole)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.where)
+        layout.addWidget(self.text, 1)
+        layout.addWidget(buttons)
+        self.resize(820, 520)
+        buttons.rejected.connect(self.close)
+        self.copy_path.clicked.connect(self.on_copy_path_clicked)
+
+    def on_copy_path_clicked(self) -> None:
+        QGuiApplication.clipboard().setText(str(self.path))
+
+
+def _log_text(path: Path) -> str:
+    """The last `MAX_VIEWED` bytes of a log as plain text (escapes dropped, `\\r` a new line)."""
+    try:
+        with path.open("rb") as log:
+            skipped = max(0, log.seek(0, 2) - MAX_VIEWED)
+            log.seek(skipped)
+            data = log.read()
+    except OSError as error:
+        return f"The log cannot be read: {error.strerror or error}."
+    decoder = AnsiDecoder()
+    pieces = decoder.feed(data, colour=False) + decoder.flush()
+    text = "".join("\n" if piece.rewrite else piece.text for piece in pieces)
+    if skipped:
+        return f"[… the first {format_size(skipped)} are not shown; the file has them …]\n{text}"
+    return text

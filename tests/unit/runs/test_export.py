@@ -66,3 +66,25 @@ def test_host_calls_are_listed_and_escaped(
     record = replace(record, result={**record.result, "host_calls": [{**call, "outcome": "no"}]})
     page = export_record(record, ExportFormat.HTML)
     assert "REFUSED: fetch GET https://x.test/&lt;img&gt; -&gt; no" in page
+
+
+TERMINAL = (
+    "\x1b]0;PWNED\x07\x1b[2J\x1b]8;;https://x.test\x07link\x1b]8;;\x07 \x9b31m evil\u202etxt.exe"
+)
+
+
+def test_no_format_carries_a_byte_that_acts_on_a_terminal(
+    history: RunHistory, record_factory: MakeRecord, result: RunResult
+) -> None:
+    result = replace(result, stdout=replace(result.stdout, text=TERMINAL), cause=TERMINAL)
+    record = _finished(history, record_factory("r1"), result)
+    for fmt in ExportFormat:
+        report = export_record(record, fmt)
+        for raw in ("\x1b", "\x07", "\x9b", "\u202e"):
+            assert raw not in report, (fmt, raw)
+    page = export_record(record, ExportFormat.HTML)
+    assert "\\x1b]0;PWNED\\x07\\x1b[2J" in page  # shown, as `history show` shows it
+    assert "evil⟨U+202E⟩txt.exe" in page
+    assert "\\\\x1b\\]0;PWNED" in export_record(record, ExportFormat.MD)
+    document = json.loads(export_record(record, ExportFormat.JSON))
+    assert document["result"]["stdout"]["text"] == TERMINAL  # JSON keeps the data exactly

@@ -121,3 +121,12 @@ def test_body_advice() -> None:
     assert "5,001 tokens" in tokens.message
     assert not tokens.spec_violation
     assert check_body("line\n" * 500, FILE, 5) == []
+
+
+def test_control_and_bidi_characters_in_a_description_are_reported() -> None:
+    problems = check({"name": "my-skill", "description": "Hi\x1b]0;PWNED\x07 evil\u202etxt"})
+    hidden = next(p for p in problems if p.code is Code.DESCRIPTION_CONTROL_CHARACTERS)
+    assert "(U+0007, U+001B, U+202E)" in hidden.message
+    assert hidden.severity is DiagnosticSeverity.WARNING and not hidden.spec_violation
+    plain = check({"name": "my-skill", "description": "Two lines,\n\ttab and עברית."})
+    assert not any(p.code is Code.DESCRIPTION_CONTROL_CHARACTERS for p in plain)
