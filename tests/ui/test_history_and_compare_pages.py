@@ -8,6 +8,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAccessible, QKeySequence
 from PySide6.QtWidgets import QAbstractSpinBox, QLabel, QSplitter, QTabWidget, QWidget
 
+from workbench.paths import example_skills_dir
 from workbench.postures import PostureId
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import Services
@@ -95,6 +96,7 @@ def test_geometry_splitters_and_page_survive_a_restart(
 
 
 def test_status_bar_shows_the_engine_and_the_default_posture(window: MainWindow) -> None:
+    window.browser.select_path(example_skills_dir() / "workspace-report")  # not a .js skill
     texts = [label.text() for label in window.statusBar().findChildren(QLabel)]
     assert "Posture: Hardened local" in texts  # the strongest available, chosen by default
     assert "Docker engine: not reachable" in texts  # the test probe has no engine

@@ -66,13 +66,31 @@ def test_only_cards_with_a_pool_show_one_at_the_remembered_size(
     assert picker.card(PostureId.DOCKER).pool.size_box.value() == 2
     assert (docker.sizes, gvisor.sizes) == ([2], [0])
     assert picker.card(PostureId.GVISOR).pool.size_box.text() == "off"
-    status = picker.card(PostureId.GVISOR).pool.status_line
-    assert status.text() == "Warm pool off: every run starts its container."
+    status = picker.card(PostureId.GVISOR).pool.status_line  # the fake probe has no engine
+    assert status.text() == "Warm pool unavailable: the posture cannot run here."
+    assert not picker.card(PostureId.GVISOR).pool.isEnabled()
+
+
+def test_an_available_postures_pool_says_when_it_is_off(
+    qtbot: Any, services: Services, settings: QSettings, run: Run
+) -> None:
+    window = MainWindow(replace(services, probe_postures=lambda: WITH_DOCKER), settings)
+    qtbot.addWidget(window)
+    window.postures.set_pools({PostureId.DOCKER: FakePool()}, settings)
+    card = window.postures.card(PostureId.DOCKER)
+    assert card.pool.status_line.text() == "Warm pool off: every run starts its container."
+    run(window.load())  # the probe's answer keeps the words of an available posture's pool
+    assert card.pool.status_line.text() == "Warm pool off: every run starts its container."
+    assert card.pool.isEnabled()
+    run(window.shutdown())
 
 
 def test_a_new_size_is_kept_and_the_status_follows_the_pool(
-    window: MainWindow, settings: QSettings, run: Run
+    qtbot: Any, services: Services, settings: QSettings, run: Run
 ) -> None:
+    window = MainWindow(replace(services, probe_postures=lambda: WITH_DOCKER), settings)
+    qtbot.addWidget(window)
+    run(window.load())
     picker, pool = window.postures, FakePool()
     picker.set_pools({PostureId.DOCKER: pool}, settings)
     card = picker.card(PostureId.DOCKER)
@@ -84,7 +102,6 @@ def test_a_new_size_is_kept_and_the_status_follows_the_pool(
     assert (
         card.pool.status_line.text() == "Warm pool: 3 wanted; fills for the next run chosen here."
     )
-    assert not card.pool.isEnabled()  # the fake probe has no engine
     pool.now = PoolStatus(size=3, ready=1, starting=2, key="<b>demo</b> in a fresh workspace")
     picker.on_pool_timer_timeout()
     text = "Warm pool: 1 ready, starting 2 for <b>demo</b> in a fresh workspace"
@@ -107,8 +124,8 @@ def test_choosing_a_skill_primes_the_chosen_postures_pool_for_a_fresh_workspace(
     pool = FakePool()
     window.postures.set_pools({PostureId.DOCKER: pool}, settings)
     run(window.load())
+    window.browser.select_path(example_skills_dir() / "workspace-report")
     assert window.postures.chosen() is PostureId.DOCKER
-    window.browser.select_first()
     window.run_panel.limits.memory.setValue(256)
     assert not pool.primed  # not before the user has stopped choosing
     assert window.postures._prime_timer.isActive()
@@ -155,7 +172,7 @@ def test_a_run_in_the_app_takes_the_warm_container_the_pool_got_ready(
     card = window.postures.card(PostureId.DOCKER)
     try:
         run(window.load())
-        window.browser.select_first()
+        window.browser.select_path(example_skills_dir() / "workspace-report")
         run(shows(card.pool.status_line, "Warm pool: 1 ready"))
         window.run_panel.command.setText("echo warm > made.txt")
         task = window.run_panel.start()

@@ -7,6 +7,9 @@ module, are what stop a skill. `preview(skill)` reads the skill's scripts (Pytho
 `allowed-tools`, `metadata.command`) and returns `Finding`s (file, line, capability, detail),
 the commands the skill invokes that the sandbox image lacks (`IMAGE_TOOLS`, the one list of
 what the image holds), and a `PosturePrediction` per posture, assuming its default settings.
+`unrunnable_postures(skill)` is the cheap part of it the posture picker asks on every
+selection: which postures cannot start the skill's command at all (a `.js` command runs only
+under quickjs; quickjs runs nothing else).
 
 Reading is bounded for hostile skills: at most `MAX_ENTRIES` folder entries looked at,
 `MAX_FILES` scripts and `MAX_FILE_BYTES` of each; regular files only, opened with O_NOFOLLOW
@@ -16,6 +19,7 @@ Reading is bounded for hostile skills: at most `MAX_ENTRIES` folder entries look
 import itertools
 import os
 import re
+import shlex
 import stat
 from dataclasses import dataclass
 from enum import StrEnum
@@ -50,6 +54,7 @@ _SHEBANG = re.compile(
 _INTERPRETERS = {"python3": "python", "python": "python", "sh": "shell", "bash": "shell",
                  "node": "javascript", "nodejs": "javascript"}  # fmt: skip
 _CONTAINER = (PostureId.DOCKER, PostureId.GVISOR)
+_SKILL_DIR_PREFIXES = ("$SKILL_DIR/", "${SKILL_DIR}/")
 
 
 class Verdict(StrEnum):
@@ -154,10 +159,64 @@ def preview(skill: Skill) -> CapabilityPreview:
     missing = tuple(tool for tool in tools if tool not in IMAGE_TOOLS)
     ordered = tuple(sorted(findings, key=lambda f: (f.file, f.line or 0, f.capability)))
     kinds = _script_kinds(skill, ordered)
-    predictions = tuple(_predict(posture, ordered, missing, kinds) for posture in PostureId)
+    unrunnable = unrunnable_postures(skill)
+    predictions = tuple(
+        _predict(posture, ordered, missing, kinds, unrunnable.get(posture)) for posture in PostureId
+    )
     return CapabilityPreview(
         skill.name, ordered, tuple(tools), missing, predictions, tuple(skipped)
     )
+
+
+def unrunnable_postures(skill: Skill) -> dict[PostureId, str]:
+    """The postures that cannot start `skill`'s command at all, each with the reason.
+
+    Only the quickjs posture runs a command that is a `.js` file (the others hand the command to
+    a shell, which runs the file only if it is executable and starts with `#!`), and quickjs
+    runs nothing else. Reads at most the first bytes of that one file; a skill without a
+    command gets no answer ({}).
+    """
+    program = _program(skill.command or "")
+    if program is None:
+        return {}
+    if not program.endswith(".js"):
+        name = PurePosixPath(program).name
+        return {PostureId.QUICKJS: f"QuickJS runs only .js files, and the command runs {name}"}
+    if _is_executable_script(_script_path(skill.path, program)):
+        return {}
+    reason = (
+        "its command is a .js file, which only the QuickJS worker runs (a shell cannot: the "
+        "file is not an executable program with a #! line)"
+    )
+    return {posture: reason for posture in PostureId if posture is not PostureId.QUICKJS}
+
+
+def _program(command: str) -> str | None:
+    """The first word of a command line, unquoted (None for an empty command)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # unbalanced quotes: the shell would refuse it too; take the raw word
+        words = [word.strip("\"'") for word in command.split()]
+    return words[0] if words and words[0] else None
+
+
+def _script_path(folder: Path, program: str) -> Path:
+    """Where a command's program is: `$SKILL_DIR/...` and relative paths in the skill folder."""
+    for prefix in _SKILL_DIR_PREFIXES:
+        if program.startswith(prefix):
+            return folder / program[len(prefix) :]
+    return folder / program  # an absolute program replaces the folder
+
+
+def _is_executable_script(path: Path) -> bool:
+    """Whether `path` is a regular, executable file starting with `#!` (a link is not read)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        with os.fdopen(os.open(path, flags), "rb") as file:
+            mode = os.fstat(file.fileno()).st_mode
+            return stat.S_ISREG(mode) and bool(mode & 0o111) and file.read(2) == b"#!"
+    except OSError:
+        return False
 
 
 def _scan_files(folder: Path) -> tuple[list[Finding], list[str]]:
@@ -269,7 +328,11 @@ def _script_kinds(skill: Skill, findings: tuple[Finding, ...]) -> set[str]:
 
 
 def _predict(
-    posture: PostureId, findings: tuple[Finding, ...], missing: tuple[str, ...], kinds: set[str]
+    posture: PostureId,
+    findings: tuple[Finding, ...],
+    missing: tuple[str, ...],
+    kinds: set[str],
+    unrunnable: str | None,
 ) -> PosturePrediction:
     blocked: list[str] = []
     allowed: list[str] = []
@@ -278,6 +341,8 @@ def _predict(
             sorted(k for k in kinds if k != "javascript")
         )
         return PosturePrediction(posture, Verdict.CANNOT_RUN, (reason,), ())
+    if unrunnable is not None:
+        return PosturePrediction(posture, Verdict.CANNOT_RUN, (unrunnable,), ())
     if posture in _CONTAINER:
         in_order = sorted(findings, key=lambda f: f.line is None)  # script lines first
         first_use = {f.tool: f for f in reversed(in_order) if f.tool}

@@ -154,9 +154,12 @@ class MainWindow(QMainWindow):
         self.recent.folder_chosen.connect(self.on_recent_folder_chosen)
         # Panes
         self.browser.skill_selected.connect(self.on_browser_skill_selected)
+        self.browser.skill_gone.connect(self.message_bar.show_error)
         self.view.status_message.connect(self.on_view_status_message)
         self.postures.posture_changed.connect(self.on_postures_posture_changed)
         self.run_panel.run_finished.connect(self.on_run_panel_run_finished)
+        self.run_panel.run_refused.connect(self.on_engine_check_requested)
+        self.status_line.check_again.clicked.connect(self.on_engine_check_requested)
         self.run_panel.limits.changed.connect(self.on_run_panel_limits_changed)
         self.pages.currentChanged.connect(self.on_pages_current_changed)
         self.compare.run_activated.connect(self.on_compare_run_activated)
@@ -195,6 +198,8 @@ class MainWindow(QMainWindow):
             if not skills:
                 self.message_bar.show_error(
                     f"No skill found in {folder}: a skill is a folder with a SKILL.md file."
+                    if folder.is_dir()
+                    else f"There is no folder {folder}."
                 )
                 continue
             found.extend(skills)
@@ -290,6 +295,7 @@ class MainWindow(QMainWindow):
         self.view.show_skill(skill)
         self.run_panel.set_skill(skill)
         self.compare.set_skill(skill)
+        self.postures.set_skill(skill)
         self.setWindowTitle(f"{skill.name} — {TITLE}" if skill is not None else TITLE)
         self._prime_pool()
 
@@ -300,6 +306,11 @@ class MainWindow(QMainWindow):
         QApplication.alert(self)
         self.statusBar().showMessage(f"Run {done.record.run_id}: {done.result.status}", 8000)
         self._prime_pool()
+
+    def on_engine_check_requested(self) -> None:
+        """"Check again", or a refused run (its engine may have gone): probe anew."""
+        self.status_line.show_engine_checking()
+        self._spawn(self._probe_postures())
 
     def on_run_panel_limits_changed(self) -> None:
         self._prime_pool()
@@ -348,7 +359,7 @@ class MainWindow(QMainWindow):
         self.postures.set_availability(probe.availability)
         self.compare.set_availability(probe.availability)
         self.lab.set_availability(probe.availability)
-        self.status_line.show_engine(probe.docker_runtimes)
+        self.status_line.show_engine(probe)
 
     def _load_folder(self, folder: Path) -> list[Skill]:
         if (folder / "SKILL.md").is_file() or (folder / "skill.md").is_file():

@@ -7,6 +7,13 @@ The strongest available posture is chosen by default; choosing `local` asks firs
 window-modal message box opened with `open()` (never `exec()`), and only a confirmation
 changes the choice.
 
+`set_skill()` fits the choice to the selected skill: a posture that cannot start the skill's
+command (`unrunnable_postures`: a `.js` command runs only under quickjs) says so on its card,
+and until the user chooses a posture themselves the picker moves to the strongest one that can
+run the skill (never to local). A posture the user chose stays chosen, its card warning in the
+danger colour. The cards form one radio group for the keyboard: Tab lands on the chosen
+posture, the arrow keys choose the next or previous one.
+
 The docker and gvisor cards also show their warm pool (`PoolControls`) once `set_pools()`
 hands the pools over: its size (remembered in the settings) and what it holds now, read from
 `WarmPool.status()` twice a second. `prime()` asks the chosen
@@ -19,7 +26,8 @@ import asyncio
 from collections.abc import Coroutine, Mapping
 from typing import Any
 
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractButton,
     QButtonGroup,
@@ -38,6 +46,7 @@ from workbench.executors.types import SessionSpec, new_run_id
 from workbench.executors.warm import WarmPool
 from workbench.postures import (
     POSTURE_INFO,
+    STRENGTH_ORDER,
     Availability,
     Posture,
     PostureId,
@@ -47,6 +56,7 @@ from workbench.postures import (
 )
 from workbench.runs.layout import DataLayout
 from workbench.skills import Skill
+from workbench.skills.preview import unrunnable_postures
 from workbench.ui.poolcontrols import PoolControls
 from workbench.ui.widgets import plain_label, set_status
 
@@ -57,6 +67,7 @@ CARD_ORDER = (
     PostureId.QUICKJS,
     PostureId.LOCAL,
 )
+FITTING_ORDER = (*STRENGTH_ORDER, PostureId.QUICKJS)  # chosen for a skill, strongest first
 POOL_REFRESH_MS = 500
 PRIME_DELAY_MS = 300
 
@@ -79,6 +90,9 @@ class PostureCard(QFrame):
         self.radio.setAccessibleName(f"Posture: {info.title}")
         self.availability = plain_label("checking…", self, wrap=True)
         set_status(self.availability, "muted")
+        self.unrunnable = plain_label("", self, wrap=True)
+        self.unrunnable.setObjectName("unrunnable")
+        self.unrunnable.hide()
 
         self.details_button = QToolButton(self)
         self.details_button.setObjectName("detailsToggle")
@@ -103,6 +117,7 @@ class PostureCard(QFrame):
         layout.setSpacing(3)
         layout.addWidget(self.radio)
         layout.addWidget(self.availability)
+        layout.addWidget(self.unrunnable)
         layout.addWidget(plain_label(info.summary, self, wrap=True))
         for warning in assess(Posture(posture_id)):
             status = _WARNING_STATUS[warning.severity]
@@ -136,10 +151,20 @@ class PostureCard(QFrame):
     def set_availability(self, availability: Availability) -> None:
         """Show whether the posture can run here, and allow choosing it only if it can."""
         state = "Available" if availability.available else "Unavailable"
-        self.availability.setText(f"{state} — {availability.reason}")
+        reason = availability.reason
+        self.availability.setText(
+            reason if state.lower() in reason.lower() else f"{state} — {reason}"
+        )
         set_status(self.availability, "ok" if availability.available else "muted")
         self.radio.setEnabled(availability.available)
-        self.pool.setEnabled(availability.available)
+        self.pool.set_available(availability.available)
+
+    def show_unrunnable(self, warning: str, chosen: bool) -> None:
+        """Say why this posture cannot run the selected skill ("" when it can), in the danger
+        colour when the posture is the chosen one."""
+        self.unrunnable.setText(warning)
+        self.unrunnable.setVisible(bool(warning))
+        set_status(self.unrunnable, "danger" if chosen else "warning")
 
 
 class PosturePicker(QScrollArea):
@@ -154,6 +179,11 @@ class PosturePicker(QScrollArea):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._chosen: PostureId | None = None
+        self._user_chose = False  # the user picked a posture: skills no longer move the choice
+        self._availability: dict[PostureId, Availability] = {}
+        self._default: PostureId | None = None
+        self._skill: Skill | None = None
+        self._unrunnable: dict[PostureId, str] = {}
         self._confirm: QMessageBox | None = None
         self._group = QButtonGroup(self)
         self._cards: dict[PostureId, PostureCard] = {}
@@ -183,6 +213,7 @@ class PosturePicker(QScrollArea):
             card = PostureCard(posture_id, inner)
             self._cards[posture_id] = card
             self._group.addButton(card.radio)
+            card.radio.installEventFilter(self)
             layout.addWidget(card)
         layout.addStretch(1)
         self.setWidget(inner)
@@ -214,27 +245,40 @@ class PosturePicker(QScrollArea):
         return self._confirm
 
     def set_availability(self, availability: dict[PostureId, Availability]) -> None:
-        """Show the probe's answer and choose the default posture if none is chosen yet."""
+        """Show the probe's answer and choose the default posture (or the one that fits the
+        selected skill) unless the user chose one that is still available."""
+        self._availability = dict(availability)
         for posture_id, card in self._cards.items():
             card.set_availability(availability[posture_id])
-        if self._chosen is not None and availability[self._chosen].available:
-            return
         try:
-            default = default_posture_id(availability)
+            self._default = default_posture_id(availability)
         except PostureError as error:
+            self._default = None
             self._hint.setText(str(error))
-            self._set_chosen(None)
-            return
-        self._hint.setText(
-            f"Default: {POSTURE_INFO[default].title}, the strongest posture available here."
-        )
-        self._set_chosen(default)
+        self._fit_choice()
+
+    def set_skill(self, skill: Skill | None) -> None:
+        """Fit the choice to `skill`: warn on the cards of the postures that cannot start its
+        command, and move off them unless the user chose the posture."""
+        self._skill = skill
+        self._unrunnable = unrunnable_postures(skill) if skill is not None else {}
+        self._fit_choice()
 
     def choose(self, posture_id: PostureId) -> None:
         """Choose `posture_id` as if its card were clicked (local still asks first)."""
         card = self._cards[posture_id]
         if card.radio.isEnabled():
             self.on_group_button_clicked(card.radio)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Arrow keys on a posture's radio button choose the next or previous posture that
+        can be chosen (Qt would only move the focus between the cards)."""
+        if isinstance(event, QKeyEvent) and event.type() == QEvent.Type.KeyPress:
+            step = _ARROW_STEPS.get(Qt.Key(event.key()))
+            if step is not None and event.modifiers() == Qt.KeyboardModifier.NoModifier:
+                self._step_choice(watched, step)
+                return True
+        return super().eventFilter(watched, event)
 
     def set_pools(self, pools: Mapping[PostureId, WarmPool], settings: QSettings) -> None:
         """Show and drive the warm pools of the postures that have one, at the sizes the
@@ -291,6 +335,7 @@ class PosturePicker(QScrollArea):
         if posture_id is self._chosen:
             return
         if posture_id is not PostureId.LOCAL:
+            self._user_chose = True
             self._set_chosen(posture_id)
             return
         self._set_chosen(self._chosen)  # keep the old choice until the user confirms
@@ -302,10 +347,59 @@ class PosturePicker(QScrollArea):
         if box is None:
             return
         if box.buttonRole(box.clickedButton()) == QMessageBox.ButtonRole.AcceptRole:
+            self._user_chose = True
             self._set_chosen(PostureId.LOCAL)
         box.deleteLater()
 
     # Internals --------------------------------------------------------------------------
+
+    def _fit_choice(self) -> None:
+        """Keep the user's choice while it is available; otherwise choose the default, or the
+        strongest available posture that can run the selected skill."""
+        chosen = self._chosen
+        kept = self._user_chose and chosen is not None and self._can_choose(chosen)
+        if not kept:
+            fitting = [
+                p for p in FITTING_ORDER if self._can_choose(p) and p not in self._unrunnable
+            ]
+            chosen = self._default
+            if self._default in self._unrunnable and fitting:
+                chosen = fitting[0]
+        self._set_chosen(chosen)
+        self._show_hint()
+
+    def _can_choose(self, posture_id: PostureId) -> bool:
+        availability = self._availability.get(posture_id)
+        return availability is not None and availability.available
+
+    def _show_hint(self) -> None:
+        name = self._skill.name if self._skill is not None else ""
+        for posture_id, card in self._cards.items():
+            reason = self._unrunnable.get(posture_id)
+            card.show_unrunnable(
+                f"Cannot run {name}: {reason}." if reason else "", posture_id is self._chosen
+            )
+        if self._default is None:
+            return  # the hint says why no posture can be chosen
+        default = POSTURE_INFO[self._default].title
+        if self._chosen in (self._default, None) or self._user_chose or self._skill is None:
+            self._hint.setText(f"Default: {default}, the strongest posture available here.")
+        else:
+            title = POSTURE_INFO[self._chosen].title
+            why = self._unrunnable.get(self._default, "")
+            self._hint.setText(f"{title} chosen for {self._skill.name}: {why}.")
+
+    def _step_choice(self, radio: QObject, step: int) -> None:
+        """Choose the posture `step` cards after (or before) the one of `radio`, skipping
+        those that cannot be chosen here."""
+        order = [card for card in self._cards.values() if card.radio.isEnabled()]
+        current = next((i for i, card in enumerate(order) if card.radio is radio), None)
+        if current is None or not order:
+            return
+        card = order[(current + step) % len(order)]
+        card.radio.setFocus(Qt.FocusReason.TabFocusReason)
+        self.ensureWidgetVisible(card.radio)
+        self.choose(card.posture_id)
 
     def _ask_local(self) -> None:
         if self._confirm is not None:
@@ -339,6 +433,10 @@ class PosturePicker(QScrollArea):
         self._group.setExclusive(posture_id is not None)
         for card_id, card in self._cards.items():
             card.radio.setChecked(card_id is posture_id)
+            tab_stop = card_id is posture_id or (posture_id is None and card_id is CARD_ORDER[0])
+            card.radio.setFocusPolicy(  # Tab lands on the chosen posture, as in a radio group
+                Qt.FocusPolicy.StrongFocus if tab_stop else Qt.FocusPolicy.ClickFocus
+            )
             if changed:
                 card.set_expanded(card_id is posture_id)
             card.setProperty("chosen", card_id is posture_id)
@@ -348,6 +446,7 @@ class PosturePicker(QScrollArea):
             self.posture_changed.emit(posture_id)
 
 
+_ARROW_STEPS = {Qt.Key.Key_Down: 1, Qt.Key.Key_Right: 1, Qt.Key.Key_Up: -1, Qt.Key.Key_Left: -1}
 _WARNING_STATUS = {Severity.DANGER: "danger", Severity.CAUTION: "warning", Severity.INFO: "muted"}
 
 

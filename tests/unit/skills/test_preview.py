@@ -15,6 +15,7 @@ from workbench.skills.preview import (
     CapabilityPreview,
     Verdict,
     preview,
+    unrunnable_postures,
 )
 from workbench.skills.scripts import IMAGE_PACKAGES, Capability, command_tools
 
@@ -145,12 +146,19 @@ def test_javascript_runs_only_when_it_avoids_node(tmp_path: Path) -> None:
     node = make_skill(
         tmp_path / "b",
         {"scripts/n.js": "const fs = require('fs');\nawait fetch('https://x');\n"},
-        front='metadata:\n  command: node "$SKILL_DIR/scripts/n.js"\n',
+        front='metadata:\n  command: "$SKILL_DIR/scripts/n.js"\n',
     )
     verdict, blocked, _ = prediction(run_preview(node), PostureId.QUICKJS)
     assert verdict is Verdict.PARTLY_BLOCKED
     assert "uses Node's fs module in scripts/n.js:1 (QuickJS has no Node APIs)" in blocked
     assert "network call (fetch) in scripts/n.js:2 (fetch is off by default)" in blocked
+    skill_md = node / "SKILL.md"
+    skill_md.write_text(skill_md.read_text().replace("command: ", "command: node "))
+    verdict, blocked, _ = prediction(run_preview(node), PostureId.QUICKJS)
+    assert (verdict, blocked) == (
+        Verdict.CANNOT_RUN,
+        "QuickJS runs only .js files, and the command runs node",
+    )
 
 
 def test_front_matter_is_read_and_the_result_is_labelled_a_prediction(tmp_path: Path) -> None:
@@ -199,12 +207,38 @@ def test_bundled_examples_get_the_predictions_their_docs_promise(name: str) -> N
     result = preview(load_skill(resources_dir() / "skills" / name))
     verdicts = {p.posture: p.verdict for p in result.predictions}
     assert result.missing_tools == ()
-    if name == "csv-to-markdown":
-        assert verdicts[PostureId.QUICKJS] is Verdict.RUNS
-    else:
-        assert verdicts[PostureId.QUICKJS] is Verdict.CANNOT_RUN
+    if name == "csv-to-markdown":  # its compatibility: "Runs only under the quickjs posture"
+        assert verdicts.pop(PostureId.QUICKJS) is Verdict.RUNS
+        assert set(verdicts.values()) == {Verdict.CANNOT_RUN}
+        return
+    assert verdicts[PostureId.QUICKJS] is Verdict.CANNOT_RUN
     expected = Verdict.PARTLY_BLOCKED if name == "secret-probe" else Verdict.RUNS
     assert verdicts[PostureId.DOCKER] is expected
+
+
+def test_a_js_command_runs_only_under_quickjs_unless_a_shell_can_run_it(tmp_path: Path) -> None:
+    command = "metadata:\n  command: '\"$SKILL_DIR/scripts/tool.js\" data.csv'\n"
+    folder = make_skill(tmp_path, {"scripts/tool.js": "console.log(1);\n"}, command)
+    unrunnable = unrunnable_postures(load_skill(folder))
+    assert set(unrunnable) == set(PostureId) - {PostureId.QUICKJS}
+    assert "only the QuickJS worker runs" in unrunnable[PostureId.HARDENED]
+    verdict, blocked, _ = prediction(run_preview(folder), PostureId.GVISOR)
+    assert verdict is Verdict.CANNOT_RUN
+    assert blocked == unrunnable[PostureId.GVISOR]
+
+    script = folder / "scripts" / "tool.js"
+    script.write_text("#!/usr/bin/env node\nconsole.log(1);\n")
+    assert PostureId.HARDENED in unrunnable_postures(load_skill(folder))  # not executable
+    script.chmod(0o755)
+    assert unrunnable_postures(load_skill(folder)) == {}
+
+
+def test_quickjs_cannot_start_a_command_that_is_not_a_js_file(tmp_path: Path) -> None:
+    folder = make_skill(tmp_path, {}, "metadata:\n  command: echo hello\n")
+    assert unrunnable_postures(load_skill(folder)) == {
+        PostureId.QUICKJS: "QuickJS runs only .js files, and the command runs echo"
+    }
+    assert unrunnable_postures(load_skill(make_skill(tmp_path / "other", {}))) == {}
 
 
 def test_scripts_without_a_suffix_are_known_by_their_shebang(tmp_path: Path) -> None:
