@@ -137,7 +137,7 @@ def test_network_bridge_reaches_the_host_and_the_posture_warns(
         assert b"bridge-token" in listener.received
         loosened = [w.text for w in result.warnings if w.loosened]
         assert loosened == ["Network is ON: the skill can reach the network."]
-        assert ("Network none (is bridge)", False) in result.card.checks
+        assert ("Network off (is bridge)", False) in result.card.checks
 
 
 @pytest.mark.gvisor

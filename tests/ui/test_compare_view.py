@@ -24,6 +24,20 @@ def _column(view: CompareView, column: int) -> dict[str, str]:
     return {figure: view.table.item(row, column).text() for row, figure in enumerate(FIGURES)}
 
 
+def _activate(window: MainWindow, qtbot: Any) -> None:
+    """Make `window` the active window, so its shortcuts take keys."""
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+
+
+def _open_without_hardened(window: MainWindow, skill_name: str) -> CompareView:
+    """The compare page for `skill_name`, Hardened local unticked: its throwaway uid cannot
+    enter the test's temporary folder."""
+    view = _open_compare(window, skill_name)
+    view.postures.boxes[PostureId.HARDENED].setChecked(False)
+    return view
+
+
 def _open_compare(window: MainWindow, skill_name: str) -> CompareView:
     skill = next(s for s in window.browser.skills() if s.name == skill_name)
     assert window.browser.select_path(skill.path)
@@ -33,7 +47,8 @@ def _open_compare(window: MainWindow, skill_name: str) -> CompareView:
 
 def test_offers_available_postures_and_never_ticks_local_by_itself(window: MainWindow) -> None:
     view = _open_compare(window, "workspace-report")
-    assert view.chosen() == [PostureId.HARDENED, PostureId.QUICKJS]
+    assert view.chosen() == [PostureId.HARDENED]  # QuickJS cannot run a python3 command
+    assert view.postures.boxes[PostureId.QUICKJS].isEnabled()
     assert (
         view.postures.boxes[PostureId.LOCAL].isEnabled()
         and not view.postures.boxes[PostureId.LOCAL].isChecked()
@@ -46,11 +61,24 @@ def test_offers_available_postures_and_never_ticks_local_by_itself(window: MainW
     assert not view.run_button.isEnabled()
 
 
+def test_ticks_by_default_only_the_postures_that_can_run_the_command(window: MainWindow) -> None:
+    view = _open_compare(window, "csv-to-markdown")
+    assert view.chosen() == [PostureId.QUICKJS]
+    _open_compare(window, "traceback-demo")
+    assert view.chosen() == [PostureId.HARDENED]
+    view.postures.boxes[PostureId.QUICKJS].setChecked(True)  # the user's choice stays ...
+    _open_compare(window, "workspace-report")
+    assert view.chosen() == [PostureId.HARDENED, PostureId.QUICKJS]
+    _open_compare(window, "csv-to-markdown")  # ... until the command changes kind
+    assert view.chosen() == [PostureId.QUICKJS]
+
+
 def test_compares_side_by_side_and_a_cell_opens_its_run_in_the_history(
     window: MainWindow, run: Run
 ) -> None:
     view = _open_compare(window, "workspace-report")
     view.postures.boxes[PostureId.HARDENED].setChecked(False)
+    view.postures.boxes[PostureId.QUICKJS].setChecked(True)
     view.postures.boxes[PostureId.LOCAL].setChecked(True)
     view.run_button.click()
     box = view.question()
@@ -62,9 +90,11 @@ def test_compares_side_by_side_and_a_cell_opens_its_run_in_the_history(
     titles = [view.table.horizontalHeaderItem(i).text() for i in range(2)]
     assert titles == [POSTURE_INFO[PostureId.QUICKJS].title, POSTURE_INFO[PostureId.LOCAL].title]
     quickjs, local = _column(view, 0), _column(view, 1)
-    assert quickjs["Status"] == "error" and "JavaScript" in quickjs["Cause"]
+    assert quickjs["Status"] == "Could not run" and "JavaScript" in quickjs["Cause"]
     assert quickjs["Changed files"] == "0" and quickjs["Wall time"] == "-"  # it never ran
-    assert local["Status"] == "ok" and local["Cause"] == "exited with code 0"
+    assert quickjs["Warnings"].startswith("ℹ ") and "INFO:" not in quickjs["Warnings"]
+    assert local["Status"] == "Finished" and local["Cause"] == "exited with code 0"
+    assert local["Warnings"].startswith("⚠ DANGER: ")
     assert local["Changed files"] == "1" and local["Wall time"].endswith(" s")
     assert local["Peak processes"] != "-"
     assert view.status.text().startswith("1 of 2 runs ended ok")
@@ -78,7 +108,6 @@ def test_compares_side_by_side_and_a_cell_opens_its_run_in_the_history(
 
 def test_stop_ends_the_run_in_progress_and_skips_the_rest(window: MainWindow, run: Run) -> None:
     view = _open_compare(window, "workspace-report")
-    view.postures.boxes[PostureId.QUICKJS].setChecked(False)
     view.postures.boxes[PostureId.LOCAL].setChecked(True)
     view.command.setText("sleep 30")
 
@@ -94,7 +123,7 @@ def test_stop_ends_the_run_in_progress_and_skips_the_rest(window: MainWindow, ru
     assert view.table.item(0, 1).text() == "waiting…"
     run(click_stop())
     run(task)
-    assert _column(view, 0)["Status"] == "cancelled"
+    assert _column(view, 0)["Status"] == "Cancelled"
     assert _column(view, 1)["Status"] == "skipped (stopped)"
     assert view.status.text().startswith("Stopped: 0 of 1 run ended ok")
     assert view.run_button.isEnabled()
@@ -102,27 +131,43 @@ def test_stop_ends_the_run_in_progress_and_skips_the_rest(window: MainWindow, ru
 
 def test_the_screenshot_scene_can_show_a_comparison(window: MainWindow, run: Run) -> None:
     """`workbench gui --screenshot F --run SKILL --view compare --posture local`."""
-    window.compare.postures.boxes[PostureId.HARDENED].setChecked(
-        False
-    )  # its uid cannot enter tmp_path
+    view = _open_without_hardened(window, "workspace-report")
+    view.postures.boxes[PostureId.QUICKJS].setChecked(True)
     run(stage(window, Scene("workspace-report", PostureId.LOCAL, view="compare")))
-    view = window.compare
     assert window.pages.currentWidget() is view
     assert [r.posture for r in view.records()] == ["quickjs", "local"]
-    assert _column(view, 1)["Status"] == "ok"
+    assert _column(view, 1)["Status"] == "Finished"
     assert "RLIMIT" not in _column(view, 1)["Controls"]
-    assert _column(view, 1)["Warnings"].startswith("DANGER: NO SANDBOX")
+    assert _column(view, 1)["Warnings"].startswith("⚠ DANGER: NO SANDBOX")
 
 
 def test_ctrl_return_on_the_compare_page_compares_and_does_not_run(
     window: MainWindow, run: Run, qtbot: Any
 ) -> None:
-    view = _open_compare(window, "workspace-report")
-    view.postures.boxes[PostureId.HARDENED].setChecked(False)  # its uid cannot enter tmp_path
-    window.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    view = _open_without_hardened(window, "workspace-report")
+    view.postures.boxes[PostureId.QUICKJS].setChecked(True)
+    _activate(window, qtbot)
     view.command.setFocus()
     qtbot.keyClick(view.command, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     assert view.stop_button.isEnabled() and not window.run_panel.is_running()
     run(_until(lambda: len(view.records()) == 1 and not view.stop_button.isEnabled()))
     assert view.records()[0].posture == "quickjs"
+
+
+def test_ctrl_period_on_the_compare_page_stops_the_comparison(
+    window: MainWindow, run: Run, qtbot: Any
+) -> None:
+    view = _open_without_hardened(window, "workspace-report")
+    view.postures.boxes[PostureId.LOCAL].setChecked(True)
+    view.command.setText("sleep 30")
+
+    async def start() -> "asyncio.Task[None] | None":
+        return view.start()  # what Compare does once local is confirmed
+
+    task = run(start())
+    assert task is not None
+    run(_until(lambda: view.table.item(0, 0).text() == "running…"))
+    _activate(window, qtbot)
+    qtbot.keyClick(view.table, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
+    run(task)
+    assert _column(view, 0)["Status"] == "Cancelled" and not window.run_panel.is_running()

@@ -218,13 +218,15 @@ def test_rerun_streams_its_output_and_stop_ends_it(
     window: MainWindow, services: Services, run: Run, tmp_path: Path, qtbot: Any
 ) -> None:
     workspace = tmp_path / "ws"
-    again_only = "if [ -e ran ]; then echo started; sleep 30; echo late-$((1 + 1)); fi; touch ran"
+    again_only = (
+        "if [ -e ran ]; then echo start-$((2 + 2)); sleep 30; echo late-$((1 + 1)); fi; touch ran"
+    )
     record = _record_run(services, run, workspace, again_only)
     view = _open_history(window, run)
     assert view.select_run(record.run_id) and not view.stop_button.isEnabled()
     view.rerun_button.click()
     _answer_yes(view.question())
-    run(_until(lambda: "started" in view.details.toPlainText()))
+    run(_until(lambda: "start-4" in view.details.toPlainText()))
     assert "Re-running demo under Local (no sandbox)" in view.details.toPlainText()
     assert view.stop_button.isEnabled() and not view.rerun_button.isEnabled()
     window.activateWindow()

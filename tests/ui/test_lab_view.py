@@ -6,13 +6,13 @@ from typing import Any
 import pytest
 import qasync
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtWidgets import QApplication, QMessageBox
 
 from workbench.postures import POSTURE_INFO, PostureId
 from workbench.probes.catalogue import ProbeId
-from workbench.probes.lab import Scoreboard
+from workbench.probes.lab import LAB_LIMITS, Cell, Scoreboard
 from workbench.probes.verdict import Verdict
-from workbench.ui.labview import MARKS, UNEXPECTED_MARK, LabView
+from workbench.ui.labview import LabView, cell_text, summary_sentence
 from workbench.ui.mainwindow import MainWindow
 
 
@@ -66,8 +66,7 @@ def test_shows_the_scoreboard_and_a_cell_opens_its_run(
     assert titles == [POSTURE_INFO[PostureId.HARDENED].title, POSTURE_INFO[PostureId.QUICKJS].title]
     for cell in board.cells:
         item = view.table.item(list(ProbeId).index(cell.probe), board.postures.index(cell.posture))
-        mark = MARKS[cell.verdict] + (UNEXPECTED_MARK if cell.unexpected else "")
-        assert item.text() == mark
+        assert item.text() == cell_text(cell)
         assert cell.run_id in item.toolTip()
     # What the postures promise and the headless lab finds: hardened reads host files,
     # QuickJS has no host file API.
@@ -76,9 +75,14 @@ def test_shows_the_scoreboard_and_a_cell_opens_its_run(
     assert hardened is not None and hardened.verdict is Verdict.NOT_CONTAINED
     assert quickjs is not None and quickjs.verdict is Verdict.CONTAINED
     row = list(ProbeId).index(ProbeId.READ_OUTSIDE)
-    assert view.table.item(row, 0).text().startswith("NOT CONTAINED")
-    assert view.table.item(row, 1).text().startswith("contained")
-    assert view.status.text().startswith(f"{len(board.cells)} cells in ")
+    assert view.table.item(row, 0).text() == "not contained (as documented)"  # it warns so
+    assert view.table.item(row, 1).text() == "contained"
+    cpu = list(ProbeId).index(ProbeId.CPU)
+    assert view.table.item(cpu, 1).text().startswith("stopped: ")  # what stops a busy loop
+    escape = list(ProbeId).index(ProbeId.ESCAPE)
+    assert view.table.item(escape, 1).text() == "n/a: about display, not the posture"
+    assert view.status.text().startswith(f"{summary_sentence(board)} ")
+    assert not board.unexpected() and "every verdict is the one" in view.status.text()
 
     view.table.setCurrentCell(row, 1)
     view.table.setFocus()
@@ -93,3 +97,58 @@ def test_shows_the_scoreboard_and_a_cell_opens_its_run(
     record = window.history.current_record()
     assert record is not None
     assert record.run_id == quickjs.run_id and record.posture == "quickjs"
+
+
+def _cell(probe: ProbeId, verdict: Verdict, expected: Verdict, detail: str, note: str) -> Cell:
+    return Cell(probe, PostureId.DOCKER, verdict, detail, note, expected, "run-1", "ok")
+
+
+def test_cells_answer_their_question_and_the_summary_counts_each_kind() -> None:
+    contained = _cell(ProbeId.LOOPBACK, Verdict.CONTAINED, Verdict.CONTAINED, "refused", "net")
+    busy = _cell(ProbeId.CPU, Verdict.CONTAINED, Verdict.CONTAINED, "RLIMIT_CPU 1 s", "cpu")
+    warned = _cell(ProbeId.DISK, Verdict.NOT_CONTAINED, Verdict.NOT_CONTAINED, "wrote", "No size")
+    leak = _cell(ProbeId.READ_HOME, Verdict.NOT_CONTAINED, Verdict.CONTAINED, "read it", "")
+    display = _cell(
+        ProbeId.ESCAPE, Verdict.NOT_APPLICABLE, Verdict.NOT_APPLICABLE, "raw", "display"
+    )
+    assert [cell_text(c) for c in (contained, busy, warned, leak, display)] == [
+        "contained",
+        "stopped: RLIMIT_CPU 1 s",
+        "not contained (as documented)",
+        "NOT CONTAINED !",
+        "n/a: display",
+    ]
+
+    def board(*cells: Cell) -> Scoreboard:
+        postures = (PostureId.DOCKER,)
+        return Scoreboard(postures, tuple(ProbeId), cells, LAB_LIMITS, True, False, 2.0)
+
+    assert summary_sentence(board(contained, busy, warned, display)) == (
+        "4 cells in 2.0 s: 2 contained, 1 not contained as their postures document, 1 n/a; "
+        "every verdict is the one its posture's description gives."
+    )
+    assert summary_sentence(board(contained, leak)) == (
+        "2 cells in 2.0 s: 1 contained, 1 not as the posture's description says (marked !)."
+    )
+
+
+def test_ctrl_return_runs_the_lab_and_ctrl_period_stops_it(
+    window: MainWindow, loop: qasync.QEventLoop, qtbot: Any
+) -> None:
+    view = _open_lab(window)
+    view.postures.tick([PostureId.QUICKJS])
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    qtbot.keyClick(view.table, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert view.stop_button.isEnabled() and not window.run_panel.is_running()
+    qtbot.keyClick(view.table, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
+    assert view.status.text().startswith("Stopping")
+
+    async def ended() -> None:
+        while view.stop_button.isEnabled():
+            await asyncio.sleep(0.02)
+
+    loop.run_until_complete(asyncio.wait_for(ended(), 60))
+    board = view.scoreboard()
+    assert board is not None and board.interrupted and len(board.cells) < len(ProbeId)
+    assert view.status.text().startswith("Stopped: ")

@@ -159,11 +159,11 @@ def posture_card(posture: Posture, attrs: dict[str, Any], runtime: str) -> Postu
             f"Memory limit {memory / MIB:g} MiB, no swap beyond it",
             memory == limits.memory_bytes and host.get("MemorySwap") == memory,
         ),
-        (f"CPU limit {nano_cpus / 1e9:g} cpus", nano_cpus == int(limits.cpus * 1e9)),
+        (_cpu_label(nano_cpus / 1e9), nano_cpus == int(limits.cpus * 1e9)),
         _pids_check(host, limits.pids, runtime),
-        (f"Network none (is {network})", network == "none"),
+        ("Network off" if network == "none" else f"Network off (is {network})", network == "none"),
         (
-            "no-new-privileges",
+            "No new privileges (set-uid programs gain nothing)",
             any(o.startswith("no-new-privileges") for o in host.get("SecurityOpt") or []),
         ),
         ("No Docker socket mounted", not sockets),
@@ -176,6 +176,11 @@ def posture_card(posture: Posture, attrs: dict[str, Any], runtime: str) -> Postu
         _runtime_check(str(host.get("Runtime") or ""), runtime),
     )
     return PostureCard(posture=posture, checks=checks, run_as=user)
+
+
+def _cpu_label(cpus: float) -> str:
+    """`CPU limit 1 CPU`, `CPU limit 0.5 CPUs`."""
+    return f"CPU limit {cpus:g} CPU{'' if cpus == 1 else 's'}"
 
 
 def _capabilities_dropped(host: dict[str, Any]) -> bool:

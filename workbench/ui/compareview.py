@@ -1,17 +1,19 @@
 """The compare view, the teaching view: one command under several postures, side by side.
 
-The user ticks postures (every available one except `local`, which is only ever ticked by
-the user and asks before it runs), edits the command (the selected skill's suggestion) and
-the timeout, and starts the comparison: `run_compare` runs the command under each posture in
+The user ticks postures (ticked by default: the available ones that can run the command, as
+`default_postures` chooses them, so QuickJS only for a `.js` script; `local` is only ever
+ticked by the user and asks before it runs), edits the command (the selected skill's
+suggestion) and the timeout, and starts the comparison (Compare or Ctrl+Return; Stop or
+Ctrl+. ends it): `run_compare` runs the command under each posture in
 turn, each in its own fresh workspace. The table has one column per posture and one row per
-figure (status, cause, wall time, peak memory, peak processes, changed files, the controls
-the run's effective posture card says were held or not, the posture's warnings); a column
-fills in as its run ends. Activating a cell (double-click or Enter) opens that run in the
+figure (status and cause worded as the history words them, wall time, peak memory, peak
+processes, changed files, the controls the run's effective posture card says were held (✓) or
+not (✗), the posture's warnings with the posture card's marks); a column fills in as its run
+ends. Activating a cell (double-click or Enter) opens that run in the
 history.
 """
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDoubleSpinBox,
@@ -27,11 +29,18 @@ from PySide6.QtWidgets import (
 
 from workbench.errors import WorkbenchError
 from workbench.executors.types import CancelToken, RunStatus
-from workbench.postures import DEFAULT_LIMITS, POSTURE_INFO, Posture
-from workbench.runs.compare import CompareRequest, compare_row, run_compare, shell_command
+from workbench.postures import DEFAULT_LIMITS, POSTURE_INFO, Availability, Posture, PostureId
+from workbench.runs.compare import (
+    CompareRequest,
+    compare_row,
+    default_postures,
+    run_compare,
+    shell_command,
+)
 from workbench.runs.record import RunRecord
 from workbench.runs.service import RunService
 from workbench.skills import Skill
+from workbench.ui.historyrows import cause_text, status_colour, status_word
 from workbench.ui.posturechecks import PostureChecks
 from workbench.ui.posturejob import RUN_ID, Job, PostureJobPage
 from workbench.ui.text import format_size, plural
@@ -87,9 +96,7 @@ class CompareView(PostureJobPage):
         self.run_button = QPushButton("Compare", self)
         self.run_button.setToolTip("Run the command under every ticked posture (Ctrl+Return)")
         self.stop_button = QPushButton("Stop", self)
-        self.stop_button.setToolTip("Stop the run in progress and skip the rest")
-        self._run_shortcut = QShortcut(QKeySequence("Ctrl+Return"), self)
-        self._run_shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.stop_button.setToolTip("Stop the run in progress and skip the rest (Ctrl+.)")
         self.postures = PostureChecks("Compare under", self)
         self.table = QTableWidget(len(FIGURES), 0, self)
         self.table.setAccessibleName("Comparison results")
@@ -123,17 +130,25 @@ class CompareView(PostureJobPage):
 
     def _connect_signals(self) -> None:
         self._connect_job_signals()
-        self._run_shortcut.activated.connect(self.on_run_button_clicked)
         self.command.textChanged.connect(self._update_buttons)
         self.command.returnPressed.connect(self.on_run_button_clicked)
 
     # Public API -------------------------------------------------------------------------
 
+    def set_availability(self, availability: dict[PostureId, Availability]) -> None:
+        """Offer the postures that can run here, ticking those that can run the command."""
+        super().set_availability(availability)
+        self._tick_defaults()
+
     def set_skill(self, skill: Skill | None) -> None:
-        """Compare commands of `skill` from now on; the command field takes its suggestion."""
+        """Compare commands of `skill` from now on; the command field takes its suggestion,
+        and the postures that can run it are ticked when it differs in kind (.js or not)."""
         if skill is not None and (self._skill is None or skill.path != self._skill.path):
+            was_js = self._runs_js()
             self.command.setText(skill.command or "")
             self.command.setCursorPosition(0)
+            if self._skill is None or self._runs_js() != was_js:
+                self._tick_defaults()
         self._skill = skill
         self.skill_label.setText(f"{skill.name}:" if skill is not None else "No skill selected")
         self._update_buttons()
@@ -159,6 +174,20 @@ class CompareView(PostureJobPage):
         return self._compare(request, cancel)
 
     # Internals --------------------------------------------------------------------------
+
+    def _argv(self) -> tuple[str, ...]:
+        """The command as QuickJS would split it (empty when its quoting is broken)."""
+        try:
+            return shell_command(PostureId.QUICKJS, self.command.text().strip())
+        except WorkbenchError:
+            return ()
+
+    def _runs_js(self) -> bool:
+        argv = self._argv()
+        return bool(argv) and argv[0].endswith(".js")
+
+    def _tick_defaults(self) -> None:
+        self.postures.tick(default_postures(self.postures.usable(), self._argv()))
 
     async def _compare(self, request: CompareRequest, cancel: CancelToken) -> None:
         self._records = []
@@ -191,12 +220,11 @@ class CompareView(PostureJobPage):
         processes = "-" if not row.peak_processes else str(row.peak_processes)
         result = record.result or {}
         checks = (result.get("card") or {}).get("checks") or []
-        controls = "\n".join(f"{'✓' if held else '✗ not held:'} {text}" for text, held in checks)
-        warnings = result.get("warnings") or []
-        said = "\n".join(f"{w['severity'].upper()}: {w['text']}" for w in warnings)
+        controls = "\n".join(f"{'✓' if held else '✗'} {text}" for text, held in checks)
+        said = "\n".join(_warning_line(w) for w in result.get("warnings") or [])
         values = (
-            row.outcome,
-            row.cause,
+            status_word(record),
+            cause_text(record),
             wall,
             memory,
             processes,
@@ -209,8 +237,7 @@ class CompareView(PostureJobPage):
             item.setData(RUN_ID, row.run_id)
             item.setToolTip(f"Run {row.run_id}: double-click or press Enter to open it")
             if index == 0:
-                colors = status_colors(self.palette())
-                item.setForeground(colors.ok if row.outcome == RunStatus.OK else colors.danger)
+                item.setForeground(status_colour(record, status_colors(self.palette())))
             self.table.setItem(index, column, item)
         if column + 1 < self.table.columnCount():
             self.table.item(0, column + 1).setText("running…")
@@ -224,3 +251,10 @@ class CompareView(PostureJobPage):
         self.stop_button.setEnabled(running)
         self.command.setReadOnly(running)
         self.timeout.setEnabled(not running)
+
+
+def _warning_line(warning: dict[str, str]) -> str:
+    """A posture warning as the posture card shows it: `ℹ text`, `⚠ CAUTION: text`."""
+    if warning["severity"] == "info":
+        return f"ℹ {warning['text']}"
+    return f"⚠ {warning['severity'].upper()}: {warning['text']}"

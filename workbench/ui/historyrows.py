@@ -9,6 +9,7 @@ with a sentence saying so. Lab runs are the probe skills run from the lab's temp
 from datetime import datetime
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QTreeWidgetItem
 
 from workbench.executors.types import RunStatus
@@ -42,6 +43,12 @@ def status_look(record: RunRecord) -> str:
     if record.state is RunState.INTERRUPTED or record.status not in set(RunStatus):
         return "warning"
     return STATUS_LOOK.get(RunStatus(record.status), "danger")
+
+
+def status_colour(record: RunRecord, colours: StatusColors) -> QColor:
+    """The foreground colour of the run's status (see `status_look`)."""
+    look = {"ok": colours.ok, "warning": colours.warning, "danger": colours.danger}
+    return look.get(status_look(record), colours.muted)
 
 
 def cause_text(record: RunRecord) -> str:
@@ -89,8 +96,7 @@ def run_item(record: RunRecord, colours: StatusColors) -> QTreeWidgetItem:
     values = (started, status_word(record), " ".join(cause.split()), posture_title(record))
     item = QTreeWidgetItem([*values, record.skill_name, str(len(record.changes))])
     item.setData(0, RUN_ID, record.run_id)
-    colour = {"ok": colours.ok, "warning": colours.warning, "danger": colours.danger}
-    item.setForeground(COLUMNS.index("Status"), colour.get(status_look(record), colours.muted))
+    item.setForeground(COLUMNS.index("Status"), status_colour(record, colours))
     item.setToolTip(COLUMNS.index("Status"), f"Status: {record.outcome}")
     item.setToolTip(COLUMNS.index("Cause"), tooltip(cause))
     item.setTextAlignment(COLUMNS.index("Changes"), Qt.AlignmentFlag.AlignRight)

@@ -1,12 +1,15 @@
 """The probe lab view: what does each posture really stop, shown as a scoreboard.
 
 The user ticks postures (every available, implemented one except `local`, which is only ever
-ticked by the user and asks before the lab runs) and runs the lab: `run_lab` runs every probe
-under every ticked posture as an ordinary recorded run. The table has one row per probe and
-one column per posture; each cell says "contained", "NOT CONTAINED" or "n/a" in words and
-colour, its tool tip gives the control or the reason, and a cell whose verdict differs from
-the posture's description is marked "!" in the warning colour. Activating a cell
-(double-click or Enter) opens its run in the history.
+ticked by the user and asks before the lab runs) and runs the lab (Run the lab or Ctrl+Return;
+Stop or Ctrl+. ends it): `run_lab` runs every probe under every ticked posture as an ordinary
+recorded run. The table has one row per probe and one column per posture; each cell answers
+its row's question in words and colour (`cell_text`): "contained" (what stopped the busy
+loop, for that row), "not contained (as documented)" in the warning colour for a weakness the
+posture's description admits, "n/a" with its reason. A verdict that differs from the
+posture's description is marked "!" in bold (a leak it does not admit: "NOT CONTAINED !" in
+the danger colour). The tool tip gives the control or the evidence, and the summary counts
+each kind. Activating a cell (double-click or Enter) opens its run in the history.
 """
 
 from pathlib import Path
@@ -37,11 +40,8 @@ from workbench.ui.text import plural, tooltip
 from workbench.ui.theme import status_colors
 from workbench.ui.widgets import plain_label, set_status
 
-MARKS = {
-    Verdict.CONTAINED: "contained",
-    Verdict.NOT_CONTAINED: "NOT CONTAINED",
-    Verdict.NOT_APPLICABLE: "n/a",
-}
+DOCUMENTED_LEAK = "not contained (as documented)"
+UNDOCUMENTED_LEAK = "NOT CONTAINED"
 UNEXPECTED_MARK = " !"
 _HINT = "Double-click a cell (or press Enter) to open its run in the history."
 
@@ -140,38 +140,34 @@ class LabView(PostureJobPage):
             postures, self._service, cancel=cancel, on_cell=self._on_cell, parent=self._lab_parent
         )
         self._board = board
-        summary = f"{plural(len(board.cells), 'cell')} in {board.seconds:.1f} s"
         unexpected = len(board.unexpected())
-        if unexpected == 1:
-            summary += "; 1 differs from its posture's description (marked !)"
-        elif unexpected:
-            summary += f"; {unexpected} differ from the postures' descriptions (marked !)"
-        else:
-            summary += "; every verdict matches its posture's description"
-        if board.interrupted:
-            summary = f"Stopped: {summary}"
-        self._show(f"{summary}. {_HINT}", "warning" if unexpected else "muted")
+        summary = f"{summary_sentence(board)} {_HINT}"
+        self._show(
+            f"Stopped: {summary}" if board.interrupted else summary,
+            "warning" if unexpected else "muted",
+        )
         self.lab_finished.emit(board)
 
     def _on_cell(self, cell: Cell) -> None:
         self._done += 1
         self._show_progress()
         colors = status_colors(self.palette())
-        text = MARKS[cell.verdict] + (UNEXPECTED_MARK if cell.unexpected else "")
-        item = QTableWidgetItem(text)
+        item = QTableWidgetItem(cell_text(cell))
         item.setData(RUN_ID, cell.run_id)
-        lines = [f"{cell.posture.value} / {cell.probe.value}: {cell.verdict.value}"]
+        title = POSTURE_INFO[cell.posture].title
+        lines = [f"{title}: {PROBE_BY_ID[cell.probe].question}", f"Verdict: {cell.verdict.value}"]
         lines.append(plain_text(cell.explanation()))
         if cell.unexpected:
             lines.append(f"Differs from the posture's description, which promises: {cell.expected}")
-            item.setForeground(colors.warning)
             font = QFont(item.font())
             font.setBold(True)
             item.setFont(font)
+        if cell.verdict is Verdict.NOT_CONTAINED:
+            item.setForeground(colors.danger if cell.unexpected else colors.warning)
+        elif cell.unexpected:
+            item.setForeground(colors.warning)
         elif cell.verdict is Verdict.CONTAINED:
             item.setForeground(colors.ok)
-        elif cell.verdict is Verdict.NOT_CONTAINED:
-            item.setForeground(colors.danger)
         else:
             item.setForeground(colors.muted)
         lines.append(f"Run {cell.run_id}: double-click or press Enter to open it")
@@ -187,3 +183,40 @@ class LabView(PostureJobPage):
         running = self._task is not None
         self.run_button.setEnabled(bool(self.chosen()) and not running)
         self.stop_button.setEnabled(running)
+
+
+def cell_text(cell: Cell) -> str:
+    """A cell's answer to its row's question, e.g. "contained", "stopped: RLIMIT_CPU 1 s",
+    "not contained (as documented)", "n/a: about display, not the posture", "NOT CONTAINED !"."""
+    if cell.verdict is Verdict.NOT_APPLICABLE:
+        text = f"n/a: {plain_text(cell.note or cell.detail)}"
+    elif cell.verdict is Verdict.CONTAINED:
+        text = f"stopped: {plain_text(cell.detail)}" if cell.probe is ProbeId.CPU else "contained"
+    else:
+        text = UNDOCUMENTED_LEAK if cell.unexpected else DOCUMENTED_LEAK
+    return text + (UNEXPECTED_MARK if cell.unexpected else "")
+
+
+def summary_sentence(board: Scoreboard) -> str:
+    """`52 cells in 33.4 s: 40 contained, 8 not contained as their postures document, 4 n/a;
+    every verdict is the one its posture's description gives.`"""
+    counts = {
+        verdict: sum(1 for c in board.cells if c.verdict is verdict and not c.unexpected)
+        for verdict in Verdict
+    }
+    unexpected = len(board.unexpected())
+    parts = [f"{counts[Verdict.CONTAINED]} contained"]
+    if counts[Verdict.NOT_CONTAINED]:
+        parts.append(f"{counts[Verdict.NOT_CONTAINED]} not contained as their postures document")
+    if counts[Verdict.NOT_APPLICABLE]:
+        parts.append(f"{counts[Verdict.NOT_APPLICABLE]} n/a")
+    if unexpected:
+        parts.append(
+            f"{unexpected} not as the posture's description says (marked !)"
+            if unexpected == 1
+            else f"{unexpected} not as the postures' descriptions say (marked !)"
+        )
+    lead = f"{plural(len(board.cells), 'cell')} in {board.seconds:.1f} s: {', '.join(parts)}"
+    if unexpected or not board.cells:
+        return f"{lead}."
+    return f"{lead}; every verdict is the one its posture's description gives."

@@ -1,8 +1,8 @@
 """`PostureChecks`: the row of posture checkboxes the Compare and Lab pages choose with.
 
 It offers the postures that can run here and have an executor in this build, ticks every one
-of them but `local` (which only the user ticks, in the danger colour), and says which are
-ticked, strongest first.
+of them but `local` (which only the user ticks, in the danger colour) or the ones a page asks
+for (`tick`), and says which are ticked, strongest first.
 """
 
 from PySide6.QtCore import Signal
@@ -59,6 +59,15 @@ class PostureChecks(QWidget):
             box.setToolTip(
                 tooltip(found.reason if implemented_here else "Not implemented in this build yet.")
             )
+
+    def usable(self) -> list[PostureId]:
+        """The postures that can be ticked (available here and implemented)."""
+        return [p for p, box in self.boxes.items() if box.isEnabled()]
+
+    def tick(self, posture_ids: list[PostureId]) -> None:
+        """Tick exactly `posture_ids` among the usable postures."""
+        for posture_id, box in self.boxes.items():
+            box.setChecked(box.isEnabled() and posture_id in posture_ids)
 
     def chosen(self) -> list[PostureId]:
         """The ticked postures, strongest first."""

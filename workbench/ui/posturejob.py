@@ -1,11 +1,11 @@
 """`PostureJobPage`: the part the Compare and Lab pages share, a job run over the postures
 the user ticked.
 
-Run starts the job (after asking, with `.open()`, when `local` is ticked), Stop cancels it
-through its `CancelToken`, `shutdown()` stops it and waits for it to clean up, a job's
-`WorkbenchError` shows in the status line, and activating a table cell opens its run (the
-run id is the cell's `RUN_ID` data). Subclasses build the widgets named below and say what
-they run (`_job`), what the question asks (`LOCAL_QUESTION`) and when Run is possible
+Run (Ctrl+Return) starts the job (after asking, with `.open()`, when `local` is ticked), Stop
+(Ctrl+.) cancels it through its `CancelToken`, `shutdown()` stops it and waits for it to clean
+up, a job's `WorkbenchError` shows in the status line, and activating a table cell opens its
+run (the run id is the cell's `RUN_ID` data). Subclasses build the widgets named below and say
+what they run (`_job`), what the question asks (`LOCAL_QUESTION`) and when Run is possible
 (`_update_buttons`).
 """
 
@@ -15,6 +15,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QLabel,
     QMessageBox,
@@ -60,6 +61,8 @@ class PostureJobPage(QWidget):
         self._cancel: CancelToken | None = None
         self._task: asyncio.Task[None] | None = None
         self._question: QMessageBox | None = None
+        self._run_shortcut = QShortcut(QKeySequence("Ctrl+Return"), self)
+        self._stop_shortcut = QShortcut(QKeySequence("Ctrl+."), self)
 
     def set_availability(self, availability: dict[PostureId, Availability]) -> None:
         """Offer the postures that can run here (see `PostureChecks`)."""
@@ -111,9 +114,11 @@ class PostureJobPage(QWidget):
     # For subclasses ---------------------------------------------------------------------
 
     def _connect_job_signals(self) -> None:
-        """Connect Run, Stop, the table's cells and the posture choices to this page."""
+        """Connect Run, Stop, their shortcuts, the table's cells and the posture choices."""
         self.run_button.clicked.connect(self.on_run_button_clicked)
         self.stop_button.clicked.connect(self.on_stop_button_clicked)
+        self._run_shortcut.activated.connect(self.on_run_button_clicked)
+        self._stop_shortcut.activated.connect(self.on_stop_button_clicked)
         self.table.itemActivated.connect(self.on_table_item_activated)
         self.postures.changed.connect(self._update_buttons)
 

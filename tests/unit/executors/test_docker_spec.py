@@ -106,12 +106,12 @@ def test_card_checklist_holds_for_the_safe_container() -> None:
     assert failed == []
     assert card.run_as == "1000:1000"
     labels = " | ".join(label for label, _ in card.checks)
-    for word in ("Non-root", "capabilities", "Read-only root", "Memory limit 64 MiB", "cpus"):
+    for word in ("Non-root", "capabilities", "Read-only root", "Memory limit 64 MiB", "0.5 CPUs"):
         assert word in labels
     for word in (
         "Process limit 32",
-        "Network none",
-        "no-new-privileges",
+        "Network off",
+        "No new privileges",
         "socket",
         "host namespaces",
     ):
@@ -121,7 +121,7 @@ def test_card_checklist_holds_for_the_safe_container() -> None:
 @pytest.mark.parametrize(
     ("host", "failing"),
     [
-        ({"NetworkMode": "bridge"}, "Network none (is bridge)"),
+        ({"NetworkMode": "bridge"}, "Network off (is bridge)"),
         ({"PidMode": "host"}, "No host namespaces (PidMode)"),
         ({"CapAdd": ["NET_RAW"]}, "All capabilities dropped"),
         ({"Privileged": True}, "No devices, not privileged"),
