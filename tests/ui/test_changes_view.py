@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QMessageBox, QTreeWidgetItem
+from PySide6.QtWidgets import QLabel, QMessageBox, QSplitter, QTreeWidgetItem
 
 from workbench.executors.types import CancelToken, OutputChunk
 from workbench.postures import Posture, PostureId
@@ -200,3 +200,25 @@ def test_hostile_paths_are_plain_text(
     _show(view, completed, run)
     assert name in _items(view)
     assert view.diff.title.text() == f"{name} (added)"
+
+
+def test_the_change_and_size_columns_stay_whole_beside_a_long_path(
+    view: ChangesView, services: Services, tmp_path: Path, run: Run, qtbot: Any
+) -> None:
+    long_name = "a-file-with-a-rather-long-name-" * 3 + ".txt"
+    command = f"mkdir -p deep/er; head -c 100000 /dev/zero | tr '\\0' y > deep/er/{long_name}"
+    plan = RunPlan("t", tmp_path, Posture(PostureId.LOCAL), ("sh", "-c", command), tmp_path / "w")
+    done = run(services.runs.run_once(plan, _ignore, CancelToken()))
+    assert done.result.status == "ok", done.result.cause
+    _show(view, done, run)
+    split = view.tree.parentWidget()
+    assert isinstance(split, QSplitter)
+    split.setSizes([260, 1200])
+    qtbot.waitUntil(lambda: view.tree.width() <= 270)
+    header, metrics = view.tree.header(), view.tree.fontMetrics()
+    assert header.sectionViewportPosition(2) + header.sectionSize(2) <= view.tree.viewport().width()
+    item = _items(view)[f"deep/er/{long_name}"]
+    assert item.text(2) == "97.7 KiB"
+    for column in (1, 2):
+        assert header.sectionSize(column) >= metrics.horizontalAdvance(item.text(column))
+    assert long_name in item.toolTip(0)

@@ -242,7 +242,7 @@ class QuickJsExecutor(SubprocessExecutor):
         error = str(report.get("error", ""))
         outcome = report.get("outcome")
         if outcome == "ok":
-            return RunStatus.OK, "the script finished"
+            return RunStatus.OK, "the script ran to its end"
         if outcome == "js_error":
             return RunStatus.FAILED, f"uncaught JavaScript error: {error}"
         if outcome == "stack_overflow":

@@ -20,6 +20,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QHBoxLayout,
+    QHeaderView,
     QMessageBox,
     QPushButton,
     QSplitter,
@@ -29,11 +30,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.ansi import reveal_bidi
 from workbench.errors import WorkbenchError, WorkspaceError
 from workbench.runs.restore import restore_run
 from workbench.runs.service import CompletedRun, RunService
 from workbench.ui.diffview import DiffView
-from workbench.ui.text import format_size, plural
+from workbench.ui.text import format_size, plural, tooltip
 from workbench.ui.theme import StatusColors, status_colors
 from workbench.ui.widgets import plain_label, set_status
 from workbench.workspace.changes import ChangeKind, EntryType, FileChange
@@ -108,7 +110,12 @@ class ChangesView(QWidget):
         self.tree.setHeaderLabels(["Path", "Change", "Size"])
         self.tree.setAccessibleName("Changed files")
         self.tree.setUniformRowHeights(True)
-        self.tree.setColumnWidth(0, 200)
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        header = self.tree.header()
+        header.setStretchLastSection(False)  # the path gives way; change and size stay whole
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        for column in (1, 2):
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents)
         self.diff = DiffView(self)
 
         head = QHBoxLayout()
@@ -120,7 +127,7 @@ class ChangesView(QWidget):
         split.addWidget(self.tree)
         split.addWidget(self.diff)
         split.setStretchFactor(1, 2)
-        split.setSizes([250, 700])
+        split.setSizes([340, 610])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(4)
@@ -138,14 +145,15 @@ class ChangesView(QWidget):
 
     # Public API -------------------------------------------------------------------------
 
-    def set_run(self, done: CompletedRun | None) -> None:
-        """Show the changes of a finished run (None: clear, e.g. while the next one runs)."""
+    def set_run(self, done: CompletedRun | None, waiting: str = "Running…") -> None:
+        """Show the changes of a finished run (None: clear, saying `waiting` instead, e.g.
+        while the next one runs)."""
         self._done = done
         self._shown = None
         self.tree.clear()
         self.restore_status.hide()
         changes = done.result.changes if done is not None else ()
-        self.counts.setText(summary(changes) if done is not None else "Running…")
+        self.counts.setText(summary(changes) if done is not None else waiting)
         self.restore_button.setEnabled(bool(changes))
         self.diff.show_placeholder("", "Select a changed file to see its diff.")
         items: dict[str, QTreeWidgetItem] = {}
@@ -153,8 +161,6 @@ class ChangesView(QWidget):
             item = self._item(change.path, items)
             _describe(item, change, status_colors(self.palette()))
         self.tree.expandAll()
-        for column in range(3):
-            self.tree.resizeColumnToContents(column)
         first = next((c for c in changes if c.after_type is EntryType.FILE), None)
         first = first or (changes[0] if changes else None)
         if first is not None:
@@ -241,7 +247,7 @@ class ChangesView(QWidget):
             return found
         parent_path, _, name = path.rpartition("/")
         parent = self._item(parent_path, items) if parent_path else None
-        item = QTreeWidgetItem([name, "", ""])
+        item = QTreeWidgetItem([reveal_bidi(name), "", ""])
         if parent is None:
             self.tree.addTopLevelItem(item)
         else:
@@ -296,7 +302,7 @@ class ChangesView(QWidget):
 
     async def _show(self, change: FileChange, *, full: bool) -> None:
         self._shown = change
-        title = f"{change.path} ({BADGES[change.kind][1]})"
+        title = f"{reveal_bidi(change.path)} ({BADGES[change.kind][1]})"
         if change.kind is ChangeKind.MODE_CHANGED:
             self.diff.show_placeholder(title, f"Permissions: {_modes(change)}; same content.")
             return
@@ -358,6 +364,7 @@ def _describe(item: QTreeWidgetItem, change: FileChange, colours: StatusColors) 
         detail = f"{word}: {change.before_type} → {change.after_type}"
     elif change.kind is ChangeKind.MODE_CHANGED:
         detail = f"{word}: {_modes(change)}"
+    item.setToolTip(0, tooltip(change.path))
     item.setText(1, f"{badge}  {detail}")
     item.setText(2, _sizes(change))
     item.setData(0, CHANGE_ROLE, change)
