@@ -74,7 +74,7 @@ def test_view_menu_shortcuts_switch_pages(window: MainWindow) -> None:
 def test_geometry_splitters_and_page_survive_a_restart(
     window: MainWindow, services: Services, settings: QSettings, qtbot, run: Run
 ) -> None:
-    window.resize(780, 580)  # within the offscreen screen (800 x 600)
+    window.resize(780, 600)  # within the offscreen screen (800 x 600)
     splitter = window.findChild(QSplitter, "mainSplitter")
     assert isinstance(splitter, QSplitter)
     splitter.setSizes([150, 460, 150])
@@ -88,7 +88,7 @@ def test_geometry_splitters_and_page_survive_a_restart(
     again.restore_state()
     again.show()
     run(again.load())
-    assert (again.width(), again.height()) == (780, 580)
+    assert (again.width(), again.height()) == (780, 600)
     assert again.pages.currentWidget() is again.compare
     again.pages.setCurrentIndex(0)  # a hidden splitter has no sizes yet
     restored = again.findChild(QSplitter, "mainSplitter")

@@ -164,9 +164,9 @@ def test_a_folder_without_skills_shows_an_error(
 def test_window_layout_is_saved_and_restored(
     window: MainWindow, services: Services, settings: QSettings, qtbot
 ) -> None:
-    window.resize(760, 560)
+    window.resize(760, 600)
     window.close()
     again = MainWindow(services, settings)
     qtbot.addWidget(again)
     again.restore_state()
-    assert (again.width(), again.height()) == (760, 560)
+    assert (again.width(), again.height()) == (760, 600)

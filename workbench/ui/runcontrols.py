@@ -1,17 +1,35 @@
-"""The run's settings: limits and network, loosened values flagged, and the command history.
+"""The run's settings: limits and network, loosened values flagged, the workspace, and the
+command history.
 
 `LimitControls` holds the timeout, memory, CPU and network controls and builds the `Posture`
 of the next run from them. Network and CPU share are only offered to container postures (the
 others cannot withhold or cap them), memory to every posture but `local`. A value looser than
 `DEFAULT_LIMITS` (or network on) turns its control the warning colour, and the posture's
-loosened-setting warnings from `assess()` are listed below. `CommandHistory` remembers the
-last commands run for each skill in the injected `QSettings`.
+loosened-setting warnings from `assess()` are listed below.
+
+`WorkspaceChoice` says where the next run works: a fresh folder for each run, or a folder of
+the user's (a combo box of the folders chosen before, and "Choose…"). The choice is
+remembered for each skill, and a folder is confirmed once: before the first run in it, `ask()`
+says plainly that the skill will be able to change the files there and that Restore can put
+them back. `CommandHistory` remembers the last commands run for each skill. Both keep their
+state in the injected `QSettings`.
 """
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
-from PySide6.QtCore import QSettings, Signal
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QHBoxLayout, QSpinBox, QWidget
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QHBoxLayout,
+    QMessageBox,
+    QPushButton,
+    QSpinBox,
+    QWidget,
+)
 
 from workbench.postures import (
     DEFAULT_LIMITS,
@@ -23,6 +41,7 @@ from workbench.postures import (
     Severity,
     assess,
 )
+from workbench.ui.text import tooltip
 from workbench.ui.widgets import set_status
 
 _Spin = TypeVar("_Spin", QSpinBox, QDoubleSpinBox)
@@ -136,6 +155,151 @@ def warning_text(warnings: list[PostureWarning]) -> tuple[str, str]:
     return "⚠ " + " ".join(w.text for w in warnings), "danger" if danger else "warning"
 
 
+WORKSPACE_FRESH = "Fresh folder for each run"
+RECENT_KEY = "workspace/recent"
+CONFIRMED_KEY = "workspace/confirmed"
+MAX_RECENT_FOLDERS = 8
+FRESH_TIP = "Each run starts in a new, empty folder."
+
+
+class WorkspaceChoice(QWidget):
+    """The workspace of the next run (see the module doc).
+
+    Signals:
+        changed(): the chosen workspace changed.
+    """
+
+    changed = Signal()
+
+    def __init__(self, settings: QSettings, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._settings = settings
+        self._skill_key: str | None = None
+        self._question: QMessageBox | None = None
+        self.combo = QComboBox(self)
+        self.combo.setAccessibleName("Workspace folder")
+        self.combo.setSizeAdjustPolicy(
+            QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon
+        )
+        self.combo.setMinimumContentsLength(len(WORKSPACE_FRESH))
+        self.choose_button = QPushButton("Choose…", self)
+        self.choose_button.setAccessibleName("Choose a workspace folder")
+        self.choose_button.setToolTip("Run in a folder of yours (its files can be restored)")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        layout.addWidget(self.combo)
+        layout.addWidget(self.choose_button)
+        self._fill(None)
+        self._connect_signals()
+
+    def _connect_signals(self) -> None:
+        self.combo.activated.connect(self.on_combo_activated)
+        self.choose_button.clicked.connect(self.on_choose_button_clicked)
+
+    # Public API -------------------------------------------------------------------------
+
+    def set_skill(self, skill_name: str | None) -> None:
+        """Show the choice remembered for `skill_name` (a fresh folder when none is)."""
+        self._skill_key = skill_key("workspace", skill_name) if skill_name is not None else None
+        remembered = self._settings.value(self._skill_key, "") if self._skill_key else ""
+        self._fill(Path(remembered) if isinstance(remembered, str) and remembered else None)
+
+    def folder(self) -> Path | None:
+        """The folder the next run works in, or None for a fresh folder."""
+        data = self.combo.currentData()
+        return Path(data) if isinstance(data, str) else None
+
+    def choose(self, folder: Path | None) -> None:
+        """Work in `folder` (None: a fresh folder) from the next run on, for this skill."""
+        if folder is not None:
+            folder = folder.absolute()
+            recent = [str(folder)] + [
+                f for f in settings_strings(self._settings, RECENT_KEY) if f != str(folder)
+            ]
+            self._settings.setValue(RECENT_KEY, recent[:MAX_RECENT_FOLDERS])
+        if self._skill_key is not None:
+            self._settings.setValue(self._skill_key, str(folder) if folder is not None else "")
+        self._fill(folder)
+
+    def is_confirmed(self, folder: Path) -> bool:
+        """Whether the user already agreed to runs changing files in `folder`."""
+        return str(folder) in settings_strings(self._settings, CONFIRMED_KEY)
+
+    def ask(self, folder: Path, then: Callable[[], None]) -> None:
+        """Ask once whether skills may change the files in `folder`; `then` runs on yes."""
+        if self._question is not None:
+            return
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Warning)
+        box.setWindowTitle("Run in your folder?")
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        box.setText(f"The skill will be able to change, add and delete files in {folder}.")
+        box.setInformativeText(
+            "The workbench copies every file there before each run, so Restore workspace… "
+            "can put the folder back as it was. You are asked once for each folder."
+        )
+        box.addButton("Run in this folder", QMessageBox.ButtonRole.AcceptRole)
+        keep = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(keep)
+        box.setEscapeButton(keep)
+        box.finished.connect(lambda _result: self._on_question_finished(box, folder, then))
+        self._question = box
+        box.open()
+
+    def question(self) -> QMessageBox | None:
+        """The open "run in your folder?" question, if one is open."""
+        return self._question
+
+    # Slots ------------------------------------------------------------------------------
+
+    def on_combo_activated(self, _index: int) -> None:
+        self.choose(self.folder())
+
+    def on_choose_button_clicked(self) -> None:
+        dialog = QFileDialog(self, "Choose the workspace folder")
+        dialog.setFileMode(QFileDialog.FileMode.Directory)
+        dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
+        if (current := self.folder()) is not None:
+            dialog.setDirectory(str(current))
+        dialog.fileSelected.connect(lambda path: self.choose(Path(path)))
+        dialog.finished.connect(dialog.deleteLater)
+        dialog.open()
+
+    # Internals --------------------------------------------------------------------------
+
+    def _on_question_finished(
+        self, box: QMessageBox, folder: Path, then: Callable[[], None]
+    ) -> None:
+        self._question = None
+        if box.buttonRole(box.clickedButton()) == QMessageBox.ButtonRole.AcceptRole:
+            confirmed = settings_strings(self._settings, CONFIRMED_KEY)
+            self._settings.setValue(CONFIRMED_KEY, [*confirmed, str(folder)])
+            then()
+        box.deleteLater()
+
+    def _fill(self, chosen: Path | None) -> None:
+        """List a fresh folder and the recent folders, with `chosen` current."""
+        folders = settings_strings(self._settings, RECENT_KEY)
+        if chosen is not None and str(chosen) not in folders:
+            folders.insert(0, str(chosen))
+        metrics = self.combo.fontMetrics()
+        width = metrics.horizontalAdvance(WORKSPACE_FRESH)  # the combo box is that wide
+        self.combo.clear()
+        self.combo.addItem(WORKSPACE_FRESH, None)
+        self.combo.setItemData(0, tooltip(FRESH_TIP), Qt.ItemDataRole.ToolTipRole)
+        for folder in folders:
+            shown = metrics.elidedText(folder, Qt.TextElideMode.ElideMiddle, width)
+            self.combo.addItem(shown, folder)
+            self.combo.setItemData(
+                self.combo.count() - 1, tooltip(folder), Qt.ItemDataRole.ToolTipRole
+            )
+        index = self.combo.findData(str(chosen)) if chosen is not None else 0
+        self.combo.setCurrentIndex(max(index, 0))
+        self.combo.setToolTip(tooltip(f"Runs work in {chosen}" if chosen else FRESH_TIP))
+        self.changed.emit()
+
+
 class CommandHistory:
     """The last commands run for each skill, newest first, kept in `QSettings`."""
 
@@ -144,20 +308,26 @@ class CommandHistory:
 
     def commands(self, skill_name: str) -> list[str]:
         """The remembered commands of `skill_name`, newest first."""
-        value = self._settings.value(_key(skill_name), [])
-        if isinstance(value, str):
-            return [value]
-        return [str(item) for item in value] if isinstance(value, list) else []
+        return settings_strings(self._settings, skill_key("commands", skill_name))
 
     def remember(self, skill_name: str, command: str) -> None:
         """Put `command` first in `skill_name`'s history."""
         kept = [command] + [c for c in self.commands(skill_name) if c != command]
-        self._settings.setValue(_key(skill_name), kept[:MAX_HISTORY])
+        self._settings.setValue(skill_key("commands", skill_name), kept[:MAX_HISTORY])
 
 
-def _key(skill_name: str) -> str:
+def skill_key(group: str, skill_name: str) -> str:
+    """The `QSettings` key of `skill_name`'s entry in `group` (the name made key-safe)."""
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in skill_name)
-    return f"commands/{safe}"
+    return f"{group}/{safe}"
+
+
+def settings_strings(settings: QSettings, key: str) -> list[str]:
+    """The list of strings under `key` (QSettings hands a one-item list back as a str)."""
+    value = settings.value(key, [])
+    if isinstance(value, str):
+        return [value]
+    return [str(item) for item in value] if isinstance(value, list) else []
 
 
 def _flag(loosened: bool) -> str:

@@ -1,12 +1,15 @@
 """The run panel: run the selected skill's command under the chosen posture and watch it.
 
 The command field starts with the skill's suggested command (`metadata.command`) and keeps a
-per-skill history (Up/Down, or the completer); it runs with `sh -c` in a fresh workspace (for
-QuickJS: a .js file and its arguments). Limits and network come from `LimitControls`; loosened
-ones are flagged before the run. While it runs: the countdown to the timeout, live output
-(`OutputView`) over the process tree (`ProcessTreeView`), and live CPU/memory charts beside
-them, all fed by the monitor's samples. After it: the outcome
-banner, the workspace changes with diffs and Restore, and the effective posture card. Run is
+per-skill history (Up/Down, or the completer); it runs with `sh -c` (for QuickJS: a .js file
+and its arguments) in a fresh workspace or in the user's folder (`WorkspaceChoice`, which asks
+once per folder before the first run there). Limits and network come from `LimitControls`;
+loosened ones are flagged before the run. While it runs: the countdown to the timeout, live
+output (`OutputView`) over the process tree (`ProcessTreeView`), and live CPU/memory charts
+beside them, all fed by the monitor's samples. After it: the outcome banner, the workspace
+changes with diffs and Restore, and the effective posture card. A line over them names the
+run they belong to (skill, posture, time, workspace) and says so when another skill is
+selected: the results stay, so that run's workspace can still be restored. Run is
 Ctrl+Return, Stop is Ctrl+.; nothing here blocks the event loop.
 """
 
@@ -14,6 +17,7 @@ import asyncio
 import shlex
 import sys
 import time
+from pathlib import Path
 
 from PySide6.QtCore import QSettings, QStringListModel, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
@@ -40,10 +44,16 @@ from workbench.ui.charts import ResourceCharts
 from workbench.ui.outcome import OutcomeBanner
 from workbench.ui.outputview import OutputView
 from workbench.ui.processtree import ProcessTreeView
-from workbench.ui.runcontrols import CommandHistory, LimitControls, warning_text
+from workbench.ui.runcontrols import (
+    CommandHistory,
+    LimitControls,
+    WorkspaceChoice,
+    warning_text,
+)
 from workbench.ui.widgets import plain_label, set_status
 
 COUNTDOWN_MS = 200
+COMMAND_HINT = "Command to run in the workspace (sh -c)"
 OUTPUT_TAB, CHANGES_TAB, CARD_TAB = range(3)
 
 
@@ -52,9 +62,11 @@ class RunPanel(QWidget):
 
     Signals:
         run_finished(object): the `CompletedRun` of a run that ended (any status).
+        run_refused(str): why a run could not start (its engine did not answer, say).
     """
 
     run_finished = Signal(object)
+    run_refused = Signal(str)
 
     def __init__(
         self, service: RunService, settings: QSettings, parent: QWidget | None = None
@@ -70,13 +82,15 @@ class RunPanel(QWidget):
         self._timeout = 0.0
         self._browse = -1  # position in the command history while browsing with Up/Down
         self.last_run: CompletedRun | None = None
+        self._run_of: Skill | None = None  # the skill of the run the results below belong to
+        self._run_words = ""  # that run's skill, posture, time and workspace
         self._countdown_timer = QTimer(self)
         self._countdown_timer.setInterval(COUNTDOWN_MS)
 
         self.posture_label = plain_label("No posture", self)
         self.posture_label.setToolTip("The posture the next run uses (choose it on the right)")
         self.command = QLineEdit(self)
-        self.command.setPlaceholderText("Command to run in the workspace (sh -c)")
+        self.command.setPlaceholderText(COMMAND_HINT)
         self.command.setAccessibleName("Command")
         self.command.setToolTip("Up and Down go through the commands run before for this skill")
         self._recent = QStringListModel(self)
@@ -90,7 +104,10 @@ class RunPanel(QWidget):
         self.stop_button.setToolTip("Stop the run and everything it started (Ctrl+.)")
         self.countdown = plain_label("", self)
         self.limits = LimitControls(self)
+        self.workspace = WorkspaceChoice(settings, self)
         self.loosened = plain_label("", self, wrap=True)
+        self.run_title = plain_label("", self, wrap=True)
+        self.run_title.setAccessibleName("Run shown below")
         self.banner = OutcomeBanner(self)
         self.output = OutputView(self)
         self.changes = ChangesView(service, self)
@@ -128,18 +145,23 @@ class RunPanel(QWidget):
         controls.addWidget(self.command, 1)
         controls.addWidget(self.run_button)
         controls.addWidget(self.stop_button)
-        settings_row = QHBoxLayout()
-        settings_row.addWidget(self.limits, 1)
-        settings_row.addWidget(self.countdown)
+        workspace_row = QHBoxLayout()
+        workspace_row.addWidget(plain_label("Workspace:", self))
+        workspace_row.addWidget(self.workspace)
+        workspace_row.addStretch(1)
+        workspace_row.addWidget(self.countdown)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 6, 0, 0)
         layout.setSpacing(6)
         layout.addLayout(controls)
-        layout.addLayout(settings_row)
+        layout.addWidget(self.limits)
+        layout.addLayout(workspace_row)
         layout.addWidget(self.loosened)
+        layout.addWidget(self.run_title)
         layout.addWidget(self.banner)
         layout.addWidget(self.tabs, 1)
         self.loosened.hide()
+        self.run_title.hide()
         self._connect_signals()
         self._update_buttons()
 
@@ -158,18 +180,24 @@ class RunPanel(QWidget):
     # Public API -------------------------------------------------------------------------
 
     def set_skill(self, skill: Skill | None) -> None:
-        """Run commands of `skill` from now on; the command field takes its suggestion."""
-        if skill is not None and (self._skill is None or skill.path != self._skill.path):
+        """Run commands of `skill` from now on; the command field takes its suggestion (and is
+        emptied when no skill is selected)."""
+        if skill is None:
+            self.command.clear()
+            self.command.setPlaceholderText("Select a skill to run its command")
+        elif self._skill is None or skill.path != self._skill.path:
             self.command.setText(skill.command or "")
             self.command.setCursorPosition(0)  # show the start of a long command
             self.command.setPlaceholderText(
-                "Command to run in the workspace (sh -c)"
+                COMMAND_HINT
                 if skill.command
                 else "This skill suggests no command: type one to run in the workspace (sh -c)"
             )
         self._skill = skill
         self._browse = -1
         self._recent.setStringList(self._commands())
+        self.workspace.set_skill(skill.name if skill is not None else None)
+        self._update_run_title()
         self._update_buttons()
 
     def set_posture(self, posture_id: PostureId | None) -> None:
@@ -186,14 +214,20 @@ class RunPanel(QWidget):
         return self._task is not None
 
     def start(self) -> "asyncio.Task[None] | None":
-        """Start running the command (what Run does); None when nothing can run now."""
+        """Start running the command (what Run does); None when nothing can run now, or when
+        the user is first asked whether the skill may change files in the chosen folder (the
+        run starts on yes)."""
         skill, posture_id = self._skill, self._posture
         if not self.run_button.isEnabled() or skill is None or posture_id is None:
+            return None
+        folder = self.workspace.folder()
+        if folder is not None and not self.workspace.is_confirmed(folder):
+            self.workspace.ask(folder, self.start)
             return None
         self._cancel = CancelToken()
         posture = self.limits.posture(posture_id)
         self._task = asyncio.ensure_future(
-            self._run(skill, posture, self.command.text().strip(), self._cancel)
+            self._run(skill, posture, self.command.text().strip(), folder, self._cancel)
         )
         self._task.add_done_callback(self._on_task_done)
         self._update_buttons()
@@ -241,7 +275,10 @@ class RunPanel(QWidget):
 
     # Internals --------------------------------------------------------------------------
 
-    async def _run(self, skill: Skill, posture: Posture, text: str, cancel: CancelToken) -> None:
+    async def _run(
+        self, skill: Skill, posture: Posture, text: str, folder: Path | None, cancel: CancelToken
+    ) -> None:
+        self._show_run_title(skill, posture, folder)
         self._history.remember(skill.name, text)
         self._recent.setStringList(self._commands())
         self.output.begin()
@@ -260,11 +297,13 @@ class RunPanel(QWidget):
         self._countdown_timer.start()
         self.on_countdown_timer_timeout()
         try:
-            plan = _plan(skill, posture, text, self._service)
+            plan = _plan(skill, posture, text, folder, self._service)
             self.changes.watch(plan.workspace)
             done = await self._service.run_once(plan, self.output.append, cancel, self._add_sample)
         except WorkbenchError as error:
             self.banner.show_message(f"Not run: {error}", "danger")
+            self.run_refused.emit(str(error))
+            self.changes.set_run(None, "No changes: the run did not take place.")
         else:
             self._show_result(done)
             self.run_finished.emit(done)
@@ -289,9 +328,29 @@ class RunPanel(QWidget):
         self.charts.add_sample(sample)
         self.processes.add_sample(sample)
 
+    def _show_run_title(self, skill: Skill, posture: Posture, folder: Path | None) -> None:
+        where = f"in {folder}" if folder is not None else "in a fresh folder"
+        started = time.strftime("%H:%M:%S")
+        self._run_of = skill
+        self._run_words = f"{skill.name} · {POSTURE_INFO[posture.id].title} · {started} · {where}"
+        self._update_run_title()
+
+    def _update_run_title(self) -> None:
+        """Name the run the results below belong to; flag it when another skill is selected."""
+        run_of = self._run_of
+        self.run_title.setVisible(run_of is not None)
+        if run_of is None:
+            return
+        lead = "Running" if self.is_running() else "Last run"
+        other = self._skill is None or self._skill.path != run_of.path
+        suffix = " · not the selected skill" if other else ""
+        self.run_title.setText(f"{lead}: {self._run_words}{suffix}")
+        set_status(self.run_title, "warning" if other else "muted")
+
     def _on_task_done(self, task: "asyncio.Task[None]") -> None:
         self._task = None
         self._cancel = None
+        self._update_run_title()
         self._update_buttons()
         if not task.cancelled() and (error := task.exception()) is not None:
             sys.excepthook(type(error), error, error.__traceback__)
@@ -303,6 +362,7 @@ class RunPanel(QWidget):
         self.stop_button.setEnabled(running)
         self.command.setReadOnly(running)
         self.limits.set_running(running)
+        self.workspace.setEnabled(not running)
 
     def _commands(self) -> list[str]:
         return self._history.commands(self._skill.name) if self._skill is not None else []
@@ -316,7 +376,9 @@ class RunPanel(QWidget):
         self.command.setText(commands[self._browse] if self._browse >= 0 else suggested or "")
 
 
-def _plan(skill: Skill, posture: Posture, text: str, service: RunService) -> RunPlan:
+def _plan(
+    skill: Skill, posture: Posture, text: str, folder: Path | None, service: RunService
+) -> RunPlan:
     if posture.id is PostureId.QUICKJS:
         try:
             argv = tuple(shlex.split(text))
@@ -325,6 +387,10 @@ def _plan(skill: Skill, posture: Posture, text: str, service: RunService) -> Run
             raise UsageError(message) from None
     else:
         argv = ("sh", "-c", text)
+    if folder is not None and not folder.is_dir():
+        raise UsageError(
+            f"The workspace folder {folder} is gone; choose another or a fresh folder."
+        )
     run_id = new_run_id()
-    workspace = service.layout.fresh_workspace(run_id)
+    workspace = folder if folder is not None else service.layout.fresh_workspace(run_id)
     return RunPlan(skill.name, skill.path, posture, argv, workspace, run_id=run_id)

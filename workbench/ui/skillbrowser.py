@@ -3,6 +3,11 @@
 Each row shows the skill's name, the first line of its description and a badge (a tick when
 valid, otherwise the error and warning counts). Names and descriptions come from untrusted
 files, so the delegate paints them as plain text; nothing here interprets markup.
+
+A search that hides the current skill leaves no skill current (the run page then has nothing
+to run); Esc in the search field clears it, and the skill last chosen comes back. When a new
+list no longer holds the current skill (its folder is gone), the first skill becomes current
+and `skill_gone` says so in a sentence.
 """
 
 from pathlib import Path
@@ -29,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.ansi import reveal_bidi
 from workbench.skills import Skill
 from workbench.ui.text import badge_text, diagnostic_counts, tooltip
 from workbench.ui.theme import icon, status_colors
@@ -44,9 +50,11 @@ class SkillBrowser(QWidget):
 
     Signals:
         skill_selected(object): the current `Skill`, or None when no skill is current.
+        skill_gone(str): the current skill left the list, in a sentence naming the one shown.
     """
 
     skill_selected = Signal(object)
+    skill_gone = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -56,6 +64,7 @@ class SkillBrowser(QWidget):
         self._proxy.setFilterRole(SEARCH_ROLE)
         self._proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self._proxy.setSortCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self._chosen: Path | None = None  # the skill last made current, even if filtered out
 
         self._search = _SearchField(self)
         self._search.setPlaceholderText("Search skills (Ctrl+F)")
@@ -88,17 +97,24 @@ class SkillBrowser(QWidget):
         self._search.textChanged.connect(self.on_search_text_changed)
         self._search.move_down.connect(self.on_search_move_down)
         self._search.returnPressed.connect(self.on_search_move_down)
+        self._search.escape.connect(self.on_search_escape)
         self._list.selectionModel().currentChanged.connect(self.on_list_current_changed)
 
     # Public API -------------------------------------------------------------------------
 
     def set_skills(self, skills: list[Skill]) -> None:
-        """Replace the whole list (the current skill stays current when it is still there)."""
+        """Replace the whole list (the current skill stays current when it is still there;
+        when it is gone, the first skill becomes current and `skill_gone` says so)."""
         current = self.current_skill()
         self._model.clear()
         self.add_skills(skills, select=False)
-        if current is not None:
-            self.select_path(current.path)
+        if current is None or self.select_path(current.path):
+            return
+        if self._row_of(current.path) is None:
+            self.select_first()
+            shown = self.current_skill()
+            showing = f"showing {shown.name}" if shown is not None else "no skill is selected"
+            self.skill_gone.emit(f"{current.name} is gone from disk ({current.path}); {showing}.")
 
     def add_skills(self, skills: list[Skill], select: bool = True) -> None:
         """Add or refresh skills (matched by folder); with `select`, make the first current."""
@@ -160,8 +176,13 @@ class SkillBrowser(QWidget):
     def on_search_text_changed(self, text: str) -> None:
         self._proxy.setFilterFixedString(text.strip())
         self._update_empty_hint()
-        if not self._list.currentIndex().isValid():
+        if self._list.currentIndex().isValid():
+            return
+        if self._chosen is None or not self.select_path(self._chosen):
             self.select_first()
+
+    def on_search_escape(self) -> None:
+        self._search.clear()
 
     def on_search_move_down(self) -> None:
         self._list.setFocus(Qt.FocusReason.OtherFocusReason)
@@ -169,7 +190,10 @@ class SkillBrowser(QWidget):
             self.select_first()
 
     def on_list_current_changed(self, current: QModelIndex, _previous: QModelIndex) -> None:
-        self.skill_selected.emit(current.data(SKILL_ROLE) if current.isValid() else None)
+        skill: Skill | None = current.data(SKILL_ROLE) if current.isValid() else None
+        if skill is not None:
+            self._chosen = skill.path
+        self.skill_selected.emit(skill)
 
     # Internals --------------------------------------------------------------------------
 
@@ -188,17 +212,22 @@ class SkillBrowser(QWidget):
 
 
 class _SearchField(QLineEdit):
-    """A line edit that hands the keyboard to the list on Down.
+    """A line edit that hands the keyboard to the list on Down and clears itself on Esc.
 
     Signals:
         move_down(): the user pressed Down to move into the list.
+        escape(): the user pressed Esc in a field holding text (an empty one lets Esc go on).
     """
 
     move_down = Signal()
+    escape = Signal()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.key() == Qt.Key.Key_Down:
             self.move_down.emit()
+            return
+        if event.key() == Qt.Key.Key_Escape and self.text():
+            self.escape.emit()
             return
         super().keyPressEvent(event)
 
@@ -251,7 +280,7 @@ class _SkillDelegate(QStyledItemDelegate):
         painter.setPen(text_color)
         name_rect = QRect(rect.left(), rect.top(), text_right - rect.left(), line)
         name = painter.fontMetrics().elidedText(
-            skill.name, Qt.TextElideMode.ElideRight, name_rect.width()
+            reveal_bidi(skill.name), Qt.TextElideMode.ElideRight, name_rect.width()
         )
         painter.drawText(
             name_rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, name
@@ -260,7 +289,7 @@ class _SkillDelegate(QStyledItemDelegate):
         painter.setFont(option.font)
         painter.setPen(muted)
         desc_rect = QRect(rect.left(), rect.top() + line + 2, rect.width(), line)
-        first_line = " ".join(skill.description.split()) or "(no description)"
+        first_line = " ".join(reveal_bidi(skill.description).split()) or "(no description)"
         desc = option.fontMetrics.elidedText(
             first_line, Qt.TextElideMode.ElideRight, desc_rect.width()
         )
