@@ -163,13 +163,7 @@ FRESH_TIP = "Each run starts in a new, empty folder."
 
 
 class WorkspaceChoice(QWidget):
-    """The workspace of the next run (see the module doc).
-
-    Signals:
-        changed(): the chosen workspace changed.
-    """
-
-    changed = Signal()
+    """The workspace of the next run (see the module doc)."""
 
     def __init__(self, settings: QSettings, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -297,7 +291,6 @@ class WorkspaceChoice(QWidget):
         index = self.combo.findData(str(chosen)) if chosen is not None else 0
         self.combo.setCurrentIndex(max(index, 0))
         self.combo.setToolTip(tooltip(f"Runs work in {chosen}" if chosen else FRESH_TIP))
-        self.changed.emit()
 
 
 class CommandHistory:
