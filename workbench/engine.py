@@ -200,9 +200,36 @@ def _collect_leaked_sockets() -> None:
 
 def _unreachable(engine: Engine, error: BaseException) -> str:
     return (
-        f"The container engine {engine.describe()} does not answer: {error}. Is it running, "
-        "and may you use its socket?"
+        f"The container engine {engine.describe()} does not answer ({_why(error)}). Is it "
+        "running, and may you use its socket?"
     )
+
+
+_OS_REASONS = (
+    (FileNotFoundError, "no socket at that path"),
+    (ConnectionRefusedError, "the connection was refused"),
+    (PermissionError, "permission denied"),
+    (TimeoutError, "timed out"),
+)
+
+
+def _why(error: BaseException) -> str:
+    """Why a connection failed, in words: from the operating system's error somewhere in
+    `error`'s causes and arguments (docker-py nests it three deep), else `error` itself."""
+    pending, seen = [error], set()
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for kind, reason in _OS_REASONS:
+            if isinstance(current, kind):
+                return reason
+        if isinstance(current, OSError) and current.strerror:
+            return current.strerror.lower()
+        nested = [*current.args, current.__cause__, current.__context__]
+        pending += [item for item in nested if isinstance(item, BaseException)]
+    return str(error).rstrip(".")
 
 
 def engine_name() -> str:

@@ -71,6 +71,24 @@ def docker_engine_runtimes(timeout_s: float = 3.0) -> EngineRuntimes | None:
     return EngineRuntimes.from_info(info.get("Runtimes") or {})
 
 
+def _no_engine_reason() -> str:
+    """Why no Docker engine answered: which engine was tried, and how it was chosen."""
+    if importlib.util.find_spec("docker") is None:
+        if shutil.which("docker"):
+            return "The docker Python package is not installed, so no engine can be asked."
+        return "Docker is not installed."
+    from workbench.engine import EngineUnreachable, resolve_engine
+
+    try:
+        engine = resolve_engine()
+    except EngineUnreachable as error:  # e.g. a Docker context that names no endpoint
+        return str(error)
+    return (
+        f"The container engine {engine.describe()} does not answer. Is it running, and may "
+        "you use its socket?"
+    )
+
+
 def probe_availability(posture_id: PostureId, docker_runtimes: set[str] | None) -> Availability:
     """Whether `posture_id` can run here.
 
@@ -88,13 +106,7 @@ def probe_availability(posture_id: PostureId, docker_runtimes: set[str] | None) 
             return Availability(False, "The quickjs Python package is not installed.")
         return Availability(True, "The quickjs package is installed.")
     if docker_runtimes is None:
-        reason = (
-            "No Docker client library could reach an engine: is dockerd running, "
-            "and may you use its socket?"
-            if shutil.which("docker") or importlib.util.find_spec("docker")
-            else "Docker is not installed."
-        )
-        return Availability(False, reason)
+        return Availability(False, _no_engine_reason())
     if posture_id is not PostureId.GVISOR:
         return Availability(True, "The Docker engine answers.")
     if "runsc" not in docker_runtimes:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import docker
 from docker.errors import DockerException
 
-from workbench.engine import engine_client
+from workbench.engine import EngineUnreachable, engine_client
 from workbench.errors import ExecutorError
 from workbench.executors.capture import StreamCapture
 from workbench.executors.docker_outcome import ExecEnd, classify, split_exit
@@ -98,8 +98,10 @@ class DockerExecutor:
             refusal = await asyncio.to_thread(
                 network_refusal, self.posture, self.runtime, self._client
             )
+        except EngineUnreachable as error:  # already a sentence naming the engine
+            raise ExecutorError(str(error)) from error
         except DockerException as error:
-            raise ExecutorError(f"No Docker engine answers: {error}") from error
+            raise ExecutorError(f"The Docker engine failed to answer: {error}") from error
         if refusal:  # e.g. gVisor asked for a network its runtime cannot give
             raise ExecutorError(refusal)
         self._session = await self._warm_session(session) or await self._cold_session(session)

@@ -308,7 +308,7 @@ class MainWindow(QMainWindow):
         self._prime_pool()
 
     def on_engine_check_requested(self) -> None:
-        """"Check again", or a refused run (its engine may have gone): probe anew."""
+        """Probe anew on "Check again", or after a refused run (its engine may have gone)."""
         self.status_line.show_engine_checking()
         self._spawn(self._probe_postures())
 

@@ -1,26 +1,33 @@
 """The main window's permanent status-bar labels: the default posture, the skill count and the
-Docker engine, each with its state colour."""
+Docker engine, each with its state colour, and the "Check again" button that asks the engine
+anew (after starting dockerd, say)."""
 
 from collections.abc import Iterable
 
-from PySide6.QtWidgets import QStatusBar
+from PySide6.QtWidgets import QStatusBar, QToolButton
 
 from workbench.postures import POSTURE_INFO, PostureId
 from workbench.skills import Skill
+from workbench.ui.services import PostureProbe
 from workbench.ui.text import plural, tooltip
 from workbench.ui.widgets import plain_label, set_status
 
 
 class StatusLine:
-    """Adds the three labels to `bar` and keeps them current."""
+    """Adds the labels and the button to `bar` and keeps them current."""
 
     def __init__(self, bar: QStatusBar) -> None:
         self.posture_label = plain_label("Posture: checking…", bar)
         self.count_label = plain_label("Loading skills…", bar)
-        self.engine_label = plain_label("Docker: checking…", bar)
+        self.engine_label = plain_label("Docker engine: checking…", bar)
+        self.check_again = QToolButton(bar)
+        self.check_again.setText("Check again")
+        self.check_again.setAutoRaise(True)
+        self.check_again.setToolTip("Ask the Docker engine again whether it answers")
+        self.check_again.setEnabled(False)
         bar.setSizeGripEnabled(False)  # window managers give a resize border
-        for label in (self.posture_label, self.count_label, self.engine_label):
-            bar.addPermanentWidget(label)
+        for widget in (self.posture_label, self.count_label, self.engine_label, self.check_again):
+            bar.addPermanentWidget(widget)
 
     def show_posture(self, posture_id: PostureId) -> None:
         """The posture the next run uses; `local` in the danger colour."""
@@ -34,11 +41,22 @@ class StatusLine:
         text = plural(len(listed), "skill")
         self.count_label.setText(f"{text} ({broken} with errors)" if broken else text)
 
-    def show_engine(self, runtimes: frozenset[str] | None) -> None:
-        """Whether a Docker engine answered (`None`: it did not), and its runtimes."""
+    def show_engine_checking(self) -> None:
+        """The engine is being asked; "Check again" waits for the answer."""
+        self.engine_label.setText("Docker engine: checking…")
+        set_status(self.engine_label, "muted")
+        self.check_again.setEnabled(False)
+
+    def show_engine(self, probe: PostureProbe) -> None:
+        """Whether a Docker engine answered, and its runtimes or why it did not."""
+        self.check_again.setEnabled(True)
+        runtimes = probe.docker_runtimes
         if runtimes is None:
             self.engine_label.setText("Docker engine: not reachable")
-            self.engine_label.setToolTip("The docker and gvisor postures need a Docker engine.")
+            reason = probe.availability[PostureId.DOCKER].reason
+            self.engine_label.setToolTip(
+                tooltip(f"{reason}\nThe docker and gvisor postures need a Docker engine.")
+            )
             set_status(self.engine_label, "muted")
             return
         gvisor = " · gVisor" if "runsc" in runtimes else ""
