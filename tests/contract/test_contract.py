@@ -9,7 +9,7 @@ import pytest
 from tests.contract.conftest import Harness
 from workbench.executors.types import CancelToken, RunRequest, RunStatus, Stream
 from workbench.monitor.process import run_tag, tagged_processes
-from workbench.postures import Severity
+from workbench.postures import PostureId, Severity
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -106,7 +106,7 @@ def test_timeout_kills_the_whole_tree_including_setsid_escapes(harness: Harness)
     assert result.status is RunStatus.TIMED_OUT
     assert result.cause == "wall-clock timeout of 2 s"
     assert result.leftover_processes == 0
-    assert result.peak_processes >= 3  # the monitor saw the shell and its sleeps
+    assert result.peak_processes >= _countable(harness, 3)  # the shell and its sleeps
     assert _no_run_processes(result.run_id)
     assert _zombie_children(born_after) == []
 
@@ -218,7 +218,7 @@ def test_monitor_samples_cpu_memory_and_processes(harness: Harness) -> None:
     assert result.status is RunStatus.OK
     assert len(ran.samples) >= 3 and tuple(ran.samples) == result.samples
     assert result.peak_rss_bytes > 30_000_000
-    assert result.peak_processes >= 1
+    assert result.peak_processes >= _countable(harness, 1)
     assert max(s.cpu_percent for s in result.samples) > 20  # a busy core, on a shared machine
     assert 0.1 < result.cpu_seconds < 2  # sampled: the last tick may miss up to 0.1 s
 
@@ -247,3 +247,9 @@ def test_100_mb_of_stdout_keeps_app_memory_flat(harness: Harness) -> None:
     assert len(out.text) == 4 * 1024 * 1024
     print(f"app RSS growth for 100 MB of stdout: {growth / 1e6:.1f} MB")
     out.log_path.unlink()
+
+
+def _countable(harness: Harness, processes: int) -> int:
+    """`processes`, or 0 under gVisor: its processes live in its own kernel, so the host
+    cannot count them (the run reports 0: not known)."""
+    return 0 if harness.posture_id is PostureId.GVISOR else processes

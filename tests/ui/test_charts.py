@@ -5,8 +5,16 @@ from typing import Any
 import pytest
 from PySide6.QtGui import QColor
 
-from workbench.monitor.sample import ResourceSample
-from workbench.ui.charts import MAX_POINTS, MIB, ResourceCharts, format_mib, nice_ceiling
+from workbench.monitor.container import GVISOR_TREE
+from workbench.monitor.sample import ProcessTable, ResourceSample
+from workbench.ui.charts import (
+    MAX_POINTS,
+    MIB,
+    PROCESSES_NOT_VISIBLE,
+    ResourceCharts,
+    format_mib,
+    nice_ceiling,
+)
 from workbench.ui.theme import status_colors
 
 
@@ -38,6 +46,20 @@ def test_samples_show_current_and_peak_numbers(qtbot: Any) -> None:
     charts.set_peaks(peak_rss=64 * MIB, peak_processes=4)
     assert charts.memory_label.text() == "Memory 30.0 MiB · peak 64.0 MiB"
     assert charts.processes_label.text() == "Processes: peak 4"
+
+
+def test_processes_the_host_cannot_count_are_said_not_visible_not_zero(qtbot: Any) -> None:
+    charts = _charts(qtbot)
+    charts.reset(memory_limit=256 * MIB)
+    hidden = ProcessTable(rows=(), total=0, pid_space="container", hidden=GVISOR_TREE)
+    charts.add_sample(ResourceSample(0.1, 5.0, 20 * MIB, 0, tree=hidden))
+    charts.add_sample(ResourceSample(0.2, 5.0, 20 * MIB, 0))  # no table on this one
+    assert charts.processes_label.text() == PROCESSES_NOT_VISIBLE
+    charts.set_peaks(peak_rss=20 * MIB, peak_processes=0)
+    assert charts.processes_label.text() == PROCESSES_NOT_VISIBLE
+    charts.reset(memory_limit=256 * MIB)
+    charts.add_sample(ResourceSample(0.1, 5.0, 20 * MIB, 0))
+    assert charts.processes_label.text() == "Processes: 0 now"
 
 
 def test_the_ring_buffer_keeps_the_last_minute(qtbot: Any) -> None:

@@ -8,11 +8,17 @@ API, which yields about one sample a second. `CgroupFiles` also reads the event 
 (`oom_kill`, pids `max`) the Docker executor compares before and after a run, and the task count
 and member processes (host pids) it uses to kill a run's processes from the host.
 
-A few times a second the sampler also reads the process table from those member pids (psutil
-on the host, pids shown as the container sees them, from `NSpid`). Where the host cannot see
-the container's processes it says why instead: a remote engine's stats list none, and gVisor
-runs them in its own kernel (the cgroup holds only the sandbox's `runsc` processes; the
-engine's `top` lists the wrong ones there, so it is not asked).
+The run's processes are the cgroup's member processes (`cgroup.procs`) less the session's
+own, found there when the sampler starts (docker-init, the idle supervisor and its sleep): the
+process count of every sample, its peak and the process table all count those same processes
+(`pids.current` counts threads, runc's setup threads among them, so it is not the count). A
+few times a second the sampler reads the table from those pids (psutil on the host, pids
+shown as the container sees them, from `NSpid`); each process's CPU share is the CPU time it
+spent since the previous table over the time between them. Where the host cannot see the
+container's processes it says why instead: a remote engine's stats list none (the count is
+then the engine's task count less the idle session's), and gVisor runs them in its own kernel
+(the cgroup holds only the sandbox's `runsc` processes; the engine's `top` lists the wrong
+ones there, so it is not asked), so under gVisor the count is 0: not known.
 """
 
 import asyncio
@@ -170,10 +176,11 @@ def _keyed(text: str, key: str) -> int:
 class ContainerSampler:
     """Samples one container while a run lasts and keeps the peaks.
 
-    `baseline_tasks` is the number of tasks the idle session itself holds (init, supervisor),
-    subtracted so that `processes` counts the run's own. `stats` is a callable returning one
-    engine stats document (docker-py's `stats(stream=False, one_shot=True)`), used when
-    `files` is None.
+    The session's own processes are the cgroup's members when it is made, before the
+    command starts (see the module doc). `baseline_tasks` is the number of tasks the idle
+    session holds, subtracted from the engine's task count when only its stats can be read.
+    `stats` is a callable returning one engine stats document (docker-py's
+    `stats(stream=False, one_shot=True)`), used when `files` is None.
     """
 
     def __init__(
@@ -194,7 +201,8 @@ class ContainerSampler:
         self._first_cpu_ns: int | None = None
         self._tables = TableBuilder(started, "container")
         self._procs: dict[int, psutil.Process] = {}
-        self._gvisor: bool | None = None  # whether the cgroup holds gVisor's sandbox
+        self._session = set(_members(files)) if files is not None else set()
+        self._gvisor = _runs_gvisor(self._session)  # the cgroup holds gVisor's sandbox
 
     @property
     def source(self) -> str:
@@ -207,7 +215,11 @@ class ContainerSampler:
 
     @property
     def peak_processes(self) -> int:
-        return max((s.processes for s in self.samples), default=0)
+        """The most processes the run had at once; at least 1 when CPU time was spent in the
+        container (the idle session spends none, so the command ran even if it ended between
+        two readings); 0 under gVisor, whose processes the host cannot count."""
+        seen = max((s.processes for s in self.samples), default=0)
+        return 0 if self._gvisor else max(seen, 1 if self.cpu_seconds > 0 else 0)
 
     async def run(self) -> None:
         """Sample until cancelled; the last reading is taken on cancellation."""
@@ -227,7 +239,9 @@ class ContainerSampler:
             return self._sample_files(previous)
         stats = await asyncio.to_thread(self._stats)
         usage = _usage_from_stats(stats)
-        return self._record(usage, previous) if usage is not None else previous
+        if usage is None:
+            return previous
+        return self._record(replace(usage, tasks=max(0, usage.tasks - self._baseline)), previous)
 
     def _sample_files(
         self, previous: tuple[float, int] | None, table: bool = True
@@ -235,25 +249,25 @@ class ContainerSampler:
         assert self._files is not None
         try:
             usage = self._files.usage()
+            members = [] if self._gvisor else self._run_members()
         except (OSError, ValueError):  # the container is gone
             return previous
-        return self._record(usage, previous, table)
+        return self._record(replace(usage, tasks=len(members)), previous, table, members)
 
-    def _table(self, now: float) -> ProcessTable | None:
-        """The process table, when one is due."""
+    def _run_members(self) -> list[int]:
+        """The host pids of the run's processes: the cgroup's members but the session's."""
+        assert self._files is not None
+        return [pid for pid in self._files.processes() if pid not in self._session]
+
+    def _table(self, now: float, members: list[int] | None) -> ProcessTable | None:
+        """The process table of the run's `members`, when one is due."""
         if not self._tables.due(now):
             return None
-        if self._files is None:
+        if members is None:
             return self._tables.hide(REMOTE_TREE, now)
-        start = time.thread_time()
-        try:
-            members = self._files.processes()
-        except (OSError, ValueError):  # the container is gone
-            return None
-        if self._gvisor is None:
-            self._gvisor = _runs_gvisor(members)
         if self._gvisor:
             return self._tables.hide(GVISOR_TREE, now)
+        start = time.thread_time()
         readings, shown = [], {}
         for pid in members:
             process = self._procs.get(pid)
@@ -273,8 +287,14 @@ class ContainerSampler:
         return self._tables.build(readings, now, shown, time.thread_time() - start)
 
     def _record(
-        self, usage: CgroupUsage, previous: tuple[float, int] | None, table: bool = True
+        self,
+        usage: CgroupUsage,
+        previous: tuple[float, int] | None,
+        table: bool = True,
+        members: list[int] | None = None,
     ) -> tuple[float, int]:
+        """Record `usage` (its `tasks`: the run's process count) and, when one is due, the
+        table of `members` (None: the host cannot list them)."""
         now = time.monotonic()
         if self._first_cpu_ns is None:
             self._first_cpu_ns = usage.cpu_ns
@@ -286,11 +306,11 @@ class ContainerSampler:
             t=now - self._started,
             cpu_percent=cpu_percent,
             rss_bytes=usage.memory_bytes,
-            processes=max(0, usage.tasks - self._baseline),
+            processes=usage.tasks,
         )
         self.samples.append(sample)
         if self._on_sample is not None:
-            tree = self._table(now) if table else None
+            tree = self._table(now, members) if table else None
             self._on_sample(replace(sample, tree=tree) if tree is not None else sample)
         return now, usage.cpu_ns
 
@@ -309,7 +329,15 @@ def status_pids(host_pid: int) -> tuple[int, int]:
     return ppid, inside
 
 
-def _runs_gvisor(members: list[int]) -> bool:
+def _members(files: CgroupFiles) -> list[int]:
+    """The cgroup's member pids now (none when it cannot be read)."""
+    try:
+        return files.processes()
+    except (OSError, ValueError):
+        return []
+
+
+def _runs_gvisor(members: set[int]) -> bool:
     """True when the cgroup's members are gVisor's sandbox (`runsc`), not the container's
     own processes."""
     for pid in members:

@@ -5,10 +5,13 @@ Both samplers hand a `ProcessTable` to the charts on some of their `ResourceSamp
 cost more than `TABLE_BUDGET` of a core, so the 10 Hz samples stay cheap. A table lists at
 most `MAX_ROWS` processes, chosen breadth-first from the roots so the tree keeps its shape
 (a fork bomb's table says how many more there were). Names and command lines are shortened
-and control characters replaced: they come from the skill and are shown as plain text.
-When the host cannot see the processes (gVisor, a remote engine) the table says why instead.
+and control characters replaced: they come from the skill and are shown as plain text. The
+workbench's own worker processes (the QuickJS worker) are named for what they are, not by their
+interpreter's argv and its settings document. When the host cannot see the processes
+(gVisor, a remote engine) the table says why instead.
 """
 
+import sys
 import time
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -24,6 +27,7 @@ NAME_CHARS = 64
 TABLE_INTERVAL_S = 0.4  # 2.5 tables a second at most
 TABLE_BUDGET = 0.01  # at most this share of one core goes to building tables
 REPLACEMENT = "\N{REPLACEMENT CHARACTER}"
+OWN_WORKERS = {"workbench.jsworker.worker": "QuickJS worker"}  # module run with `-m`: its name
 
 
 def plain_text(text: str, limit: int) -> str:
@@ -137,6 +141,16 @@ def _breadth_first(by_pid: dict[int, Reading]) -> list[int]:
 def _cmdline(process: psutil.Process) -> str:
     """The command line of `process`, plain and short ("" when it is gone)."""
     try:
-        return plain_text(" ".join(process.cmdline()), CMDLINE_CHARS)
+        argv = process.cmdline()
     except psutil.Error:
         return ""
+    return plain_text(own_worker(argv) or " ".join(argv), CMDLINE_CHARS)
+
+
+def own_worker(argv: list[str]) -> str:
+    """`QuickJS worker (workbench.jsworker.worker)` for a worker process of the workbench
+    (this interpreter running one of `OWN_WORKERS` with `-m`), else ""."""
+    if argv[:1] != [sys.executable] or "-m" not in argv[:-1]:
+        return ""
+    module = argv[argv.index("-m") + 1]
+    return f"{OWN_WORKERS[module]} ({module})" if module in OWN_WORKERS else ""

@@ -4,7 +4,8 @@
 grid, the line, an optional limit line (dashed, in the danger colour) and axis labels; it is
 cheap enough to repaint at 10 Hz. The numbers live in plain labels beside it (current and
 peak), so they are readable by screen readers and tests. `ResourceCharts` feeds a CPU and a
-memory chart from `ResourceSample`s and shows the process count.
+memory chart from `ResourceSample`s and shows the process count (or, when the host cannot
+count the run's processes, as under gVisor, says so).
 """
 
 import math
@@ -22,6 +23,7 @@ from workbench.ui.widgets import plain_label, set_status
 MAX_POINTS = 600  # one minute at 10 Hz
 WINDOW_S = 60.0
 MIB = 1024 * 1024
+PROCESSES_NOT_VISIBLE = "Processes: not visible from the host"
 
 
 class LineChart(QWidget):
@@ -175,6 +177,7 @@ class ResourceCharts(QWidget):
         self.cpu_label = plain_label("CPU: no samples yet", self)
         self.memory_label = plain_label("Memory: no samples yet", self)
         self.processes_label = plain_label("Processes: –", self)
+        self._processes_hidden = False  # the host cannot count the run's processes
         self.limit_label = plain_label("", self)
         set_status(self.limit_label, "muted")
         layout = QGridLayout(self)
@@ -197,6 +200,7 @@ class ResourceCharts(QWidget):
         self.cpu_label.setText("CPU: waiting for the first sample")
         self.memory_label.setText("Memory: waiting for the first sample")
         self.processes_label.setText("Processes: –")
+        self._processes_hidden = False
         self.limit_label.setText(
             f"Memory limit {format_mib(memory_limit)} (dashed line)"
             if memory_limit
@@ -213,7 +217,13 @@ class ResourceCharts(QWidget):
         self.memory_label.setText(
             f"Memory {format_mib(sample.rss_bytes)} · peak {format_mib(self.memory.peak())}"
         )
-        self.processes_label.setText(f"Processes: {sample.processes} now")
+        if sample.tree is not None:
+            self._processes_hidden = bool(sample.tree.hidden) and not sample.processes
+        self.processes_label.setText(
+            PROCESSES_NOT_VISIBLE
+            if self._processes_hidden
+            else f"Processes: {sample.processes} now"
+        )
 
     def set_peaks(self, peak_rss: int, peak_processes: int) -> None:
         """After a run: the peaks the executor measured (they may exceed the last samples)."""
@@ -221,4 +231,6 @@ class ResourceCharts(QWidget):
         now = format_mib(current) if current is not None else "–"
         peak = format_mib(max(float(peak_rss), self.memory.peak()))
         self.memory_label.setText(f"Memory {now} · peak {peak}")
-        self.processes_label.setText(f"Processes: peak {peak_processes}")
+        self.processes_label.setText(
+            f"Processes: peak {peak_processes}" if peak_processes else PROCESSES_NOT_VISIBLE
+        )

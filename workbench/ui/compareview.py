@@ -217,7 +217,9 @@ class CompareView(PostureJobPage):
         row = compare_row(record)
         wall = "-" if not row.wall_seconds else f"{row.wall_seconds:.2f} s"
         memory = "-" if not row.peak_rss_bytes else format_size(row.peak_rss_bytes)
-        processes = "-" if not row.peak_processes else str(row.peak_processes)
+        processes = str(row.peak_processes) if row.peak_processes else "-"
+        if wall != "-" and not row.peak_processes:  # it ran, but the host cannot count them
+            processes = "not visible from the host"
         result = record.result or {}
         checks = (result.get("card") or {}).get("checks") or []
         controls = "\n".join(f"{'✓' if held else '✗'} {text}" for text, held in checks)

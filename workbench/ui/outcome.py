@@ -3,8 +3,9 @@
 The sentence names the status and the cause the executor gave ("Stopped: memory limit
 256 MiB (RLIMIT_AS)", "Timed out: wall-clock timeout of 5 s"); the banner is coloured by
 status (ok, danger for a run a control ended, warning for a plain failure). Below it: wall
-time, CPU seconds, peak memory and processes, what was left running, and the run's posture
-warnings. Every text is plain (causes can quote the command's own output).
+time, CPU seconds, peak memory and processes (or that the host cannot count them, as under
+gVisor), what was left running, and the run's posture warnings. Every text is plain (causes
+can quote the command's own output).
 """
 
 from PySide6.QtWidgets import QFrame, QVBoxLayout, QWidget
@@ -47,7 +48,9 @@ def details_line(result: RunResult) -> str:
             f"wall {result.wall_seconds:.1f} s",
             f"CPU {result.cpu_seconds:.1f} s",
             f"peak memory {format_size(result.peak_rss_bytes)}",
-            f"peak {_processes(result.peak_processes)}",
+            f"peak {_processes(result.peak_processes)}"
+            if result.peak_processes
+            else "processes not visible from the host",
             left,
         ]
     )

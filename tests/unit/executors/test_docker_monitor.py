@@ -73,6 +73,9 @@ def test_unreadable_files_mean_none(tmp_path: Path) -> None:
 
 def test_cgroup_sampler_samples_at_10_hz_and_keeps_peaks(tmp_path: Path) -> None:
     proc, root = v1_tree(tmp_path)
+    session = [4_000_001, 4_000_002]  # the idle session's init and supervisor (not on this host)
+    procs = root / "pids" / CID / "cgroup.procs"
+    write(procs, "".join(f"{pid}\n" for pid in session))
     files = CgroupFiles.for_pid(42, proc, root)
     seen: list[ResourceSample] = []
 
@@ -82,7 +85,8 @@ def test_cgroup_sampler_samples_at_10_hz_and_keeps_peaks(tmp_path: Path) -> None
         task = asyncio.create_task(sampler.run())
         await asyncio.sleep(0.25)
         write(root / "memory" / CID / "memory.usage_in_bytes", "9000000\n")
-        write(root / "pids" / CID / "pids.current", "9\n")
+        write(root / "pids" / CID / "pids.current", "19\n")  # threads: not the count
+        write(procs, "".join(f"{pid}\n" for pid in [*session, *range(4_000_010, 4_000_017)]))
         await asyncio.sleep(0.25)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -94,7 +98,8 @@ def test_cgroup_sampler_samples_at_10_hz_and_keeps_peaks(tmp_path: Path) -> None
     assert 4 <= len(sampler.samples) <= 8
     assert seen == sampler.samples
     assert sampler.peak_rss_bytes == 9_000_000
-    assert sampler.peak_processes == 7  # 9 tasks minus the idle session's 2
+    assert sampler.peak_processes == 7  # the member processes but the idle session's 2
+    assert max(sample.processes for sample in seen) == 7
 
 
 def test_stats_fallback_computes_cpu_from_consecutive_documents() -> None:

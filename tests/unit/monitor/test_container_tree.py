@@ -40,15 +40,19 @@ def test_a_docker_run_shows_the_containers_tree_with_its_own_pids(
     docker_runtimes: set[str],
 ) -> None:
     del docker_runtimes
-    found = tables(run_collecting(Posture(PostureId.DOCKER), "sh", "-c", SHELL))
+    samples = run_collecting(Posture(PostureId.DOCKER), "sh", "-c", SHELL)
+    found = tables(samples)
     assert found and all(t.pid_space == "container" and not t.hidden for t in found)
     full = fullest(found)
-    by_pid = {row.pid: row for row in full.rows}
-    assert by_pid[1].name == "docker-init"  # the container's init, pid 1 inside it
+    # Only the command's processes: not the session's docker-init (pid 1) and idle sleep.
+    assert 1 not in {row.pid for row in full.rows}
     shell = next(row for row in full.rows if row.cmdline == f"sh -c {SHELL}")
     assert shell.ppid == 0  # its parent (the engine's shim) is outside the container
     children = [row for row in full.rows if row.ppid == shell.pid]
     assert [row.cmdline for row in children] == ["sleep 1", "sleep 1"]
+    assert full.total == len(full.rows) == 3
+    assert max(sample.processes for sample in samples) == 3  # the count agrees with the table
+    assert all(row.cpu_percent <= 100 for table in found for row in table.rows)
 
 
 @pytest.mark.docker
@@ -58,5 +62,8 @@ def test_gvisor_says_the_tree_is_not_visible(docker_runtimes: set[str]) -> None:
     if "runsc" not in docker_runtimes:
         pytest.skip("the engine has no runsc runtime")
     posture = Posture(PostureId.GVISOR).with_limits(memory_bytes=256 * MIB)
-    found = tables(run_collecting(posture, "sh", "-c", SHELL))
+    samples = run_collecting(posture, "sh", "-c", SHELL)
+    found = tables(samples)
     assert found and all(t.hidden == GVISOR_TREE and t.rows == () for t in found)
+    # gVisor's own threads fill the cgroup: no count, rather than theirs as the run's.
+    assert all(sample.processes == 0 for sample in samples)

@@ -22,6 +22,7 @@ from workbench.monitor.tree import (
     TABLE_INTERVAL_S,
     Reading,
     TableBuilder,
+    own_worker,
     plain_text,
 )
 from workbench.postures import Posture, PostureId
@@ -185,3 +186,11 @@ def test_no_table_is_sent_once_the_runs_processes_are_gone() -> None:
     first, after = asyncio.run(go())
     assert first is not None and [row.pid for row in first.rows] == [child.pid]
     assert after is None  # the last table with the run's processes stays the last one
+
+
+def test_the_workbenchs_own_worker_is_named_not_shown_with_its_settings() -> None:
+    worker = [sys.executable, "-I", "-m", "workbench.jsworker.worker", '{"rlimits": {"CORE": [0]}}']
+    assert own_worker(worker) == "QuickJS worker (workbench.jsworker.worker)"
+    assert own_worker([sys.executable, "-m", "http.server"]) == ""  # not one of ours
+    assert own_worker(["/usr/bin/python3", "-m", "workbench.jsworker.worker"]) == ""
+    assert own_worker(["sh", "-c", "true"]) == ""
