@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Coroutine
@@ -83,6 +84,10 @@ def test_lists_runs_newest_first_and_shows_a_record_as_plain_text(
     assert view.select_run(second.run_id) and view.current_record() == second
     text = view.details.toPlainText()
     assert second.run_id in text and HOSTILE in text  # shown literally, never as markup
+    assert f"{second.run_id}: demo under Local (no sandbox)" in text
+    peak = second.result["peak_rss_bytes"] if second.result else 0
+    assert re.search(rf"Peak memory +[0-9.]+ [KM]iB \({peak:,} bytes\)", text)
+    assert re.search(r"memory_bytes +512 MiB \(536,870,912 bytes\)", text)
     assert view.select_run(first.run_id)
     assert first.run_id in view.details.toPlainText()
     assert view.export_button.isEnabled() and view.restore_button.isEnabled()

@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from workbench.ansi import json_safe
+from workbench.postures import MIB, POSTURE_INFO, PostureId
 from workbench.runs.record import RunRecord, json_text, plain_text, record_to_dict
 from workbench.workspace.blobs import BlobStore
 from workbench.workspace.changes import ChangeKind
@@ -53,7 +54,7 @@ def export_record(record: RunRecord, fmt: ExportFormat, store: BlobStore | None 
     if fmt is ExportFormat.JSON:
         document = {"schema": REPORT_SCHEMA, **record_to_dict(record)}
         return json_safe(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
-    title = f"Run {record.run_id}: {record.skill_name} under {record.posture}"
+    title = f"Run {record.run_id}: {record.skill_name} under {_posture_title(record.posture)}"
     sections = _sections(record, store)
     render = {ExportFormat.HTML: _render_html, ExportFormat.MD: _render_md}.get(fmt, _render_text)
     return render(json_text(title), sections)
@@ -76,12 +77,12 @@ def _sections(record: RunRecord, store: BlobStore | None) -> list[_Section]:
         ("signal", "Signal"),
         ("wall_seconds", "Wall seconds"),
         ("cpu_seconds", "CPU seconds"),
-        ("peak_rss_bytes", "Peak memory (bytes)"),
+        ("peak_rss_bytes", "Peak memory"),
         ("peak_processes", "Peak processes"),
         ("leftover_processes", "Leftover processes"),
     ):
         if key in result:
-            summary.rows.append((label, _text(result[key])))
+            summary.rows.append((label, _value(key, result[key])))
     sections = [summary, _card_section(result)]
     warnings = _Section("Posture warnings")
     warnings.lines = [f"{w['severity'].upper()}: {w['text']}" for w in result.get("warnings", [])]
@@ -105,8 +106,8 @@ def _card_section(result: dict[str, Any]) -> _Section:
     if not card:
         return section
     posture = card["posture"]
-    section.rows.append(("Posture", posture["id"]))
-    section.rows += [(name, _text(value)) for name, value in posture["limits"].items()]
+    section.rows.append(("Posture", f"{_posture_title(posture['id'])} ({posture['id']})"))
+    section.rows += [(name, _value(name, value)) for name, value in posture["limits"].items()]
     section.rows += [("network", posture["network"]), ("run as", card.get("run_as") or "-")]
     if card.get("started"):
         section.rows.append(("started", card["started"]))
@@ -151,6 +152,20 @@ def _output_section(stream: str, captured: dict[str, Any]) -> _Section:
         text = f"{text[:half]}\n[... {omitted:,} characters omitted ...]\n{text[-half:]}"
     section.blocks.append(("excerpt", text))
     return section
+
+
+def _posture_title(posture_id: str) -> str:
+    """`Hardened local` for `hardened`; an id this build does not know, as it is."""
+    known = {posture.value: posture for posture in PostureId}
+    return POSTURE_INFO[known[posture_id]].title if posture_id in known else posture_id
+
+
+def _value(name: str, value: object) -> str:
+    """A figure for people: a byte count (`..._bytes`) as `4.5 MiB (4,706,304 bytes)`."""
+    if not name.endswith("_bytes") or not isinstance(value, int):
+        return _text(value)
+    unit, scale = ("MiB", MIB) if value >= MIB else ("KiB", 1024)
+    return f"{round(value / scale, 1):g} {unit} ({value:,} bytes)"
 
 
 def _text(value: object) -> str:
