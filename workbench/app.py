@@ -4,15 +4,19 @@
 closed, what they started removed, when the app quits) and the run service, the main window,
 and an excepthook that logs and shows errors in the window, then runs the window on a single
 qasync event loop until the window closes (or, with `screenshot`, until it has been saved as a
-PNG).
+PNG). When the data folder cannot hold the run history (read-only, say), the window opens all
+the same, says so in its message bar, and keeps this session's runs in a temporary folder that
+is deleted when the app quits: someone who started it from a desktop launcher sees why.
 """
 
 import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -28,7 +32,7 @@ from PySide6.QtCore import (
 from PySide6.QtWidgets import QApplication
 
 from workbench import __version__, desktop, paths
-from workbench.errors import WorkbenchError
+from workbench.errors import HistoryError, WorkbenchError
 from workbench.executors import implemented_postures
 from workbench.executors.docker_pool import ContainerPool
 from workbench.executors.quickjs_pool import QuickJsWorkerPool
@@ -71,7 +75,7 @@ def run_gui(extra_roots: list[Path], screenshot: Path | None, scene: Scene | Non
     app.setApplicationDisplayName("Skill Workbench")
     app.setQuitOnLastWindowClosed(False)  # the main coroutine ends the loop, not Qt
     apply_theme(app)
-    layout = DataLayout.default()
+    layout, history, problem = _data_layout()
     spares = layout.fresh_workspace(new_run_id()).parent  # runs in the app get fresh ones
     warm = WarmStarts(
         {
@@ -84,10 +88,30 @@ def run_gui(extra_roots: list[Path], screenshot: Path | None, scene: Scene | Non
         discover=discover,
         load_skill=load_skill,
         probe_postures=_probe_postures,
-        runs=RunService(layout, RunHistory(layout.history_path), warm.build_executor),
+        runs=RunService(layout, history, warm.build_executor),
     )
-    code: int = qasync.run(_main(app, services, warm, screenshot, scene))
+    try:
+        code: int = qasync.run(_main(app, services, warm, screenshot, scene, problem))
+    finally:
+        if problem is not None:  # the session's temporary data folder
+            shutil.rmtree(layout.root, ignore_errors=True)
     return code
+
+
+def _data_layout() -> tuple[DataLayout, RunHistory, str | None]:
+    """The user's data folder and its history; or, when the history cannot be created there,
+    a temporary folder for this session and the sentence that says so."""
+    layout = DataLayout.default()
+    try:
+        return layout, RunHistory(layout.history_path), None
+    except HistoryError as error:
+        log.warning("%s", error)
+        temporary = DataLayout(Path(tempfile.mkdtemp(prefix="skill-workbench-")))
+        problem = (
+            f"{error}. This session keeps its runs in {temporary.root} instead, which is "
+            "deleted when the app quits; make the data folder writable to keep a history."
+        )
+        return temporary, RunHistory(temporary.history_path), problem
 
 
 def main() -> int:
@@ -101,6 +125,7 @@ async def _main(
     warm: WarmStarts,
     screenshot: Path | None,
     scene: Scene | None,
+    problem: str | None,
 ) -> int:
     window = MainWindow(services, QSettings())
     window.postures.set_pools(warm.pools, QSettings())
@@ -120,6 +145,8 @@ async def _main(
             window.resize(1400, 860)
         window.show()
         await window.load()
+        if problem is not None:
+            window.show_error(problem)
         if scene is not None:
             await stage(window, scene)
         if screenshot is not None:

@@ -1,12 +1,15 @@
 """The composition root: `workbench gui --screenshot`, the excepthook, and the PySide6 trap."""
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-from workbench.app import _excepthook
+import pytest
+
+from workbench.app import _data_layout, _excepthook
 from workbench.errors import SkillError
 from workbench.ui.mainwindow import MainWindow
 
@@ -66,3 +69,31 @@ def test_pyside_survives_many_void_calls() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "survived"
+
+
+def test_an_unwritable_data_folder_opens_the_window_with_a_temporary_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")  # unwritable even for root: a file in the path
+    monkeypatch.setenv("XDG_DATA_HOME", str(blocker / "data"))
+    layout, history, problem = _data_layout()
+    try:
+        assert problem is not None
+        assert problem.startswith(f"Cannot create the run history at {blocker / 'data'}")
+        assert f"This session keeps its runs in {layout.root} instead" in problem
+        assert history.path == layout.history_path and history.path.is_file()
+    finally:
+        shutil.rmtree(layout.root)
+    out = tmp_path / "out.png"
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_DATA_HOME": str(blocker / "data")}
+    done = subprocess.run(
+        [sys.executable, "-m", "workbench", "gui", "--screenshot", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr  # was: exit 125 with a line on stderr only
+    assert "Cannot create the run history" in done.stderr
+    assert out.is_file()

@@ -1,4 +1,9 @@
-"""`workbench gui`: open the desktop app (also what a bare `workbench` does)."""
+"""`workbench gui`: open the desktop app (also what a bare `workbench` does).
+
+The screenshot-scene options (`--posture`, `--command`, `--memory`, `--show`, `--during`,
+`--view`) only mean something with `--run` (and `--run` with `--screenshot`): given alone they
+are refused, not ignored, and so is a `--skills` folder that does not exist.
+"""
 
 import argparse
 from pathlib import Path
@@ -6,6 +11,8 @@ from typing import Any
 
 from workbench.errors import UsageError
 from workbench.postures import parse_posture_id
+
+SCENE_OPTIONS = ("posture", "command", "memory", "show", "during", "view")
 
 
 def register(commands: "argparse._SubParsersAction[Any]") -> None:
@@ -23,26 +30,41 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
     scene.add_argument("--command", help="command to run instead of the skill's suggestion")
     scene.add_argument("--memory", type=int, metavar="MIB", help="memory limit of the run")
     scene.add_argument(
-        "--show", default="output", choices=("output", "changes", "card"), help="tab to show"
+        "--show", choices=("output", "changes", "card"), help="tab to show (default output)"
     )
     scene.add_argument(
         "--during", type=float, metavar="S", help="shoot S seconds into the run, not after it"
     )
     scene.add_argument(
-        "--view", default="run", choices=("run", "history", "compare", "lab"), help="page to show"
+        "--view", choices=("run", "history", "compare", "lab"), help="page to show (default run)"
     )
     parser.set_defaults(handler=_gui)
 
 
 def _gui(args: argparse.Namespace) -> int:
+    missing = [str(root) for root in args.skills if not root.is_dir()]
+    if missing:
+        raise UsageError(f"--skills: there is no folder {', '.join(missing)}.")
+    scene_options = [f"--{name}" for name in SCENE_OPTIONS if getattr(args, name) is not None]
+    if args.run is None and scene_options:
+        raise UsageError(
+            f"{', '.join(scene_options)} belong{'s' * (len(scene_options) == 1)} to a "
+            "screenshot scene: give --run SKILL and --screenshot FILE too."
+        )
+    if args.run is not None and args.screenshot is None:
+        raise UsageError("--run stages a screenshot: give --screenshot FILE too.")
     # Imported here, not at the top: every other command must work where Qt cannot load.
     from workbench import app
 
     scene = None
     if args.run is not None:
-        if args.screenshot is None:
-            raise UsageError("--run stages a screenshot: give --screenshot FILE too.")
         scene = app.Scene(
-            args.run, args.posture, args.command, args.memory, args.show, args.during, args.view
+            args.run,
+            args.posture,
+            args.command,
+            args.memory,
+            args.show or "output",
+            args.during,
+            args.view or "run",
         )
     return app.run_gui(extra_roots=list(args.skills), screenshot=args.screenshot, scene=scene)

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.ansi import reveal_bidi
 from workbench.skills import FileKind, FileNode, Skill
 from workbench.ui.text import format_size, tooltip
 
@@ -83,7 +84,9 @@ class FileBrowser(QWidget):
         """Select the file at `relative` (inside the skill) and show `line` of its preview;
         False when it is not listed."""
         items = self._tree.findItems(
-            relative.name, Qt.MatchFlag.MatchStartsWith | Qt.MatchFlag.MatchRecursive, 0
+            reveal_bidi(relative.name),
+            Qt.MatchFlag.MatchStartsWith | Qt.MatchFlag.MatchRecursive,
+            0,
         )
         for item in items:
             if item.data(0, PATH_ROLE) == relative:
@@ -117,7 +120,7 @@ class FileBrowser(QWidget):
         name = node.name
         if node.kind is FileKind.SYMLINK:
             name = f"{node.name} → {node.link_target}"
-        item = QTreeWidgetItem([name, format_size(node.size)])
+        item = QTreeWidgetItem([reveal_bidi(name), format_size(node.size)])
         item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         item.setToolTip(0, tooltip(str(relative)))
         pixmap = _ICONS.get(node.kind, QStyle.StandardPixmap.SP_FileIcon)

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.ansi import reveal_bidi
 from workbench.errors import WorkbenchError
 from workbench.postures import PostureId
 from workbench.runs.service import CompletedRun
@@ -296,7 +297,8 @@ class MainWindow(QMainWindow):
         self.run_panel.set_skill(skill)
         self.compare.set_skill(skill)
         self.postures.set_skill(skill)
-        self.setWindowTitle(f"{skill.name} — {TITLE}" if skill is not None else TITLE)
+        title = f"{reveal_bidi(skill.name)} — {TITLE}" if skill is not None else TITLE
+        self.setWindowTitle(title)
         self._prime_pool()
 
     def on_view_status_message(self, message: str) -> None:

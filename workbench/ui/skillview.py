@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.ansi import reveal_bidi
 from workbench.postures import POSTURE_INFO
 from workbench.skills import Skill
 from workbench.skills.preview import CapabilityPreview, preview
@@ -182,9 +183,9 @@ class SkillView(QWidget):
         self._files.show_skill(skill)
         if skill is None:
             return
-        self._name.setText(skill.name)
-        self._path.setText(str(skill.path))
-        self._description.setText(skill.description or "(no description)")
+        self._name.setText(reveal_bidi(skill.name))
+        self._path.setText(reveal_bidi(str(skill.path)))
+        self._description.setText(reveal_bidi(skill.description) or "(no description)")
         self._show_badge(skill)
         self._show_budget(skill)
         self._body.set_markdown(skill.body)

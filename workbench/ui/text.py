@@ -1,7 +1,13 @@
-"""Small wording helpers shared by the widgets: counts, sizes, plurals, literal tool tips."""
+"""Small wording helpers shared by the widgets: counts, sizes, plurals, literal tool tips.
+
+Untrusted text (skill names and descriptions, file names, output) goes through
+`workbench.ansi.reveal_bidi` before a widget shows it, so bidi controls show as markers
+instead of reordering what the user reads; tool tips do that themselves.
+"""
 
 import html
 
+from workbench.ansi import reveal_bidi
 from workbench.skills import Skill
 
 
@@ -40,5 +46,6 @@ def format_size(size: int) -> str:
 
 
 def tooltip(text: str) -> str:
-    """`text` as a tool tip that Qt shows literally (tool tips otherwise guess at HTML)."""
-    return f"<p style='white-space:pre-wrap'>{html.escape(text)}</p>"
+    """`text` as a tool tip that Qt shows literally (tool tips otherwise guess at HTML), bidi
+    controls as markers."""
+    return f"<p style='white-space:pre-wrap'>{html.escape(reveal_bidi(text))}</p>"
