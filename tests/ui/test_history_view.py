@@ -14,9 +14,9 @@ from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 
 from workbench.executors.types import CancelToken, RunStatus
 from workbench.postures import Posture, PostureId
+from workbench.runs.export import INTERRUPTED_CAUSE
 from workbench.runs.record import RunRecord
 from workbench.runs.service import RunPlan
-from workbench.ui.historyrows import INTERRUPTED_CAUSE
 from workbench.ui.historyview import COLUMNS, PAGE, HistoryView
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.scene import Scene, stage
@@ -207,6 +207,7 @@ def test_words_runs_like_the_run_page_hides_lab_runs_and_filters(
         ("runaway", "Stopped", "Hardened local"),
     ]
     assert rows[0]["Cause"] == INTERRUPTED_CAUSE
+    assert view.select_run(gone.run_id) and INTERRUPTED_CAUSE in view.details.toPlainText()
     assert view.status.text() == "Showing 3 of 4 runs in the history. 1 Lab run hidden."
 
     view.show_lab.setChecked(True)

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from workbench.ansi import json_safe
 from workbench.postures import MIB, POSTURE_INFO, PostureId
-from workbench.runs.record import RunRecord, json_text, plain_text, record_to_dict
+from workbench.runs.record import RunRecord, RunState, json_text, plain_text, record_to_dict
 from workbench.workspace.blobs import BlobStore
 from workbench.workspace.changes import ChangeKind
 from workbench.workspace.diff import text_diff
@@ -30,6 +30,10 @@ T = TypeVar("T")
 EXCERPT_CHARS = 20_000
 MAX_DIFFS = 20
 REPORT_SCHEMA = "skill-workbench/run-report/1"
+INTERRUPTED_CAUSE = (
+    "The workbench that ran it ended before the run did (a crash or a kill), so how the "
+    "command ended is not known."
+)
 
 
 class ExportFormat(StrEnum):
@@ -65,7 +69,10 @@ def _sections(record: RunRecord, store: BlobStore | None) -> list[_Section]:
     summary = _Section("Summary")
     summary.rows += [
         ("Outcome", record.outcome),
-        ("Cause", record.cause or "-"),
+        (
+            "Cause",
+            record.cause or (INTERRUPTED_CAUSE if record.state is RunState.INTERRUPTED else "-"),
+        ),
         ("Exit code", _text(record.exit_code)),
         ("Command", shlex.join(record.argv)),
         ("Skill", f"{record.skill_name} ({record.skill_dir})"),

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QTreeWidgetItem
 from workbench.executors.types import RunStatus
 from workbench.postures import POSTURE_INFO, PostureId
 from workbench.probes.site import LAB_FOLDER_PREFIX
+from workbench.runs.export import INTERRUPTED_CAUSE
 from workbench.runs.record import RunRecord, RunState
 from workbench.ui.outcome import LEADS, STATUS_LOOK
 from workbench.ui.text import tooltip
@@ -22,10 +23,6 @@ from workbench.ui.theme import StatusColors
 
 COLUMNS = ("Started", "Status", "Cause", "Posture", "Skill", "Changes")
 RUN_ID = Qt.ItemDataRole.UserRole
-INTERRUPTED_CAUSE = (
-    "The workbench that ran it ended before the run did (a crash or a kill), so how the "
-    "command ended is not known."
-)
 RUNNING_CAUSE = "Still running in another workbench window or command."
 
 
