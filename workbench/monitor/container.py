@@ -13,8 +13,9 @@ own, found there when the sampler starts (docker-init, the idle supervisor and i
 process count of every sample, its peak and the process table all count those same processes
 (`pids.current` counts threads, runc's setup threads among them, so it is not the count). A
 few times a second the sampler reads the table from those pids (psutil on the host, pids
-shown as the container sees them, from `NSpid`); each process's CPU share is the CPU time it
-spent since the previous table over the time between them. Where the host cannot see the
+shown as the container sees them, from `NSpid`), while the run has processes (before its
+command starts and after it ends there is none to show); each process's CPU share is the CPU
+time it spent since the previous table over the time between them. Where the host cannot see the
 container's processes it says why instead: a remote engine's stats list none (the count is
 then the engine's task count less the idle session's), and gVisor runs them in its own kernel
 (the cgroup holds only the sandbox's `runsc` processes; the engine's `top` lists the wrong
@@ -267,6 +268,8 @@ class ContainerSampler:
             return self._tables.hide(REMOTE_TREE, now)
         if self._gvisor:
             return self._tables.hide(GVISOR_TREE, now)
+        if not members:  # not started yet, or gone: the last table stays the last
+            return None
         start = time.thread_time()
         readings, shown = [], {}
         for pid in members:

@@ -32,7 +32,7 @@ SORT_ROLE = Qt.ItemDataRole.UserRole
 STOPPED = {RunStatus.TIMED_OUT, RunStatus.CANCELLED}  # the workbench killed what was left
 SCOPES = {  # what a table of this pid space lists, and whose pids it shows
     "host": ("", "host PIDs"),
-    "container": (" in the container, with its init and session", "container PIDs"),
+    "container": (" in the container", "container PIDs"),  # the run's, not the session's
 }
 
 

@@ -43,6 +43,7 @@ def test_a_docker_run_shows_the_containers_tree_with_its_own_pids(
     samples = run_collecting(Posture(PostureId.DOCKER), "sh", "-c", SHELL)
     found = tables(samples)
     assert found and all(t.pid_space == "container" and not t.hidden for t in found)
+    assert all(t.rows for t in found)  # no empty table from before the command started
     full = fullest(found)
     # Only the command's processes: not the session's docker-init (pid 1) and idle sleep.
     assert 1 not in {row.pid for row in full.rows}
