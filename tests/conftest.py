@@ -6,6 +6,7 @@ failure: a missing engine, runtime, image or executor must not pass unnoticed.
 """
 
 import os
+import subprocess
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
@@ -23,6 +24,14 @@ def isolated_user_dirs(
     for variable in ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         monkeypatch.setenv(variable, str(home / variable.lower()))
     return home
+
+
+@pytest.fixture
+def remove_deep_trees(tmp_path: Path) -> Iterator[None]:
+    """Empty `tmp_path` with `rm -rf` after the test: pytest's own cleanup recurses, so a tree
+    thousands of folders deep that a failing test left behind would break later sessions."""
+    yield
+    subprocess.run(["rm", "-rf", "--", *map(str, tmp_path.iterdir())], check=False)
 
 
 @pytest.fixture(scope="session")

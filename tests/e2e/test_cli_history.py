@@ -151,3 +151,55 @@ def test_run_killed_half_way_reads_back_as_interrupted(
     assert [run["outcome"] for run in listing["runs"]] == ["interrupted"]
     refused = _cli(env, "history", "restore", "last")
     assert refused.returncode == 1 and "did not finish recording" in refused.stderr
+
+
+@pytest.mark.usefixtures("remove_deep_trees")
+def test_restore_removes_a_tree_thousands_of_folders_deep(
+    env: dict[str, str], skill: Path, workspace: Path
+) -> None:
+    wanted = _files(workspace)
+    deep = "import os\nfor _ in range(3000): os.mkdir('d'); os.chdir('d')"
+    _run(env, skill, workspace, f'python3 -c "{deep}"')
+
+    done = _cli(env, "history", "restore", "last")
+
+    assert done.returncode == 0, done.stderr
+    assert "restored" in done.stderr and "3000 path(s) put back" in done.stderr
+    assert _files(workspace) == wanted
+
+
+def test_a_partial_restore_says_what_it_put_back_and_names_what_it_could_not(
+    env: dict[str, str], skill: Path, workspace: Path
+) -> None:
+    os.mkfifo(workspace / "fifo")
+    _run(env, skill, workspace, "rm fifo; echo x > notes.txt")
+
+    done = _cli(env, "history", "restore", "last", "--json")
+
+    assert done.returncode == 1
+    report = json.loads(done.stdout)
+    assert (report["complete"], report["undone"], report["left"]) == (False, 1, 1)
+    assert [note for note in report["notes"] if "fifo" in note] == report["notes"]
+    assert len(report["notes"]) == 1 and "FIFO" in report["notes"][0]
+    assert "1 path(s) put back, 1 could not be" in done.stderr
+    assert (workspace / "notes.txt").read_text() == "first\nsecond\n"
+
+
+def test_two_changed_paths_never_read_alike(
+    env: dict[str, str], skill: Path, workspace: Path
+) -> None:
+    (workspace / os.fsdecode(b"c\xff")).write_text("a stray byte in the name")
+    (workspace / "c\\xff").write_text("a backslash in the name")
+    done = _cli(
+        env, "run", "--skill", skill, "--posture", "local", "--workspace", workspace,
+        "--", "sh", "-c", "echo changed > \"$(printf 'c\\377')\"; rm 'c\\xff'",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "modified     c\\xff\n" in done.stderr and "deleted      c\\\\xff\n" in done.stderr
+
+    shown = json.loads(_cli(env, "history", "show", "last", "--json").stdout)
+
+    paths = {change["path"]: change["kind"] for change in shown["result"]["changes"]}
+    assert paths == {"c\\xff": "modified", "c\\\\xff": "deleted"}
+    assert _cli(env, "history", "restore", "last").returncode == 0
+    assert (workspace / "c\\xff").read_text() == "a backslash in the name"

@@ -195,3 +195,32 @@ def test_the_local_posture_runs_as_the_user_with_its_environment(
     assert result["card"]["run_as"] == f"uid {user.uid}: you, with no isolation"
     assert result["leftover_processes"] == 0
     assert user.processes() == []
+
+
+def test_restore_opens_up_and_removes_what_the_run_locked(user: OrdinaryUser, home: Path) -> None:
+    workspace = home / "ws"
+    (workspace / "notes.txt").write_text("mine")
+    (workspace / "kept").mkdir()
+    for path in (workspace / "notes.txt", workspace / "kept"):
+        os.chown(path, user.uid, user.gid)
+    chain = (  # 300 folders, each read-only, a file in each: deeper than a snapshot looks
+        "import os\nfor _ in range(300): os.mkdir('d'); os.chdir('d'); open('f', 'w').close()\n"
+        "for _ in range(300): os.chdir('..'); os.chmod('d', 0o500)"
+    )
+    script = (
+        "echo changed > notes.txt; mkdir -p locked/in; touch locked/in/f kept/new; "
+        f'chmod 0 locked/in locked; chmod 500 kept; python3 -c "{chain}"'
+    )
+    env = user.env(home)
+    cli = ("--skill", str(home / "skill"), "--workspace", str(workspace), "--posture", "local")
+    ran, _, err = user.workbench(env, "run", *cli, "--", "sh", "-c", script)
+    assert ran.returncode == 0, err
+
+    restored, out, err = user.workbench(env, "history", "restore", "last", "--json")
+
+    assert restored.returncode == 0, err
+    assert json.loads(out)["complete"] is True
+    assert sorted(path.name for path in workspace.iterdir()) == ["kept", "notes.txt"]
+    assert (workspace / "notes.txt").read_text() == "mine"
+    assert list((workspace / "kept").iterdir()) == []
+    assert (workspace / "kept").stat().st_mode & 0o777 == 0o755

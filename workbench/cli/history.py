@@ -136,11 +136,15 @@ def _restore(args: argparse.Namespace) -> int:
                 "restored": True,
                 "complete": report.complete,
                 "undone": report.undone,
+                "left": report.left,
                 "notes": list(report.notes),
             },
         )
     for note in report.notes:
         warn(f"note: {plain_text(note)}")
-    state = "restored" if report.complete else "PARTLY restored"
-    warn(f"{state} {record.workspace} as before run {record.run_id} ({report.undone} undone)")
+    done = f"{record.workspace} as before run {record.run_id}: {report.undone} path(s) put back"
+    if report.complete:
+        warn(f"restored {done}")
+    else:
+        warn(f"PARTLY restored {done}, {report.left} could not be (see the notes above)")
     return 0 if report.complete else 1

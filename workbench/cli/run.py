@@ -28,6 +28,7 @@ from workbench.postures import Network, Posture, PostureId, Severity, assess, pa
 from workbench.runs.layout import DataLayout
 from workbench.runs.record import plain_text, record_to_dict
 from workbench.skills import default_roots, find_skill
+from workbench.workspace.changes import path_text
 
 if TYPE_CHECKING:  # imported when a run happens: they are heavy, and every command loads us
     from workbench.executors.types import CancelToken, OutputChunk, RunResult
@@ -247,7 +248,7 @@ def _summary(done: "CompletedRun") -> None:
         return
     warn(f"workspace: {len(changes)} changed path(s) in {done.record.workspace}")
     for change in changes[:_MAX_CHANGES_SHOWN]:
-        warn(f"  {change.kind.value:<12} {plain_text(change.path)}")
+        warn(f"  {change.kind.value:<12} {plain_text(path_text(change.path))}")
     if len(changes) > _MAX_CHANGES_SHOWN:
         warn(f"  ... and {len(changes) - _MAX_CHANGES_SHOWN} more")
     warn(f"undo with: workbench history restore {result.run_id}")

@@ -9,6 +9,7 @@ since restoring would throw those later changes away. It is blocking: the GUI ca
 from workbench.errors import WorkspaceError
 from workbench.runs.layout import AFTER_SNAPSHOT, BEFORE_SNAPSHOT, DataLayout
 from workbench.runs.record import RunRecord, RunState
+from workbench.workspace.changes import path_text
 from workbench.workspace.diff import diff_snapshots
 from workbench.workspace.manifest import load_snapshot
 from workbench.workspace.restore import RestoreReport, restore_workspace
@@ -35,7 +36,7 @@ def _refuse_if_changed_since(record: RunRecord) -> None:
     after = load_snapshot(after_path)
     later = diff_snapshots(after, take_snapshot(record.workspace, previous=after))
     if later:
-        examples = ", ".join(f"{c.path} ({c.kind.value})" for c in later[:5])
+        examples = ", ".join(f"{path_text(c.path)} ({c.kind.value})" for c in later[:5])
         raise WorkspaceError(
             f"The workspace changed after run {record.run_id} ended ({len(later)} paths: "
             f"{examples}). Restoring would lose those changes; use --force to restore anyway."

@@ -48,3 +48,24 @@ class FileChange:
     after_digest: str | None = None
     before_target: str | None = None
     after_target: str | None = None
+
+
+_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def path_text(path: str) -> str:
+    r"""`path` as text that names exactly one path: a backslash shown as `\\`, a control
+    character or a byte that is not UTF-8 (a surrogate escape) as `\xNN`.
+
+    Without the doubled backslash, a file named `c` + byte 0xff and one literally named
+    `c\xff` would read the same.
+    """
+    if path.isprintable() and "\\" not in path:
+        return path
+    escaped = path.replace("\\", "\\\\").translate(_CONTROL)
+    return escaped.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def quoted(path: str) -> str:
+    """A workspace path as notes show it: `path_text` in single quotes."""
+    return f"'{path_text(path)}'"

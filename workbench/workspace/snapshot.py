@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 from workbench.errors import WorkspaceError
 from workbench.workspace.blobs import BlobSession, BlobStore, hash_fd
-from workbench.workspace.changes import EntryType
+from workbench.workspace.changes import EntryType, quoted
 
 MIB = 1024 * 1024
 RACY_NS = 100_000_000  # 100 ms: above any file-system timestamp granularity on Linux
@@ -168,11 +168,12 @@ class _Walker:
             for frame in stack:  # only left open when the walk failed
                 os.close(frame.fd)
         if self.truncated:
+            most = f"{self.limits.max_entries:,}"
             self.notes.insert(
                 0,
-                f"The workspace has more than {self.limits.max_entries} entries; only the "
-                "first ones were recorded. Changes beyond them are not reported and "
-                "restore is not possible.",
+                f"The workspace has more than {most} entries; only the first {most} were "
+                "recorded, so changes beyond them are not listed. Restore can bring a "
+                f"workspace back only to a state of at most {most} entries.",
             )
         return Snapshot(
             root=self.root,
@@ -188,16 +189,18 @@ class _Walker:
     def _open_dir(self, parent: _Frame, name: str, inode: int) -> int | None:
         rel = parent.prefix + name
         if parent.depth + 1 > self.limits.max_depth:
-            self._unlist(rel, f"Folder {rel!r} is nested too deeply; its contents were skipped.")
+            self._unlist(
+                rel, f"Folder {quoted(rel)} is nested too deeply; its contents were skipped."
+            )
             return None
         try:
             fd = os.open(name, _DIR_FLAGS, dir_fd=parent.fd)
         except OSError as error:
-            self._unlist(rel, f"Cannot read folder {rel!r}: {error.strerror}.")
+            self._unlist(rel, f"Cannot read folder {quoted(rel)}: {error.strerror}.")
             return None
         if os.fstat(fd).st_ino != inode:
             os.close(fd)
-            self._unlist(rel, f"Folder {rel!r} changed while it was being read; skipped.")
+            self._unlist(rel, f"Folder {quoted(rel)} changed while it was being read; skipped.")
             return None
         return fd
 
@@ -219,7 +222,9 @@ class _Walker:
             with os.scandir(fd) as listing:
                 items = list(listing)
         except OSError as error:
-            self._unlist(prefix.rstrip("/"), f"Cannot list folder {prefix!r}: {error.strerror}.")
+            self._unlist(
+                prefix.rstrip("/"), f"Cannot list folder {quoted(prefix)}: {error.strerror}."
+            )
             return
         room = self.limits.max_entries - len(self.entries)
         if len(items) > room:
@@ -238,7 +243,7 @@ class _Walker:
                 mode = st.st_mode
                 target = os.readlink(name, dir_fd=fd) if S_ISLNK(mode) else None
             except OSError as error:  # vanished meanwhile
-                self.notes.append(f"Cannot read {rel!r}: {error.strerror}.")
+                self.notes.append(f"Cannot read {quoted(rel)}: {error.strerror}.")
                 continue
             old = previous.get(rel)
             digest = None
@@ -280,20 +285,20 @@ class _Walker:
     def _hash(self, dir_fd: int, name: str, rel: str, st: os.stat_result) -> str | None:
         if st.st_size > self.limits.max_hash_bytes:
             self.notes.append(
-                f"{rel!r} is {st.st_size // MIB} MiB: compared by size and time only."
+                f"{quoted(rel)} is {st.st_size // MIB} MiB: compared by size and time only."
             )
             self.unstored.append(rel)
             return None
         try:
             fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
         except OSError as error:
-            self.notes.append(f"Cannot read {rel!r}: {error.strerror}.")
+            self.notes.append(f"Cannot read {quoted(rel)}: {error.strerror}.")
             self.unstored.append(rel)
             return None
         try:
             opened = os.fstat(fd)
             if not S_ISREG(opened.st_mode) or opened.st_ino != st.st_ino:
-                self.notes.append(f"{rel!r} changed while it was being read.")
+                self.notes.append(f"{quoted(rel)} changed while it was being read.")
                 self.unstored.append(rel)
                 return None
             return self._hash_and_keep(fd, rel, opened.st_size)
@@ -310,7 +315,8 @@ class _Walker:
         digest = hash_fd(fd)
         if not self.blobs.has(digest):
             self.notes.append(
-                f"{rel!r} ({size // MIB} MiB) is over the copy limit: restore cannot bring it back."
+                f"{quoted(rel)} ({size // MIB} MiB) is over the copy limit: restore cannot "
+                "bring it back."
             )
             self.unstored.append(rel)
         return digest

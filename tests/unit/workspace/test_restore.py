@@ -9,7 +9,7 @@ import pytest
 from workbench.errors import WorkspaceError
 from workbench.workspace.blobs import SMALL_BLOB_BYTES, BlobStore
 from workbench.workspace.restore import restore_workspace
-from workbench.workspace.snapshot import SnapshotLimits, take_snapshot
+from workbench.workspace.snapshot import DEFAULT_SNAPSHOT_LIMITS, SnapshotLimits, take_snapshot
 
 Listing = Callable[[Path], dict[str, tuple[str, int, bytes]]]
 
@@ -147,3 +147,107 @@ def test_restored_entries_belong_to_the_workspace_owner_not_root(tmp_path: Path)
         for path in root.rglob("*")
     }
     assert owners == {name: (1234, 1234) for name in ("a.txt", "sub", "sub/b.txt", "c.txt")}
+
+
+def _chain(root: Path, depth: int) -> None:
+    """`depth` nested folders `d` below `root` and a file at the bottom, made through
+    descriptors (the deepest paths outgrow PATH_MAX)."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        os.close(os.open("bottom.txt", os.O_WRONLY | os.O_CREAT, dir_fd=fd))
+    finally:
+        os.close(fd)
+
+
+def _workspace_with(tmp_path: Path, name: str) -> tuple[Path, BlobStore]:
+    """A workspace holding one file `name`, and a blob store."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / name).write_text("mine")
+    return root, BlobStore(tmp_path / "blobs")
+
+
+@pytest.mark.usefixtures("remove_deep_trees")
+def test_restore_removes_a_tree_thousands_of_folders_deep(
+    tmp_path: Path, tree_listing: Listing
+) -> None:
+    root, store = _workspace_with(tmp_path, "keep.txt")
+    wanted = tree_listing(root)
+    before = take_snapshot(root, store=store)
+    _chain(root, 3000)
+
+    report = restore_workspace(root, before, store)
+
+    assert report.complete, report.notes
+    assert report.undone == 3001  # the 3000 folders and the file at the bottom
+    assert tree_listing(root) == wanted
+
+
+def test_restore_leaves_a_folder_too_deep_to_record_untouched(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    depth = DEFAULT_SNAPSHOT_LIMITS.max_depth
+    _chain(root, depth + 10)
+    deepest_recorded = root.joinpath(*["d"] * (depth + 1))  # recorded, but not listed
+    deepest_recorded.chmod(0o751)
+    store = BlobStore(tmp_path / "blobs")
+    before = take_snapshot(root, store=store)
+    assert before.unlisted == ("/".join(["d"] * (depth + 1)),)
+    (root / "added.txt").write_text("by the run")
+
+    report = restore_workspace(root, before, store)
+
+    assert report.complete, report.notes
+    assert report.undone == 1
+    assert not (root / "added.txt").exists()
+    assert deepest_recorded.stat().st_mode & 0o777 == 0o751
+    assert deepest_recorded.joinpath(*["d"] * 9, "bottom.txt").exists()
+
+
+def test_restore_removes_a_flood_past_the_snapshot_cap(
+    tmp_path: Path, tree_listing: Listing
+) -> None:
+    root, store = _workspace_with(tmp_path, "precious.txt")
+    wanted = tree_listing(root)
+    limits = SnapshotLimits(max_entries=100)
+    before = take_snapshot(root, store=store, limits=limits)
+    (root / "precious.txt").unlink()
+    flood = 1000
+    for i in range(flood):
+        (root / f"f{i}").touch()
+    assert take_snapshot(root, previous=before, limits=limits).truncated
+
+    report = restore_workspace(root, before, store, limits)
+
+    assert report.complete, report.notes
+    assert report.undone == flood + 1
+    assert tree_listing(root) == wanted
+
+
+def test_restore_counts_only_what_it_put_back_and_names_each_failure_once(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    os.mkfifo(root / "fifo")
+    (root / "big.dat").write_bytes(b"B" * 5000)
+    (root / "notes.txt").write_text("mine")
+    store = BlobStore(tmp_path / "blobs")
+    before = take_snapshot(root, store=store, limits=SnapshotLimits(max_blob_bytes=1000))
+    (root / "fifo").unlink()
+    (root / "big.dat").write_bytes(b"C" * 5000)
+    (root / "notes.txt").write_text("changed by the run")
+
+    report = restore_workspace(root, before, store)
+
+    assert (report.undone, report.left, report.complete) == (1, 2, False)
+    assert (root / "notes.txt").read_text() == "mine"
+    assert len(report.notes) == 2, report.notes
+    big, fifo = report.notes
+    assert big.startswith("'big.dat'") and "content was not kept" in big
+    assert fifo.startswith("'fifo'") and "FIFO" in fifo

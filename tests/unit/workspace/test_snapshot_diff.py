@@ -15,7 +15,7 @@ import pytest
 
 from workbench.workspace import snapshot as snapshot_module
 from workbench.workspace.blobs import BlobStore, hash_fd
-from workbench.workspace.changes import ChangeKind, EntryType
+from workbench.workspace.changes import ChangeKind, EntryType, path_text
 from workbench.workspace.diff import diff_snapshots, text_diff
 from workbench.workspace.manifest import load_snapshot, save_snapshot
 from workbench.workspace.snapshot import RACY_NS, SnapshotLimits, take_snapshot
@@ -301,3 +301,20 @@ def test_files_written_just_before_a_snapshot_are_hashed_again(
     assert after.entries["fresh.txt"] is not before.entries["fresh.txt"]
     assert after.entries["fresh.txt"] == before.entries["fresh.txt"]
     assert diff_snapshots(before, after) == ()
+
+
+def test_two_paths_never_read_alike(tmp_path: Path) -> None:
+    stray_byte, backslash = os.fsdecode(b"c\xff"), "c\\xff"  # c+0xff, and c, \, x, f, f
+    (tmp_path / stray_byte).write_text("one")
+    (tmp_path / backslash).write_text("two")
+    (tmp_path / "new\nline").write_text("three")
+    before = take_snapshot(tmp_path)
+    (tmp_path / stray_byte).write_text("changed")
+    (tmp_path / backslash).unlink()
+
+    changes = diff_snapshots(before, take_snapshot(tmp_path, previous=before))
+
+    shown = {path_text(change.path): change.kind for change in changes}
+    assert shown == {"c\\xff": ChangeKind.MODIFIED, "c\\\\xff": ChangeKind.DELETED}
+    assert path_text("new\nline") == "new\\x0aline"
+    assert path_text("plain/é.txt") == "plain/é.txt"
