@@ -199,3 +199,21 @@ def test_a_lowercase_skill_md_is_still_editable(
     _replace_all(editor, GOOD.replace("demo", "lower"))
     assert editor.save()
     assert (folder / "skill.md").read_text(encoding="utf-8") == GOOD.replace("demo", "lower")
+
+
+def test_the_state_says_unchanged_saved_or_edited_with_the_badges_words(
+    qtbot, tmp_path: Path, write_skill: WriteSkill
+) -> None:
+    broken = write_skill(tmp_path, "broken", "name: broken\ndescription: [unclosed")
+    widget = SkillEditor()
+    qtbot.addWidget(widget)
+    widget.show_skill(load_skill(broken))
+    assert widget._state.text() == "Unchanged · 1 error"  # never edited: not "Saved"
+    assert widget._state.property("status") == "danger"
+    _replace_all(widget, GOOD.replace("demo", "broken"))
+    widget.validate_now()
+    assert widget._state.text() == "Unsaved changes · valid"
+    assert widget._state.property("status") == "warning"
+    assert widget.save()
+    assert widget._state.text() == "Saved · valid"
+    assert widget._state.property("status") == "ok"

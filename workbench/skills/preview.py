@@ -185,8 +185,8 @@ def unrunnable_postures(skill: Skill) -> dict[PostureId, str]:
     if _is_executable_script(_script_path(skill.path, program)):
         return {}
     reason = (
-        "its command is a .js file, which only the QuickJS worker runs (a shell cannot: the "
-        "file is not an executable program with a #! line)"
+        "its command is a .js file, which only the QuickJS worker runs (a shell needs an "
+        "executable file with a #! line)"
     )
     return {posture: reason for posture in PostureId if posture is not PostureId.QUICKJS}
 

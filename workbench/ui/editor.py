@@ -35,7 +35,7 @@ from workbench.skills.reading import read_skill_md
 from workbench.skills.template import write_atomic
 from workbench.ui.highlighter import SkillTextEdit
 from workbench.ui.skillview import MarkdownView
-from workbench.ui.text import plural, tooltip
+from workbench.ui.text import badge_text, plural, tooltip
 from workbench.ui.watch import Fingerprint, fingerprint
 from workbench.ui.widgets import plain_label, set_status
 
@@ -62,6 +62,7 @@ class SkillEditor(QWidget):
         self._skill: Skill | None = None
         self._loaded: Fingerprint | None = None
         self._checked: Skill | None = None
+        self._saved_here = False  # saved since loaded: the state says "Saved", else "Unchanged"
         self.text = SkillTextEdit(self)
         self.text.setAccessibleName("SKILL.md editor")
         self.preview = MarkdownView(self)
@@ -180,6 +181,7 @@ class SkillEditor(QWidget):
             self.status_message.emit(f"Could not save {self._skill.skill_md}: {error}")
             return False
         self._loaded = fingerprint(self._skill.skill_md)
+        self._saved_here = True
         self.text.document().setModified(False)
         self.conflict_bar.hide()
         self.disk_text.hide()
@@ -298,6 +300,7 @@ class SkillEditor(QWidget):
             return
         read = read_skill_md(skill.path)
         self._loaded = fingerprint(read.path)
+        self._saved_here = False
         lossy = [d for d in read.diagnostics if d.code in _LOSSY]  # saving would lose bytes
         editable = read.text is not None and not lossy
         self.text.setReadOnly(not editable)
@@ -334,14 +337,16 @@ class SkillEditor(QWidget):
             self.problems.addItem("No problems found.")
 
     def _show_state(self) -> None:
-        if self.text.isReadOnly():
+        """Whether the text is unchanged, saved or edited, and the verdict on it as the
+        header's badge words it ("Unchanged · 1 error")."""
+        if self.text.isReadOnly() or self._checked is None:
             return
         errors = sum(1 for d in self.diagnostics() if str(d.severity) == "error")
-        saved = "Unsaved changes" if self.is_modified() else "Saved"
-        valid = self._checked is not None and self._checked.valid
-        verdict = "with errors" if errors else "valid" if valid else "not valid"
-        self._state.setText(f"{saved} · {verdict}")
-        set_status(self._state, "danger" if errors else "warning" if self.is_modified() else "ok")
+        edited = self.is_modified()
+        saved = "Unsaved changes" if edited else "Saved" if self._saved_here else "Unchanged"
+        self._state.setText(f"{saved} · {badge_text(self._checked)}")
+        valid = self._checked.valid and not edited
+        set_status(self._state, "danger" if errors else "ok" if valid else "warning")
 
     def _show_budget(self, meter: Budget) -> None:
         over = meter.metadata_over or meter.body_over

@@ -14,7 +14,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, Signal
+from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
@@ -50,6 +50,7 @@ log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
 TITLE = "Skill Workbench"
+FIRST_SIZE = QSize(1400, 860)  # the first launch's size, cut to the screen's free area
 
 
 class MainWindow(QMainWindow):
@@ -92,9 +93,9 @@ class MainWindow(QMainWindow):
         self._center.setChildrenCollapsible(False)
         self._center.addWidget(self.view)
         self._center.addWidget(self.run_panel)
-        self._center.setStretchFactor(0, 2)
-        self._center.setStretchFactor(1, 3)
-        self._center.setSizes([300, 520])
+        self._center.setStretchFactor(0, 1)
+        self._center.setStretchFactor(1, 1)
+        self._center.setSizes([420, 440])  # SKILL.md and its editor get room to read
         for widget, stretch in ((self.browser, 0), (self._center, 1), (self.postures, 0)):
             self._splitter.addWidget(widget)
             self._splitter.setStretchFactor(self._splitter.indexOf(widget), stretch)
@@ -223,9 +224,10 @@ class MainWindow(QMainWindow):
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def restore_state(self) -> None:
-        """Restore the window geometry, splitter sizes and page saved by the last session."""
+        """Restore the window geometry, splitter sizes and page saved by the last session; the
+        first launch fills at most the screen's free area."""
         if self._settings.value("window/version") != str(STATE_VERSION):
-            self.resize(1400, 860)
+            self.resize(FIRST_SIZE.boundedTo(self.screen().availableGeometry().size()))
             return
         for key, restore in (
             ("window/geometry", self.restoreGeometry),

@@ -58,6 +58,7 @@ from workbench.runs.layout import DataLayout
 from workbench.skills import Skill
 from workbench.skills.preview import unrunnable_postures
 from workbench.ui.poolcontrols import PoolControls
+from workbench.ui.text import tooltip
 from workbench.ui.widgets import plain_label, set_status
 
 CARD_ORDER = (
@@ -159,11 +160,14 @@ class PostureCard(QFrame):
         self.radio.setEnabled(availability.available)
         self.pool.set_available(availability.available)
 
-    def show_unrunnable(self, warning: str, chosen: bool) -> None:
-        """Say why this posture cannot run the selected skill ("" when it can), in the danger
-        colour when the posture is the chosen one."""
-        self.unrunnable.setText(warning)
-        self.unrunnable.setVisible(bool(warning))
+    def show_unrunnable(self, skill_name: str, reason: str, chosen: bool) -> None:
+        """Say that this posture cannot run the selected skill ("" `reason` when it can): why,
+        in the danger colour, on the chosen posture's card; briefly (why in the tool tip) on
+        the others."""
+        warning = f"Cannot run {skill_name}" + (f": {reason}." if chosen else ".")
+        self.unrunnable.setText(warning if reason else "")
+        self.unrunnable.setToolTip(tooltip(reason) if reason else "")
+        self.unrunnable.setVisible(bool(reason))
         set_status(self.unrunnable, "danger" if chosen else "warning")
 
 
@@ -375,10 +379,10 @@ class PosturePicker(QScrollArea):
     def _show_hint(self) -> None:
         name = self._skill.name if self._skill is not None else ""
         for posture_id, card in self._cards.items():
-            reason = self._unrunnable.get(posture_id)
-            card.show_unrunnable(
-                f"Cannot run {name}: {reason}." if reason else "", posture_id is self._chosen
-            )
+            chosen = posture_id is self._chosen
+            card.show_unrunnable(name, self._unrunnable.get(posture_id, ""), chosen)
+            if chosen and card.unrunnable.text():
+                self.ensureWidgetVisible(card.unrunnable)
         if self._default is None:
             return  # the hint says why no posture can be chosen
         default = POSTURE_INFO[self._default].title

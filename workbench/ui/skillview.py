@@ -4,17 +4,20 @@ capability preview (a prediction from a static read, labelled as such, never a s
 Everything shown here comes from the skill's own files and is untrusted. Labels are plain
 text, the body is rendered as Markdown with HTML turned off, links are never opened and
 images are never loaded (a link to a file inside the skill selects it in the Files tab).
+The name and path in the header are elided to the width they get (whole in their tool tips),
+so a long name never widens the window.
 """
 
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QFont, QTextDocument
+from PySide6.QtCore import QSize, Qt, QUrl, Signal
+from PySide6.QtGui import QFont, QResizeEvent, QTextDocument
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QHeaderView,
+    QLabel,
     QTabWidget,
     QTextBrowser,
     QTreeWidget,
@@ -25,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from workbench.ansi import reveal_bidi
 from workbench.postures import POSTURE_INFO
-from workbench.skills import Skill
+from workbench.skills import Code, Skill
 from workbench.skills.preview import CapabilityPreview, preview
 from workbench.ui.filetree import FileBrowser
 from workbench.ui.text import badge_text, diagnostic_counts, plural, tooltip
@@ -34,6 +37,18 @@ from workbench.ui.widgets import plain_label, set_status
 
 ADVISED_LINES = 500
 ADVISED_TOKENS = 5000
+MIN_ELIDED_CHARS = 12  # an elided label never gets narrower than this many characters
+_UNREADABLE_FRONT_MATTER = frozenset(
+    {
+        Code.NO_FRONT_MATTER,
+        Code.UNCLOSED_FRONT_MATTER,
+        Code.FRONT_MATTER_TOO_LARGE,
+        Code.YAML_SYNTAX,
+        Code.YAML_TAG,
+        Code.YAML_TOO_COMPLEX,
+        Code.NOT_A_MAPPING,
+    }
+)
 _MARKDOWN = QTextDocument.MarkdownFeature(
     QTextDocument.MarkdownFeature.MarkdownDialectGitHub.value
     | QTextDocument.MarkdownFeature.MarkdownNoHTML.value
@@ -66,6 +81,44 @@ class MarkdownView(QTextBrowser):
         return None
 
 
+class ElidedLabel(QLabel):
+    """One line of plain text, elided to the label's width, the whole text in its tool tip."""
+
+    def __init__(self, mode: Qt.TextElideMode, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self._mode = mode
+        self._full = ""
+
+    def set_full_text(self, text: str) -> None:
+        """Show `text`, elided when it does not fit."""
+        self._full = " ".join(text.split())  # one line, whatever the skill wrote
+        self.setToolTip(tooltip(text))
+        self.updateGeometry()
+        self._elide()
+
+    def full_text(self) -> str:
+        """The text before eliding."""
+        return self._full
+
+    def sizeHint(self) -> QSize:
+        margins = self.contentsMargins()
+        width = self.fontMetrics().horizontalAdvance(self._full) + margins.left() + margins.right()
+        return QSize(width + 2, super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        width = self.fontMetrics().averageCharWidth() * MIN_ELIDED_CHARS
+        return QSize(min(width, self.sizeHint().width()), super().minimumSizeHint().height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        room = self.contentsRect().width()
+        self.setText(self.fontMetrics().elidedText(self._full, self._mode, room))
+
+
 class SkillView(QWidget):
     """Everything about one skill, in a header and four tabs.
 
@@ -78,18 +131,19 @@ class SkillView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._skill: Skill | None = None
-        self._name = plain_label("", self)
+        self._name = ElidedLabel(Qt.TextElideMode.ElideRight, self)
         font = QFont(self._name.font())
         font.setPointSizeF(font.pointSizeF() * 1.35)
         font.setBold(True)
         self._name.setFont(font)
+        self._name.setAccessibleName("Skill name")
         self._badge = plain_label("", self)
-        self._path = plain_label("", self)
-        self._path.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._path = ElidedLabel(Qt.TextElideMode.ElideMiddle, self)
+        self._path.setAccessibleName("Skill folder")
         self._description = plain_label("", self)
         self._description.setWordWrap(True)
         self._description.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self._budget = plain_label("", self)
+        self._budget = plain_label("", self, wrap=True)
 
         self._body = MarkdownView(self)
         self._body.setAccessibleName("SKILL.md body")
@@ -97,9 +151,19 @@ class SkillView(QWidget):
         self._front.setHeaderLabels(["Field", "Value"])
         self._front.setAccessibleName("Front matter")
         self._front.setColumnWidth(0, 180)
+        self._front_message = plain_label("", self, wrap=True)
+        self._front_message.setAccessibleName("Front matter problem")
+        self._front_message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._front_page = QWidget(self)
+        page = QVBoxLayout(self._front_page)
+        page.setContentsMargins(4, 4, 4, 0)
+        page.addWidget(self._front_message)
+        page.addWidget(self._front, 1)
+        page.addStretch(0)
         self._diagnostics = QTreeWidget(self)
         self._diagnostics.setHeaderLabels(["Where", "Message", "Code"])
         self._diagnostics.setRootIsDecorated(False)
+        self._diagnostics.setWordWrap(True)  # a message is read whole, not cut at the column
         self._diagnostics.setAccessibleName("Diagnostics")
         header = self._diagnostics.header()
         header.setStretchLastSection(False)
@@ -131,7 +195,7 @@ class SkillView(QWidget):
         self._tabs.setDocumentMode(True)
         self._tabs.setAccessibleName("Skill details")
         self._tabs.addTab(self._body, "SKILL.md")
-        self._tabs.addTab(self._front, "Front matter")
+        self._tabs.addTab(self._front_page, "Front matter")
         self._tabs.addTab(self._diagnostics_page, "Diagnostics")
         self._tabs.addTab(self._files, "Files")
         self._tabs.addTab(self._capabilities_page, "Capabilities")
@@ -183,13 +247,13 @@ class SkillView(QWidget):
         self._files.show_skill(skill)
         if skill is None:
             return
-        self._name.setText(reveal_bidi(skill.name))
-        self._path.setText(reveal_bidi(str(skill.path)))
+        self._name.set_full_text(reveal_bidi(skill.name))
+        self._path.set_full_text(reveal_bidi(str(skill.path)))
         self._description.setText(reveal_bidi(skill.description) or "(no description)")
         self._show_badge(skill)
         self._show_budget(skill)
         self._body.set_markdown(skill.body)
-        self._show_front_matter(skill.front_matter)
+        self._show_front_matter(skill)
         self._show_diagnostics(skill)
         if not skill.usable:
             self._tabs.setCurrentWidget(self._diagnostics_page)
@@ -281,11 +345,19 @@ class SkillView(QWidget):
         )
         set_status(self._budget, "warning" if over else "muted")
 
-    def _show_front_matter(self, front_matter: dict[str, Any]) -> None:
+    def _show_front_matter(self, skill: Skill) -> None:
         self._front.clear()
-        for key, value in front_matter.items():
+        for key, value in skill.front_matter.items():
             self._front.addTopLevelItem(_value_item(str(key), value))
         self._front.expandAll()
+        self._front.setVisible(bool(skill.front_matter))
+        problems = [d for d in skill.diagnostics if d.code in _UNREADABLE_FRONT_MATTER]
+        lines = [f"Line {d.line}: {d.message}" if d.line else d.message for d in problems]
+        if not lines and not skill.front_matter:
+            lines = ["The front matter has no fields."]
+        self._front_message.setText("\n".join(lines))
+        self._front_message.setVisible(bool(lines))
+        set_status(self._front_message, "danger" if problems else "muted")
 
     def _show_diagnostics(self, skill: Skill) -> None:
         self._diagnostics.clear()

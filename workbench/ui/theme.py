@@ -2,7 +2,8 @@
 
 The palette follows `QStyleHints.colorScheme` and is rebuilt when the OS switches. Widgets
 that need a status colour (danger, warning, ok) ask `status_colors()` with their own palette,
-so they stay right after a switch without holding any global state.
+so they stay right after a switch without holding any global state. On a dark palette, radio
+buttons get a drawn indicator (Fusion's ring and dot nearly vanish there).
 """
 
 from dataclasses import dataclass
@@ -55,7 +56,14 @@ def _apply_scheme(app: QApplication) -> None:
     app.setPalette(_dark_palette() if dark else app.style().standardPalette())
     sheet = resources_dir() / "qss" / "workbench.qss"
     base = sheet.read_text(encoding="utf-8") if sheet.is_file() else ""
-    app.setStyleSheet(base + _status_rules(status_colors(app.palette())))
+    app.setStyleSheet(style_sheet(base, app.palette()))
+
+
+def style_sheet(base: str, palette: QPalette) -> str:
+    """The app's style sheet for `palette`: `base` (the bundled sheet), the status colours,
+    and on a dark palette the radio buttons' indicator."""
+    radios = _dark_radio_rules(palette) if is_dark(palette) else ""
+    return base + _status_rules(status_colors(palette)) + radios
 
 
 def _status_rules(colors: StatusColors) -> str:
@@ -72,6 +80,26 @@ QFrame#messageBar {{
     border-radius: 4px;
     background: rgba({tint.red()}, {tint.green()}, {tint.blue()}, {tint.alpha()});
 }}
+"""
+
+
+def _dark_radio_rules(palette: QPalette) -> str:
+    """A radio indicator that reads on a dark palette: a light ring, and a filled dot in the
+    highlight colour when checked."""
+    ring = palette.color(QPalette.ColorRole.PlaceholderText).name()
+    dot = palette.color(QPalette.ColorRole.Link).name()
+    base = palette.color(QPalette.ColorRole.Base).name()
+    off = palette.color(QPalette.ColorRole.Mid).name()
+    return f"""
+QRadioButton::indicator {{
+    width: 12px; height: 12px; border-radius: 7px; border: 1px solid {ring}; background: {base};
+}}
+QRadioButton::indicator:checked {{
+    border-color: {dot};
+    background: qradialgradient(cx: 0.5, cy: 0.5, radius: 0.5, fx: 0.5, fy: 0.5,
+        stop: 0 {dot}, stop: 0.55 {dot}, stop: 0.65 {base}, stop: 1 {base});
+}}
+QRadioButton::indicator:disabled {{ border-color: {off}; }}
 """
 
 

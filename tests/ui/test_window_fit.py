@@ -1,0 +1,89 @@
+"""The window fits small screens and long names; the skill view reads well at its default size:
+an elided header, a first launch cut to the screen, room for SKILL.md and its editor, broken
+front matter explained where the fields would be."""
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QSettings
+
+from workbench.paths import example_skills_dir
+from workbench.ui.mainwindow import FIRST_SIZE, MainWindow
+from workbench.ui.services import Services
+
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+WriteSkill = Callable[..., Path]
+LONG_NAME = "a-very-long-skill-name-that-goes-on-and-on-" + "and-on-" * 6 + "past-any-width"
+
+
+def test_a_long_name_is_elided_in_the_header_and_never_widens_the_window(
+    window: MainWindow, extra_root: Path, run: Run, write_skill: WriteSkill
+) -> None:
+    folder = write_skill(extra_root, LONG_NAME, f"name: {LONG_NAME}\ndescription: Long.")
+    run(window.reload_catalog())
+    window.resize(1000, 700)
+    assert window.browser.select_path(folder)
+    run(_settle())
+    name = window.view._name
+    assert name.full_text() == LONG_NAME
+    assert name.text().endswith("…") and name.text() != LONG_NAME
+    assert LONG_NAME in name.toolTip()
+    assert name.width() <= window.view.width()
+    path = window.view._path
+    assert "…" in path.text() and str(folder) in path.toolTip()
+    # the skill view is no longer what sets the window's minimum width
+    assert window.view.minimumSizeHint().width() < window.run_panel.minimumSizeHint().width()
+    assert window.view.minimumSizeHint().width() < 400
+
+
+def test_the_first_launch_fits_the_screen(
+    services: Services, settings: QSettings, qtbot: Any
+) -> None:
+    window = MainWindow(services, settings)
+    qtbot.addWidget(window)
+    window.restore_state()  # nothing saved yet
+    free = window.screen().availableGeometry().size()
+    assert free.width() < FIRST_SIZE.width()  # the offscreen screen is smaller than the default
+    assert window.size() == FIRST_SIZE.boundedTo(free)
+
+
+def test_skill_md_and_its_editor_get_room_at_the_default_size(window: MainWindow, run: Run) -> None:
+    assert window.browser.select_path(example_skills_dir() / "workspace-report")
+    run(_settle())
+    body = window.view.body_view()
+    assert body.viewport().height() >= 14 * body.fontMetrics().lineSpacing()
+    window.view.tabs().setCurrentWidget(window.editor)
+    run(_settle())
+    text = window.editor.text
+    assert text.viewport().height() >= 8 * text.fontMetrics().lineSpacing()
+
+
+def test_broken_front_matter_is_explained_in_its_tab(
+    window: MainWindow, extra_root: Path, run: Run, write_skill: WriteSkill
+) -> None:
+    folder = write_skill(extra_root, "brokenyaml", "name: brokenyaml\ndescription: [unclosed")
+    run(window.reload_catalog())
+    assert window.browser.select_path(folder)
+    view = window.view
+    view.tabs().setCurrentWidget(view._front_page)
+    message = view._front_message
+    assert message.isVisible() and not view._front.isVisible()
+    assert message.text().startswith("Line 4: The front matter is not valid YAML:")
+    assert message.property("status") == "danger"
+
+    view.tabs().setCurrentWidget(view._diagnostics_page)
+    assert view.diagnostics_view().wordWrap()  # the message wraps instead of being cut
+    first = view.diagnostics_view().topLevelItem(0)
+    assert "not valid YAML" in first.toolTip(1)
+
+    assert window.browser.select_path(example_skills_dir() / "workspace-report")
+    view.tabs().setCurrentWidget(view._front_page)
+    assert view._front.isVisible() and not message.isVisible()
+    assert view._front.topLevelItem(0).text(0) == "name"
+
+
+async def _settle() -> None:
+    """Let the layouts apply the new sizes."""
+    await asyncio.sleep(0.05)
