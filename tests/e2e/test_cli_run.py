@@ -261,3 +261,13 @@ def test_live_output_into_a_pipe_keeps_the_bytes(
         "--", "sh", "-c", HOSTILE,
     )  # fmt: skip
     assert "\x1b]52;c;cHduZWQ=\x07" in done.stdout
+
+
+def test_warnings_escape_the_skill_text_they_hold(env: dict[str, str], tmp_path: Path) -> None:
+    folder = tmp_path / "sneaky"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text('---\nname: "evil\\e]0;PWNED\\a\\u202Ename"\n---\n# Broken\n')
+    done = workbench(env, "run", "--skill", folder, "--posture", "local", "--", "true")
+    assert done.returncode == 0, done.stderr
+    assert "warning: skill evil\\x1b]0;PWNED\\x07⟨U+202E⟩name has errors" in done.stderr
+    assert not any(c in done.stderr for c in "\x1b\x07\u202e")

@@ -1,7 +1,8 @@
 """How every subcommand prints: one schema-versioned JSON document, or text for people.
 
 The JSON document escapes every character a terminal would act on (`json_safe`): skills'
-text is in it, and it is often printed to a terminal.
+text is in it, and it is often printed to a terminal. Warnings are printed with control
+characters escaped and bidi controls as markers (`plain_text`), whatever skill text they hold.
 """
 
 import json
@@ -9,6 +10,7 @@ import sys
 from typing import Any
 
 from workbench.ansi import json_safe
+from workbench.runs.record import plain_text
 
 SCHEMA_PREFIX = "skill-workbench"
 
@@ -22,4 +24,4 @@ def emit_json(kind: str, payload: dict[str, Any]) -> None:
 
 def warn(text: str) -> None:
     """A warning or progress line for the person, on stderr (never mixed into JSON)."""
-    print(text, file=sys.stderr)
+    print(plain_text(text), file=sys.stderr)
