@@ -30,9 +30,9 @@ from tests.docker.test_pool import (
     ran,
     started,
 )
+from workbench.executors.docker_owner import BOOT_ID
 from workbench.executors.docker_pool import ContainerPool
 from workbench.executors.docker_pooled import (
-    BOOT_ID,
     CLAIM_LOCK_NAME,
     LABEL_POOL_MOUNTS,
     LABEL_POOL_SPARE,

@@ -13,8 +13,11 @@ container of the same options from the pool instead of starting one, and the car
 ("Warm container from the pool" or "Container started cold"); runs, Stop, timeouts and the
 outcomes are the same either way. `stop()` ends runs in flight and removes the container
 (a pooled one is never returned to the pool). The `gvisor` posture is the same executor on
-the `runsc` runtime. When the workbench runs as root, commands run as uid 1000 and the workspace is
-lent to that uid for each run (`SharedLoan`, as the hardened posture does), then given back.
+the `runsc` runtime. A session container's name holds its owner, this process
+(`docker_owner`); each `start()` first removes the session containers of workbenches that were
+killed mid-run, with whatever their skills left running. When the workbench runs as root,
+commands run as uid 1000 and the workspace is lent to that uid for each run (`SharedLoan`, as
+the hardened posture does), then given back.
 """
 
 import asyncio
@@ -24,7 +27,7 @@ import secrets
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import docker
 from docker.errors import DockerException
@@ -33,6 +36,7 @@ from workbench.engine import EngineUnreachable, engine_client
 from workbench.errors import ExecutorError
 from workbench.executors.capture import StreamCapture
 from workbench.executors.docker_outcome import ExecEnd, classify, split_exit
+from workbench.executors.docker_owner import reap_sessions, session_name
 from workbench.executors.docker_session import DockerSession, ExecStream, Sweep
 from workbench.executors.docker_spec import (
     CONTAINER_UID,
@@ -95,6 +99,7 @@ class DockerExecutor:
         prepare_runs_dir(session.runs_dir)
         try:
             self._client = await asyncio.to_thread(engine_client, ENGINE_TIMEOUT_S)
+            await asyncio.to_thread(reap_sessions, self._client)  # of workbenches killed mid-run
             refusal = await asyncio.to_thread(
                 network_refusal, self.posture, self.runtime, self._client
             )
@@ -115,8 +120,7 @@ class DockerExecutor:
     async def _cold_session(self, session: SessionSpec) -> DockerSession:
         assert self._client is not None
         self.session_id, self.warm = secrets.token_hex(6), False
-        options = container_options(self.posture, session, self.session_id, self.runtime)
-        started = DockerSession(self._client, options)
+        started = DockerSession(self._client, self._options(session, self.session_id))
         await started.start()
         return started
 
@@ -126,7 +130,7 @@ class DockerExecutor:
         claimed = await self._pool.claim(self.posture, session) if self._pool else None
         if claimed is None:
             return None
-        options = container_options(self.posture, session, claimed.session_id, self.runtime)
+        options = self._options(session, claimed.session_id)
         warm = DockerSession(self._client, options)  # a recycle starts a cold one like it
         try:
             await warm.adopt(claimed.container_id)
@@ -134,6 +138,11 @@ class DockerExecutor:
             return None
         self.session_id, self.warm = claimed.session_id, True
         return warm
+
+    def _options(self, session: SessionSpec, session_id: str) -> dict[str, Any]:
+        """The session container's options, named as this process's (`docker_owner`)."""
+        options = container_options(self.posture, session, session_id, self.runtime)
+        return options | {"name": session_name(session_id)}
 
     def _read_card(self, session: DockerSession) -> PostureCard:
         """The effective posture card, and whether the container came warm from the pool."""

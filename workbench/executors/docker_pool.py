@@ -48,6 +48,7 @@ from workbench.engine import EngineUnreachable, engine_client
 from workbench.errors import ExecutorError
 from workbench.executors.docker import ENGINE_TIMEOUT_S, DockerExecutor, runtime_of
 from workbench.executors.docker_clean import clean_at_claim, spare_of
+from workbench.executors.docker_owner import owner, session_name
 from workbench.executors.docker_pooled import (
     LABEL_POOL,
     LABEL_POOL_KEY,
@@ -59,7 +60,6 @@ from workbench.executors.docker_pooled import (
     holds_files,
     labels_of,
     mount_ids,
-    owner,
     reap_orphans,
     remove_spare,
     rename_locked,
@@ -231,9 +231,9 @@ class ContainerPool:
     async def _take(
         self, client: docker.DockerClient, name: str, key: PoolKey, session: SessionSpec
     ) -> Claimed | None:
-        session_name = f"skill-workbench-run-{secrets.token_hex(6)}"
+        claimed_name = session_name(secrets.token_hex(6))  # owned by this process from now on
         try:
-            await asyncio.to_thread(rename_locked, client.api, name, session_name)
+            await asyncio.to_thread(rename_locked, client.api, name, claimed_name)
         except TimeoutError:
             raise
         except (DockerException, RequestException, OSError):
@@ -243,7 +243,7 @@ class ContainerPool:
             self._ready.remove(name)
         labels: dict[str, str] = {}
         try:
-            attrs = await asyncio.to_thread(client.api.inspect_container, session_name)
+            attrs = await asyncio.to_thread(client.api.inspect_container, claimed_name)
             labels = labels_of(attrs)
             spare = spare_of(attrs, labels[LABEL_POOL_SPARE], self.spares_dir)
             mounted = spare if key.fresh else session.workspace
@@ -256,7 +256,7 @@ class ContainerPool:
         except (DockerException, RequestException, OSError, KeyError):
             pass
         with contextlib.suppress(DockerException, RequestException, ExecutorError):
-            await self._remove(client, session_name, labels)
+            await self._remove(client, claimed_name, labels)
         return None
 
     def _kick(self) -> None:

@@ -6,21 +6,21 @@ renames it (`rename_locked`: under the user's claim lock, a file in the workbenc
 data folder, because the engine looks the old name up before it locks the container, so two
 renames at the same moment could both succeed).
 
-The app's pool labels its containers with their owner (`LABEL_POOL_OWNER`: host name, boot id
-and pid); whenever pooled containers are listed (`reap_orphans`: a pool's fill and claim,
-`workbench pool status`), unclaimed ones whose owner ran on this host and is gone (crashed,
-killed, or before a reboot) are removed. Containers `workbench pool fill` starts have no owner:
-they stay until a run claims them or `drain` removes them. `pooled_containers` lists them for
-`workbench pool status`; `drain` removes every one, of any key and any process, stale ones
-(stopped by an engine restart) too. `mount_ids` and `holds_files` tell whether the folders a
-pooled container mounts can still serve a run.
+The app's pool labels its containers with their owner (`LABEL_POOL_OWNER`, a
+`docker_owner.owner`); whenever pooled containers are listed (`reap_orphans`: a pool's fill and
+claim, `workbench pool status`), unclaimed ones whose owner ran on this host and is gone
+(crashed, killed, or before a reboot) are removed. Containers `workbench pool fill` starts
+have no owner: they stay until a run claims them or `drain` removes them. `pooled_containers`
+lists them for `workbench pool status`; `drain` removes every one, of any key and any process,
+stale ones (stopped by an engine restart) too. Both also remove the session containers of
+workbenches that are gone (`docker_owner.reap_sessions`). `mount_ids` and `holds_files` tell
+whether the folders a pooled container mounts can still serve a run.
 """
 
 import contextlib
 import fcntl
 import os
 import secrets
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +31,7 @@ from docker.errors import DockerException
 from requests.exceptions import RequestException
 
 from workbench.errors import ExecutorError
+from workbench.executors.docker_owner import owner_gone, reap_sessions, session_name
 from workbench.executors.docker_session import pooled, remove_container
 from workbench.executors.docker_spec import LABEL_APP
 from workbench.paths import data_dir
@@ -40,11 +41,10 @@ LABEL_POOL_KEY = "org.skill-workbench.pool.key"  # the key in words
 LABEL_POOL_POSTURE = "org.skill-workbench.pool.posture"
 LABEL_POOL_SPARE = "org.skill-workbench.pool.spare"  # the spare workspace folder, or ""
 LABEL_POOL_MOUNTS = "org.skill-workbench.pool.mounts"  # `mount_ids` of its folders
-LABEL_POOL_OWNER = "org.skill-workbench.pool.owner"  # "host boot-id pid" of the app, or none
+LABEL_POOL_OWNER = "org.skill-workbench.pool.owner"  # `docker_owner.owner()` of the app, or ""
 SPARE_PREFIX = ".pool-"
 CLAIM_LOCK_NAME = "pool-claim.lock"
 CLAIM_LOCK_S = 5.0
-BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,28 +106,6 @@ def labels_of(attrs: dict[str, Any]) -> dict[str, str]:
     return labels
 
 
-def owner() -> str:
-    """This process as a pooled container's owner: host name, boot id and pid."""
-    return f"{socket.gethostname()} {_boot_id()} {os.getpid()}"
-
-
-def orphaned(labels: dict[str, str]) -> bool:
-    """True when the container's owner ran on this host and is gone (not for no owner)."""
-    host, _, rest = labels.get(LABEL_POOL_OWNER, "").partition(" ")
-    boot, _, pid = rest.partition(" ")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    if boot != _boot_id():
-        return True  # this host restarted since
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False  # alive, another user's
-    return False
-
-
 def reap_orphans(client: docker.DockerClient, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Remove the unclaimed pooled containers in `found` (a container listing) whose owner is
     gone; the others. Each is claimed first (renamed out of the pool, under the claim lock), so
@@ -135,11 +113,11 @@ def reap_orphans(client: docker.DockerClient, found: list[dict[str, Any]]) -> li
     kept = []
     for at, item in enumerate(found):
         labels = item.get("Labels") or {}
-        if not (pooled(item) and orphaned(labels)):
+        if not (pooled(item) and owner_gone(labels.get(LABEL_POOL_OWNER, ""))):
             kept.append(item)
             continue
         name = str(item["Names"][0]).lstrip("/")
-        reaped = f"skill-workbench-reaped-{secrets.token_hex(6)}"  # a leftover if not removed
+        reaped = session_name(secrets.token_hex(6))  # if not removed, reaped once we are gone
         try:
             rename_locked(client.api, name, reaped)
             remove_container(client.api, reaped)
@@ -160,15 +138,9 @@ def remove_spare(labels: dict[str, str]) -> None:
             spare.rmdir()
 
 
-def _boot_id() -> str:
-    try:
-        return BOOT_ID.read_text().strip()
-    except OSError:
-        return ""
-
-
 def pooled_containers(client: docker.DockerClient) -> list[Pooled]:
     """Every pooled container in the engine, of any key and process, oldest first."""
+    reap_sessions(client)
     found = client.api.containers(all=True, filters={"label": [LABEL_APP, LABEL_POOL]})
     found = reap_orphans(client, found)
     now = time.time()
@@ -189,6 +161,7 @@ def pooled_containers(client: docker.DockerClient) -> list[Pooled]:
 def drain(client: docker.DockerClient, digest: str = "") -> int:
     """Remove every pooled container in the engine (any process, stale ones too), or those
     of one key's `digest`, and their spare workspaces; how many were removed."""
+    reap_sessions(client)
     pool = f"{LABEL_POOL}={digest}" if digest else LABEL_POOL
     found = client.api.containers(all=True, filters={"label": [LABEL_APP, pool]})
     found = [item for item in found if pooled(item)]

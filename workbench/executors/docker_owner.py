@@ -1,0 +1,109 @@
+"""Which process owns a workbench container, and removing session containers whose owner is gone.
+
+An owner is written as "host boot-id pid start": this machine's name, its boot id, the pid
+and the process's start time (clock ticks after boot, so a pid the kernel reused is another
+process). The app's pooled containers carry it in a label (`docker_pooled`); a session
+container carries it in its name, `skill-workbench-run-<token>_<owner>` with `_` for the
+spaces, because a claimed pooled container becomes a session container under a new name and
+labels cannot change after creation. `owner_gone` is true only for an owner that ran on this
+machine and is not running now (killed, crashed, or before a reboot): other machines' and other
+users' containers on a shared engine are never touched. `reap_sessions` removes the session
+containers of gone owners: a workbench killed mid-run (`kill -9`) leaves its container and the
+skill's processes in it running, and every executor start and `workbench pool status`/`drain`
+removes them.
+"""
+
+import os
+import re
+import socket
+from pathlib import Path
+from typing import Any
+
+import docker
+from docker.errors import DockerException
+from requests.exceptions import RequestException
+
+from workbench.errors import ExecutorError
+from workbench.executors.docker_session import pooled, remove_container
+from workbench.executors.docker_spec import LABEL_APP
+
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+SESSION_NAME_PREFIX = "skill-workbench-run-"
+_NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9.-]")  # container names allow [A-Za-z0-9_.-]
+
+
+def owner() -> str:
+    """This process as a container's owner: "host boot-id pid start"."""
+    pid = os.getpid()
+    return f"{_host()} {_boot_id()} {pid} {_started(pid)}"
+
+
+def owner_gone(text: str) -> bool:
+    """True when the owner `text` ran on this machine and is gone (not for no owner).
+
+    An owner without a start time (written before it was recorded) is gone when its pid is.
+    """
+    host, boot, pid, start = [*text.split(" ", 3), "", "", "", ""][:4]
+    if host != _host() or not pid.isdigit():
+        return False
+    if boot != _boot_id():
+        return True  # this machine restarted since
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        pass  # alive, another user's
+    now = _started(int(pid))
+    return bool(start and now and now != start)  # the pid was reused
+
+
+def session_name(token: str) -> str:
+    """The name of a session container of this process: its owner in the name."""
+    return f"{SESSION_NAME_PREFIX}{token}_{owner().replace(' ', '_')}"
+
+
+def name_owner(name: str) -> str:
+    """The owner a session container's name holds ("" for any other name)."""
+    name = name.lstrip("/")
+    fields = name.removeprefix(SESSION_NAME_PREFIX).split("_")  # no part holds "_"
+    return " ".join(fields[1:]) if name.startswith(SESSION_NAME_PREFIX) and len(fields) == 5 else ""
+
+
+def reap_sessions(client: docker.DockerClient) -> int:
+    """Remove the session containers whose owner is gone (and the skill's processes in them);
+    how many were removed. Blocking: call it in a thread. One that cannot be removed stays."""
+    found: list[dict[str, Any]] = client.api.containers(all=True, filters={"label": [LABEL_APP]})
+    removed = 0
+    for item in found:
+        names = item.get("Names") or ()
+        if pooled(item) or not any(owner_gone(name_owner(str(name))) for name in names):
+            continue
+        try:
+            remove_container(client.api, item["Id"])
+            removed += 1
+        except (DockerException, RequestException, ExecutorError):
+            pass
+    return removed
+
+
+def _host() -> str:
+    """This machine's name, as a container name can hold it."""
+    return _NOT_IN_NAMES.sub("-", socket.gethostname()) or "-"
+
+
+def _boot_id() -> str:
+    try:
+        return BOOT_ID.read_text().strip()
+    except OSError:
+        return ""
+
+
+def _started(pid: int) -> str:
+    """When process `pid` started (clock ticks after boot); "" when that cannot be read."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    fields = stat.rpartition(")")[2].split()  # the command name may hold spaces and ")"
+    return fields[19] if len(fields) > 19 else ""
