@@ -105,6 +105,9 @@ def test_compares_side_by_side_and_a_cell_opens_its_run_in_the_history(
     assert window.pages.currentWidget() is window.history
     assert window.history.current_record() == local_run
 
+    _open_compare(window, "traceback-demo")  # another skill: its comparison is not this one
+    assert view.table.columnCount() == 0 and view.records() == []
+
 
 def test_stop_ends_the_run_in_progress_and_skips_the_rest(window: MainWindow, run: Run) -> None:
     view = _open_compare(window, "workspace-report")

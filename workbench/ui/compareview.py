@@ -58,6 +58,11 @@ FIGURES = (
     "Warnings",
 )
 
+HINT = (
+    "Tick postures and press Compare. Double-click a cell (or press Enter) to open its run in "
+    "the history."
+)
+
 
 class CompareView(PostureJobPage):
     """Posture choices and the command above, the side-by-side table below.
@@ -105,12 +110,7 @@ class CompareView(PostureJobPage):
         self.table.setWordWrap(True)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.status = plain_label(
-            "Tick postures and press Compare. Double-click a cell (or press Enter) to open its "
-            "run in the history.",
-            self,
-            wrap=True,
-        )
+        self.status = plain_label(HINT, self, wrap=True)
         set_status(self.status, "muted")
 
         command_row = QHBoxLayout()
@@ -142,13 +142,18 @@ class CompareView(PostureJobPage):
 
     def set_skill(self, skill: Skill | None) -> None:
         """Compare commands of `skill` from now on; the command field takes its suggestion,
-        and the postures that can run it are ticked when it differs in kind (.js or not)."""
+        the postures that can run it are ticked when it differs in kind (.js or not), and the
+        last comparison (another skill's) is cleared unless it is still running."""
         if skill is not None and (self._skill is None or skill.path != self._skill.path):
             was_js = self._runs_js()
             self.command.setText(skill.command or "")
             self.command.setCursorPosition(0)
             if self._skill is None or self._runs_js() != was_js:
                 self._tick_defaults()
+            if self._task is None:  # another skill's comparison is not this one's
+                self._records = []
+                self.table.setColumnCount(0)
+                self._show(HINT, "muted")
         self._skill = skill
         self.skill_label.setText(f"{skill.name}:" if skill is not None else "No skill selected")
         self._update_buttons()
