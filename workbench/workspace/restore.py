@@ -267,9 +267,11 @@ class _Restorer:
         for rel in sorted(self.folders_to_finish, key=_depth, reverse=True):
             entry = self.wanted.entries.get(rel)
             path = self.root / rel
-            if entry is None or entry.type is not EntryType.DIR or path.is_symlink():
+            if entry is None or entry.type is not EntryType.DIR:
                 continue
             try:
+                if path.is_symlink():
+                    continue
                 path.chmod(entry.mode)
                 os.utime(path, ns=(entry.mtime_ns, entry.mtime_ns))
             except OSError as error:

@@ -1,6 +1,7 @@
 """Restore puts a workspace back byte for byte, and never writes outside it."""
 
 import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -186,6 +187,27 @@ def test_restore_removes_a_tree_thousands_of_folders_deep(
     assert report.complete, report.notes
     assert report.undone == 3001  # the 3000 folders and the file at the bottom
     assert tree_listing(root) == wanted
+
+
+@pytest.mark.usefixtures("remove_deep_trees")
+def test_a_path_beyond_path_max_is_reported_not_raised(tmp_path: Path) -> None:
+    root, store = _workspace_with(tmp_path, "keep.txt")
+    long_name = "n" * 250
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(20):  # 20 x 251 characters: past PATH_MAX (4096)
+        os.mkdir(long_name, dir_fd=fd)
+        child = os.open(long_name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+    os.close(fd)
+    before = take_snapshot(root, store=store)
+    subprocess.run(["rm", "-rf", str(root / long_name)], check=True)
+
+    report = restore_workspace(root, before, store)
+
+    assert not report.complete
+    assert report.undone + report.left == 20
+    assert report.left > 0 and all("File name too long" in note for note in report.notes)
 
 
 def test_restore_leaves_a_folder_too_deep_to_record_untouched(tmp_path: Path) -> None:
