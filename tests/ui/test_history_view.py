@@ -235,6 +235,8 @@ def test_rerun_streams_its_output_and_stop_ends_it(
     run(_until(lambda: "start-4" in view.details.toPlainText()))
     assert "Re-running demo under Local (no sandbox)" in view.details.toPlainText()
     assert view.stop_button.isEnabled() and not view.rerun_button.isEnabled()
+    run(view.refresh())  # e.g. the History page shown again: the output stays
+    assert "start-4" in view.details.toPlainText()
     window.activateWindow()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
     qtbot.keyClick(view.filter, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)

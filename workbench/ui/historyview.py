@@ -231,8 +231,7 @@ class HistoryView(QWidget):
             self._rerun_cancel = None
             self.runs.setEnabled(True)
             self._update_buttons()
-        await self.refresh()
-        self.select_run(again.run_id)
+        await self.show_run(again.run_id)
         sentence = f"Re-run {again.run_id}: {status_word(again)}: {cause_text(again)}"
         self._say(sentence, status_look(again))
         return again
@@ -300,9 +299,9 @@ class HistoryView(QWidget):
 
     def on_runs_current_item_changed(self, item: QTreeWidgetItem | None) -> None:
         record = self.current_record() if item is not None else None
-        self.details.setPlainText(
-            "" if record is None else export_record(record, ExportFormat.TEXT)
-        )
+        if self._rerun_cancel is None:  # else the pane shows the re-run's output
+            text = "" if record is None else export_record(record, ExportFormat.TEXT)
+            self.details.setPlainText(text)
         self._update_buttons()
 
     def on_rerun_button_clicked(self) -> None:
