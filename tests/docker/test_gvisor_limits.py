@@ -1,5 +1,7 @@
-"""gVisor's process limit against the real engine: RLIMIT_NPROC inside the sandbox, which the
-seccomp filter every command starts under keeps (no user namespace escapes it)."""
+"""gVisor's limits against the real engine: the process limit, RLIMIT_NPROC inside the
+sandbox, which the seccomp filter every command starts under keeps (no user namespace escapes
+it), and a memory bomb that takes the sandbox down, reported without runsc's words in the
+command's stderr."""
 
 import asyncio
 import contextlib
@@ -182,3 +184,24 @@ def test_an_unbounded_fork_bomb_is_swept_and_the_session_goes_on(gvisor: Session
             assert gvisor.run("echo", "alive").result.stdout.text == "alive\n"
     finally:
         engine.close()
+
+
+def test_a_memory_bomb_that_takes_the_sandbox_down_leaves_stderr_to_the_command(
+    docker_runtimes: set[str],
+) -> None:
+    if "runsc" not in docker_runtimes:
+        pytest.skip("the engine has no runsc runtime")
+    session = Session(Posture(PostureId.GVISOR).with_limits(timeout_s=30, memory_bytes=128 * MIB))
+    try:
+        bomb = "import sys\nprint('filling', file=sys.stderr, flush=True)\na = []\n"
+        bomb += "while True: a.append(bytearray(10**7))"
+        result = session.run("python3", "-c", bomb).result
+        assert result.status is RunStatus.OOM_KILLED
+        assert result.stderr.text == "filling\n"
+        assert result.stderr.log_path is not None
+        assert result.stderr.log_path.read_text() == "filling\n"
+        notes = [w.text for w in result.warnings if "runsc reported" in w.text]
+        assert len(notes) == 1 and 'urpc method "containerManager.WaitPID" failed' in notes[0]
+        assert session.run("echo", "alive").result.stdout.text == "alive\n"  # a new sandbox
+    finally:
+        session.close()

@@ -15,9 +15,10 @@ outcomes are the same either way. `stop()` ends runs in flight and removes the c
 (a pooled one is never returned to the pool). The `gvisor` posture is the same executor on
 the `runsc` runtime. A session container's name holds its owner, this process
 (`docker_owner`); each `start()` first removes the session containers of workbenches that were
-killed mid-run, with whatever their skills left running. When the workbench runs as root,
-commands run as uid 1000 and the workspace is lent to that uid for each run (`SharedLoan`, as
-the hardened posture does), then given back.
+killed mid-run, with whatever their skills left running. Under gVisor, what runsc writes into
+the command's stderr as the sandbox stops is moved to the run's notes. When the workbench runs
+as root, commands run as uid 1000 and the workspace is lent to that uid for each run
+(`SharedLoan`, as the hardened posture does), then given back.
 """
 
 import asyncio
@@ -35,7 +36,13 @@ from docker.errors import DockerException
 from workbench.engine import EngineUnreachable, engine_client
 from workbench.errors import ExecutorError
 from workbench.executors.capture import StreamCapture
-from workbench.executors.docker_outcome import ExecEnd, classify, split_exit
+from workbench.executors.docker_outcome import (
+    ExecEnd,
+    classify,
+    sandbox_notes,
+    split_exit,
+    split_sandbox_report,
+)
 from workbench.executors.docker_owner import reap_sessions, session_name
 from workbench.executors.docker_session import DockerSession, ExecStream, Sweep
 from workbench.executors.docker_spec import (
@@ -247,10 +254,12 @@ class DockerExecutor:
         stream: ExecStream | None = None
         tasks: list[asyncio.Task[object]] = []
         sweep: Sweep | None = None
+        reports: list[str] = []  # what runsc wrote into stderr as the sandbox stopped
         ended_by, code, failure, abandoned = EndedBy.SPAWN_ERROR, None, "", False
         try:
             stream = await session.exec(list(request.argv), env, WORKSPACE_MOUNT)
-            pump = asyncio.create_task(_pump(stream, captures, t0))
+            sandbox = session.container_id if self.runtime == "runsc" else ""
+            pump = asyncio.create_task(_pump(stream, captures, t0, sandbox, reports))
             exited: asyncio.Task[int] = asyncio.create_task(stream.exited())
             tasks += [pump, exited]
             ended_by = await first_end(
@@ -319,7 +328,7 @@ class DockerExecutor:
                 status = RunStatus.OOM_KILLED
                 limit = format_bytes(self.posture.limits.memory_bytes)
                 cause = f"memory limit {limit} (cgroup OOM killed the container)"
-        warnings += left_behind_warnings(end.background_killed, status)
+        warnings += left_behind_warnings(end.background_killed, status) + sandbox_notes(reports)
         exit_code, sig = split_exit(code)
         return RunResult(
             run_id=run_id,
@@ -353,6 +362,18 @@ class DockerExecutor:
         return RunResult.not_run(run_id, run_dir, cause, self._card, warnings)
 
 
-async def _pump(stream: ExecStream, captures: dict[Stream, StreamCapture], t0: float) -> None:
+async def _pump(
+    stream: ExecStream,
+    captures: dict[Stream, StreamCapture],
+    t0: float,
+    sandbox: str,
+    reports: list[str],
+) -> None:
+    """Feed the exec's output to the captures; under gVisor (`sandbox`: the container's id)
+    what runsc reports as the sandbox stops goes to `reports` instead (`docker_outcome`)."""
     async for kind, data in stream.chunks():
-        captures[kind].feed(data, time.monotonic() - t0)
+        if sandbox and kind is Stream.STDERR:
+            data, report = split_sandbox_report(data, sandbox)
+            reports += [report] if report else []
+        if data:
+            captures[kind].feed(data, time.monotonic() - t0)

@@ -15,6 +15,12 @@ reported a refused fork ends `limit_exceeded`, its cause saying that the evidenc
 command's own report; one that exited 0 stays `ok`, with the report noted. When every slot
 is taken before the command starts (by a concurrent run, or leftovers still dying), runsc
 refuses the exec itself.
+
+When the gVisor sandbox stops under a command (the container OOM killed, or removed), runsc
+writes its own failure into the exec's stderr ("waiting on pid 4: ... urpc method
+\"containerManager.WaitPID\" failed: EOF"). `split_sandbox_report` takes that out of the
+command's stderr, and `sandbox_notes` gives it back as a note of the run: the engine's words,
+not the command's.
 """
 
 import re
@@ -27,7 +33,7 @@ from workbench.executors.outcome import format_bytes, signal_name
 from workbench.executors.runner import EndedBy
 from workbench.executors.types import RunStatus
 from workbench.monitor.container import CgroupCounters
-from workbench.postures import Limits
+from workbench.postures import Limits, PostureWarning, Severity
 
 READ_ONLY_MARK = "Read-only file system"
 # What runc and runsc print when the exec'd program does not exist.
@@ -39,6 +45,11 @@ FORK_REFUSED = re.compile(
 PYTHON_EAGAIN = "BlockingIOError: [Errno 11] Resource temporarily unavailable"
 # What runsc answers (exit code 126) when it cannot start an exec's process for the same reason.
 EXEC_REFUSED = "in sandbox: try again"
+# What runsc appends to an exec's stderr when it loses the command's process with the sandbox.
+SANDBOX_LOST = re.compile(
+    rb'(?m)^waiting on pid \d+: waiting on PID \d+ in sandbox "(?P<id>[0-9a-f]+)": [^\n]*\n?\Z'
+)
+REPORT_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,3 +159,22 @@ def _risen(before: CgroupCounters | None, after: CgroupCounters | None) -> set[s
 def fork_refused(text: str) -> bool:
     """True when `text` holds a shell's or Python's report of a fork refused with EAGAIN."""
     return bool(FORK_REFUSED.search(text)) or (PYTHON_EAGAIN in text and "fork" in text)
+
+
+def split_sandbox_report(data: bytes, container_id: str) -> tuple[bytes, str]:
+    """A chunk of an exec's stderr under gVisor without the report runsc ends it with when
+    the sandbox of `container_id` stopped under the command, and that report ("" if none)."""
+    match = SANDBOX_LOST.search(data)
+    if match is None or match["id"].decode() != container_id:
+        return data, ""
+    return data[: match.start()], match.group().decode(errors="replace").strip()
+
+
+def sandbox_notes(reports: list[str]) -> tuple[PostureWarning, ...]:
+    """The run's note of what runsc reported as the sandbox stopped (nothing for none)."""
+    if not reports:
+        return ()
+    said = "; ".join(reports)
+    said = said if len(said) <= REPORT_CHARS else f"{said[:REPORT_CHARS]}..."
+    text = f"The gVisor sandbox stopped under the command; runsc reported: {said}"
+    return (PostureWarning(Severity.INFO, text),)

@@ -1,5 +1,6 @@
 """gVisor's process limit (RLIMIT_NPROC, known from the command's report; kept by a seccomp
-filter refusing user namespaces) and network refusal."""
+filter refusing user namespaces), network refusal, and runsc's report of a lost sandbox kept
+out of the command's stderr."""
 
 import os
 import shutil
@@ -9,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from workbench.executors.docker_outcome import ExecEnd, classify, fork_refused
+from workbench.executors.docker_outcome import (
+    ExecEnd,
+    classify,
+    fork_refused,
+    sandbox_notes,
+    split_sandbox_report,
+)
 from workbench.executors.docker_spec import network_refusal
 from workbench.executors.gvisor_seccomp import wrapped
 from workbench.executors.runner import EndedBy
@@ -201,3 +208,18 @@ def test_an_image_without_the_loader_says_so() -> None:
         "seccomp filter that keeps the process limit)",
     )
     assert classify(end(126, missing), LIMITS, "echo", "runc")[1] == "command not found: echo"
+
+
+def test_only_runsc_s_report_on_this_sandbox_ending_the_chunk_leaves_stderr() -> None:
+    sandbox = "ab" * 32
+    report = (
+        f'waiting on pid 4: waiting on PID 4 in sandbox "{sandbox}": '
+        'urpc method "containerManager.WaitPID" failed: EOF\n'
+    )
+    assert split_sandbox_report(b"out\n" + report.encode(), sandbox) == (b"out\n", report.strip())
+    forged = report.replace(sandbox, "cd" * 32).encode()  # a command printing it for another
+    assert split_sandbox_report(forged, sandbox) == (forged, "")
+    followed = report.encode() + b"more\n"  # the command went on: it printed the line itself
+    assert split_sandbox_report(followed, sandbox) == (followed, "")
+    (note,) = sandbox_notes([report.strip()])
+    assert note.text.endswith(report.strip()) and sandbox_notes([]) == ()
