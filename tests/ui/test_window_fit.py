@@ -36,6 +36,8 @@ def test_a_long_name_is_elided_in_the_header_and_never_widens_the_window(
     # the skill view is no longer what sets the window's minimum width
     assert window.view.minimumSizeHint().width() < window.run_panel.minimumSizeHint().width()
     assert window.view.minimumSizeHint().width() < 400
+    assert window.minimumSizeHint().width() <= 1024  # a 1024-px screen holds the window
+    run(window.shutdown())  # ends a reload a watched folder's change may have started
 
 
 def test_the_first_launch_fits_the_screen(
@@ -58,6 +60,7 @@ def test_skill_md_and_its_editor_get_room_at_the_default_size(window: MainWindow
     run(_settle())
     text = window.editor.text
     assert text.viewport().height() >= 8 * text.fontMetrics().lineSpacing()
+    run(window.shutdown())  # ends a reload a watched folder's change may have started
 
 
 def test_broken_front_matter_is_explained_in_its_tab(
@@ -82,6 +85,7 @@ def test_broken_front_matter_is_explained_in_its_tab(
     view.tabs().setCurrentWidget(view._front_page)
     assert view._front.isVisible() and not message.isVisible()
     assert view._front.topLevelItem(0).text(0) == "name"
+    run(window.shutdown())  # ends a reload a watched folder's change may have started
 
 
 async def _settle() -> None:
