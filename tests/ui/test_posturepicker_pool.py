@@ -53,36 +53,40 @@ class FakePool:
 
 
 def test_only_cards_with_a_pool_show_one_at_the_remembered_size(
-    window: MainWindow, settings: QSettings, run: Run
+    qtbot: Any, services: Services, settings: QSettings, run: Run
 ) -> None:
+    window = MainWindow(replace(services, probe_postures=lambda: WITH_DOCKER), settings)
+    qtbot.addWidget(window)
     picker = window.postures
     assert all(not picker.card(p).pool.isVisibleTo(picker) for p in PostureId)
     settings.setValue("pool/docker", 2)
     docker, gvisor = FakePool(), FakePool()
     picker.set_pools({PostureId.DOCKER: docker, PostureId.GVISOR: gvisor}, settings)
+    run(window.load())
     run(picker.shutdown())
     shown = {p for p in PostureId if picker.card(p).pool.isVisibleTo(picker)}
-    assert shown == {PostureId.DOCKER, PostureId.GVISOR}
+    assert shown == {PostureId.DOCKER}  # gVisor has a pool too, but cannot run here
     assert picker.card(PostureId.DOCKER).pool.size_box.value() == 2
     assert (docker.sizes, gvisor.sizes) == ([2], [0])
     assert picker.card(PostureId.GVISOR).pool.size_box.text() == "off"
-    status = picker.card(PostureId.GVISOR).pool.status_line  # the fake probe has no engine
-    assert status.text() == "Warm pool unavailable: the posture cannot run here."
-    assert not picker.card(PostureId.GVISOR).pool.isEnabled()
-
-
-def test_an_available_postures_pool_says_when_it_is_off(
-    qtbot: Any, services: Services, settings: QSettings, run: Run
-) -> None:
-    window = MainWindow(replace(services, probe_postures=lambda: WITH_DOCKER), settings)
-    qtbot.addWidget(window)
-    window.postures.set_pools({PostureId.DOCKER: FakePool()}, settings)
-    card = window.postures.card(PostureId.DOCKER)
-    assert card.pool.status_line.text() == "Warm pool off: every run starts its container."
-    run(window.load())  # the probe's answer keeps the words of an available posture's pool
-    assert card.pool.status_line.text() == "Warm pool off: every run starts its container."
-    assert card.pool.isEnabled()
+    status = picker.card(PostureId.DOCKER).pool.status_line
+    docker.now = PoolStatus(size=0, ready=0, starting=0, key="")
+    picker.on_pool_timer_timeout()
+    assert status.text() == "Warm pool off: every run starts its container."
     run(window.shutdown())
+
+
+def test_an_unavailable_posture_says_nothing_about_its_pool(
+    window: MainWindow, settings: QSettings, run: Run
+) -> None:
+    picker = window.postures  # the test probe has no Docker engine
+    picker.set_pools({PostureId.DOCKER: FakePool(), PostureId.GVISOR: FakePool()}, settings)
+    run(picker.shutdown())
+    for posture in (PostureId.DOCKER, PostureId.GVISOR):
+        card = picker.card(posture)
+        assert not card.pool.isVisibleTo(picker)
+        shown = [label.text() for label in card.findChildren(QLabel) if label.isVisibleTo(card)]
+        assert not any("pool" in text.lower() for text in shown)
 
 
 def test_a_new_size_is_kept_and_the_status_follows_the_pool(

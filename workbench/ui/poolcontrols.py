@@ -3,8 +3,7 @@
 `PoolControls` is a size spin box (0 to `MAX_POOL_SIZE`, 0 shown as "off") and a plain-text
 status line; `pool_text()` words a `PoolStatus` for it ("Warm pool: 2 ready for hello-python
 in a fresh workspace (...)", "starting 1", or why the pool cannot fill). The posture picker
-owns the pools and drives these rows; the row of a posture that cannot run here says only that
-its pool is unavailable.
+owns the pools and drives these rows.
 """
 
 from PySide6.QtWidgets import QHBoxLayout, QSpinBox, QVBoxLayout, QWidget
@@ -23,7 +22,6 @@ class PoolControls(QWidget):
         super().__init__(parent)
         self.setObjectName("warmPool")
         self._noun = noun
-        self._status: PoolStatus | None = None
         self.size_box = QSpinBox(self)
         self.size_box.setRange(0, MAX_POOL_SIZE)
         self.size_box.setSpecialValueText("off")
@@ -49,22 +47,12 @@ class PoolControls(QWidget):
         self.size_box.setValue(min(MAX_POOL_SIZE, int(text)) if text.isdigit() else 0)
         self.size_box.blockSignals(False)
 
-    def set_available(self, available: bool) -> None:
-        """Allow sizing the pool only when its posture can run here."""
-        self.setEnabled(available)
-        if self._status is not None:
-            self.show_status(self._status)
-
     def show_status(self, status: PoolStatus) -> None:
-        """Show what the pool holds now (or that it is unavailable, as its posture is)."""
-        self._status = status
-        text, colour = pool_text(status, self._noun) if self.isEnabled() else _UNAVAILABLE
+        """Show what the pool holds now."""
+        text, colour = pool_text(status, self._noun)
         if self.status_line.text() != text:
             self.status_line.setText(text)
             set_status(self.status_line, colour)
-
-
-_UNAVAILABLE = ("Warm pool unavailable: the posture cannot run here.", "muted")
 
 
 def pool_text(status: PoolStatus, noun: str = "container") -> tuple[str, str]:

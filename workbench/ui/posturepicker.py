@@ -14,12 +14,12 @@ run the skill (never to local). A posture the user chose stays chosen, its card 
 danger colour. The cards form one radio group for the keyboard: Tab lands on the chosen
 posture, the arrow keys choose the next or previous one.
 
-The docker and gvisor cards also show their warm pool (`PoolControls`) once `set_pools()`
-hands the pools over: its size (remembered in the settings) and what it holds now, read from
-`WarmPool.status()` twice a second. `prime()` asks the chosen
-posture's pool to get ready for the next run of a skill, 0.3 s after the last ask (browsing
-skills fills for the one the user stops at); the pool calls run in tasks the picker keeps
-until `shutdown()`.
+The docker, gvisor and quickjs cards also show their warm pool (`PoolControls`) once
+`set_pools()` hands the pools over, while their posture can run here: its size (remembered in
+the settings) and what it holds now, read from `WarmPool.status()` twice a second. `prime()`
+asks the chosen posture's pool to get ready for the next run of a skill, 0.3 s after the last
+ask (browsing skills fills for the one the user stops at); the pool calls run in tasks the
+picker keeps until `shutdown()`.
 """
 
 import asyncio
@@ -132,6 +132,8 @@ class PostureCard(QFrame):
         noun = "worker" if posture_id is PostureId.QUICKJS else "container"
         self.pool = PoolControls(info.title, noun, self)
         self.pool.hide()
+        self._pooled = False  # the posture has a warm pool (shown while the posture can run)
+        self._available = False
         layout.addWidget(self.pool)
         layout.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignLeft)
         layout.addWidget(self.details)
@@ -158,7 +160,13 @@ class PostureCard(QFrame):
         )
         set_status(self.availability, "ok" if availability.available else "muted")
         self.radio.setEnabled(availability.available)
-        self.pool.set_available(availability.available)
+        self._available = availability.available
+        self.pool.setVisible(self._pooled and self._available)
+
+    def show_pool(self) -> None:
+        """Show the warm pool's row (while the posture can run here)."""
+        self._pooled = True
+        self.pool.setVisible(self._available)
 
     def show_unrunnable(self, skill_name: str, reason: str, chosen: bool) -> None:
         """Say that this posture cannot run the selected skill ("" `reason` when it can): why,
@@ -291,7 +299,7 @@ class PosturePicker(QScrollArea):
         for posture_id, pool in self._pools.items():
             card = self._cards[posture_id]
             card.pool.set_size(settings.value(f"pool/{posture_id}", 0))
-            card.pool.show()
+            card.show_pool()
             self._spawn(pool.resize(card.pool.size_box.value()))
         self.on_pool_timer_timeout()
         self._pool_timer.start()
