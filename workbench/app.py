@@ -34,6 +34,7 @@ from PySide6.QtWidgets import QApplication
 from workbench import __version__, desktop, paths
 from workbench.errors import HistoryError, WorkbenchError
 from workbench.executors import implemented_postures
+from workbench.executors.docker_owner import reap_killed_sessions
 from workbench.executors.docker_pool import ContainerPool
 from workbench.executors.quickjs_pool import QuickJsWorkerPool
 from workbench.executors.types import new_run_id
@@ -163,8 +164,11 @@ async def _main(
 
 
 def _probe_postures() -> PostureProbe:
-    """What can run here: the machine must allow it and this build must have its executor."""
+    """What can run here: the machine must allow it and this build must have its executor.
+    Also removes the containers of workbenches killed mid-run (`docker_owner`)."""
     runtimes = docker_engine_runtimes()
+    if runtimes is not None:
+        reap_killed_sessions()
     built = implemented_postures()
     availability = {pid: probe_availability(pid, runtimes) for pid in PostureId}
     for pid, found in availability.items():

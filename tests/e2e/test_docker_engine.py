@@ -98,9 +98,10 @@ def gone(client: docker.DockerClient, container_id: str) -> bool:
 @pytest.mark.parametrize(
     ("posture", "warm", "next_command"),
     [
-        ("docker", False, ("run", "--posture", "docker", "--", "true")),
-        ("gvisor", False, ("pool", "drain")),
-        ("docker", True, ("pool", "status")),
+        ("docker", False, "run"),
+        ("gvisor", False, "pool drain"),
+        ("docker", True, "pool status"),
+        ("docker", False, "gui"),
     ],
 )
 def test_a_workbench_killed_mid_run_leaves_no_container_past_the_next_command(
@@ -110,19 +111,24 @@ def test_a_workbench_killed_mid_run_leaves_no_container_past_the_next_command(
     tmp_path: Path,
     posture: str,
     warm: bool,
-    next_command: tuple[str, ...],
+    next_command: str,
 ) -> None:
     if posture == "gvisor" and "runsc" not in docker_runtimes:
         pytest.skip("the engine has no runsc runtime")
-    options = ("--skill", skill, "--workspace", tmp_path / "ws", "--posture", posture)
+    session = ("--skill", skill, "--workspace", tmp_path / "ws")
+    commands: dict[str, tuple[str | Path, ...]] = {
+        "run": ("run", *session, "--posture", "docker", "--", "true"),
+        "pool drain": ("pool", "drain"),
+        "pool status": ("pool", "status"),
+        "gui": ("gui", "--skills", tmp_path, "--screenshot", tmp_path / "start.png"),
+    }
     client = docker.from_env()
     try:
         if warm:  # the run takes a container `workbench pool fill` started, which has no owner
-            filled = workbench(env, "pool", "fill", *options[:4], "--size", "1")
+            filled = workbench(env, "pool", "fill", *session, "--size", "1")
             assert filled.returncode == 0, filled.stderr
-        container = killed_mid_run(client, env, options)
-        args = [*next_command[:1], *options[:4], *next_command[1:]]
-        after = workbench(env, *(args if next_command[0] == "run" else next_command))
+        container = killed_mid_run(client, env, (*session, "--posture", posture))
+        after = workbench(env, *commands[next_command])
         assert after.returncode == 0, after.stderr
         assert gone(client, container)
     finally:

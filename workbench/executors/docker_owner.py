@@ -9,10 +9,11 @@ labels cannot change after creation. `owner_gone` is true only for an owner that
 machine and is not running now (killed, crashed, or before a reboot): other machines' and other
 users' containers on a shared engine are never touched. `reap_sessions` removes the session
 containers of gone owners: a workbench killed mid-run (`kill -9`) leaves its container and the
-skill's processes in it running, and every executor start and `workbench pool status`/`drain`
-removes them.
+skill's processes in it running, and every executor start, `workbench pool status`/`drain`
+and the app's start (`reap_killed_sessions`) remove them.
 """
 
+import contextlib
 import os
 import re
 import socket
@@ -23,12 +24,14 @@ import docker
 from docker.errors import DockerException
 from requests.exceptions import RequestException
 
+from workbench.engine import engine_client
 from workbench.errors import ExecutorError
 from workbench.executors.docker_session import pooled, remove_container
 from workbench.executors.docker_spec import LABEL_APP
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 SESSION_NAME_PREFIX = "skill-workbench-run-"
+REAP_TIMEOUT_S = 10
 _NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9.-]")  # container names allow [A-Za-z0-9_.-]
 
 
@@ -85,6 +88,20 @@ def reap_sessions(client: docker.DockerClient) -> int:
         except (DockerException, RequestException, ExecutorError):
             pass
     return removed
+
+
+def reap_killed_sessions() -> int:
+    """`reap_sessions` on the engine this process uses (at the app's start); 0 when none
+    answers. Blocking: call it in a thread."""
+    try:
+        client = engine_client(REAP_TIMEOUT_S)
+    except DockerException:  # no engine: nothing to remove
+        return 0
+    with contextlib.closing(client):
+        try:
+            return reap_sessions(client)
+        except (DockerException, RequestException):
+            return 0
 
 
 def _host() -> str:
