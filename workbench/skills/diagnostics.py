@@ -67,24 +67,27 @@ class Code(StrEnum):
     SYMLINK_LOOP = "symlink-loop"
 
 
-_ERRORS = frozenset(
+# The problems that leave no front matter to read (its fields are then unknown).
+UNREADABLE_FRONT_MATTER = frozenset(
     {
-        Code.NOT_A_FOLDER,
-        Code.MISSING_SKILL_MD,
-        Code.NOT_A_REGULAR_FILE,
-        Code.SKILL_MD_LINK,
-        Code.UNREADABLE,
         Code.NO_FRONT_MATTER,
         Code.UNCLOSED_FRONT_MATTER,
         Code.FRONT_MATTER_TOO_LARGE,
         Code.YAML_SYNTAX,
         Code.YAML_TAG,
         Code.YAML_TOO_COMPLEX,
-        Code.DUPLICATE_KEY,
         Code.NOT_A_MAPPING,
-        Code.DESCRIPTION_MISSING,
     }
 )
+_ERRORS = UNREADABLE_FRONT_MATTER | {
+    Code.NOT_A_FOLDER,
+    Code.MISSING_SKILL_MD,
+    Code.NOT_A_REGULAR_FILE,
+    Code.SKILL_MD_LINK,
+    Code.UNREADABLE,
+    Code.DUPLICATE_KEY,
+    Code.DESCRIPTION_MISSING,
+}
 _SPEC_WARNINGS = frozenset(
     {
         Code.INVALID_UTF8,

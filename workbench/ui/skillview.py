@@ -28,7 +28,8 @@ from PySide6.QtWidgets import (
 
 from workbench.ansi import reveal_bidi
 from workbench.postures import POSTURE_INFO
-from workbench.skills import Code, Skill
+from workbench.skills import Skill
+from workbench.skills.diagnostics import UNREADABLE_FRONT_MATTER
 from workbench.skills.preview import CapabilityPreview, preview
 from workbench.ui.filetree import FileBrowser
 from workbench.ui.text import badge_text, diagnostic_counts, plural, tooltip
@@ -38,17 +39,6 @@ from workbench.ui.widgets import plain_label, set_status
 ADVISED_LINES = 500
 ADVISED_TOKENS = 5000
 MIN_ELIDED_CHARS = 12  # an elided label never gets narrower than this many characters
-_UNREADABLE_FRONT_MATTER = frozenset(
-    {
-        Code.NO_FRONT_MATTER,
-        Code.UNCLOSED_FRONT_MATTER,
-        Code.FRONT_MATTER_TOO_LARGE,
-        Code.YAML_SYNTAX,
-        Code.YAML_TAG,
-        Code.YAML_TOO_COMPLEX,
-        Code.NOT_A_MAPPING,
-    }
-)
 _MARKDOWN = QTextDocument.MarkdownFeature(
     QTextDocument.MarkdownFeature.MarkdownDialectGitHub.value
     | QTextDocument.MarkdownFeature.MarkdownNoHTML.value
@@ -351,7 +341,7 @@ class SkillView(QWidget):
             self._front.addTopLevelItem(_value_item(str(key), value))
         self._front.expandAll()
         self._front.setVisible(bool(skill.front_matter))
-        problems = [d for d in skill.diagnostics if d.code in _UNREADABLE_FRONT_MATTER]
+        problems = [d for d in skill.diagnostics if d.code in UNREADABLE_FRONT_MATTER]
         lines = [f"Line {d.line}: {d.message}" if d.line else d.message for d in problems]
         if not lines and not skill.front_matter:
             lines = ["The front matter has no fields."]
