@@ -6,6 +6,7 @@ from dataclasses import replace
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QLabel, QMessageBox, QRadioButton
 
+from tests.ui.conftest import PROBE
 from workbench.errors import PostureError
 from workbench.paths import example_skills_dir
 from workbench.postures import Availability, PostureId
@@ -120,6 +121,20 @@ def test_a_posture_the_user_chose_stays_and_its_card_warns(window: MainWindow) -
     warning = picker.card(PostureId.HARDENED).unrunnable
     assert warning.isVisibleTo(picker) and warning.property("status") == "danger"
     assert warning.text().startswith("Cannot run csv-to-markdown: its command is a .js file")
+
+
+def test_a_chosen_posture_that_goes_away_leaves_the_choice_to_the_skill_again(
+    window: MainWindow,
+) -> None:
+    picker = window.postures
+    window.browser.select_path(example_skills_dir() / "workspace-report")
+    picker.choose(PostureId.QUICKJS)
+    gone = {**PROBE.availability, PostureId.QUICKJS: Availability(False, "Gone.")}
+    picker.set_availability(gone)  # a second probe ("Check again")
+    assert picker.chosen() is PostureId.HARDENED
+    picker.set_availability(PROBE.availability)
+    window.browser.select_path(example_skills_dir() / "csv-to-markdown")
+    assert picker.chosen() is PostureId.QUICKJS  # fitted to the skill, not kept as a choice
 
 
 def test_tab_lands_on_the_chosen_posture_and_arrows_choose(

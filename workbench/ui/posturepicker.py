@@ -370,7 +370,8 @@ class PosturePicker(QScrollArea):
         strongest available posture that can run the selected skill."""
         chosen = self._chosen
         kept = self._user_chose and chosen is not None and self._can_choose(chosen)
-        if not kept:
+        if not kept:  # a choice the machine can no longer run is the user's no more
+            self._user_chose = False
             fitting = [
                 p for p in FITTING_ORDER if self._can_choose(p) and p not in self._unrunnable
             ]
