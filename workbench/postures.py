@@ -255,6 +255,14 @@ def _assess_hardened(posture: Posture) -> list[PostureWarning]:
             "still fill the disk.",
         ),
     ]
+    if os.geteuid() != 0:  # as root, what its throwaway uid leaves is removed after the run
+        warnings.append(
+            PostureWarning(
+                Severity.CAUTION,
+                "Files the skill leaves in /tmp, /var/tmp or /dev/shm and its SysV IPC objects "
+                "stay after the run (the workbench removes them only when it runs as root).",
+            )
+        )
     if posture.confirmed_secret_env:
         names = ", ".join(posture.confirmed_secret_env)
         warnings.append(

@@ -2,12 +2,14 @@
 
 import asyncio
 import os
+import stat
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.contract.conftest import Harness
+from workbench.executors.safe_walk import remove_tree, walk
 from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus
 from workbench.monitor.process import run_tag, tagged_processes
 from workbench.postures import MIB, Posture, PostureId
@@ -97,12 +99,57 @@ def test_card_reads_back_the_applied_limits(hardened: Harness) -> None:
     assert checks["CPU share 1 core(s) (needs a cgroup)"] is False  # honest: not applied
 
 
-def test_private_home_and_tmp_inside_the_run_folder(hardened: Harness) -> None:
+def test_private_home_and_tmp_end_in_the_run_folder(hardened: Harness) -> None:
     result = hardened.run("sh", "-c", 'echo hi > "$HOME/h"; echo "$HOME|$TMPDIR"').result
     assert result.run_dir is not None
     home, tmp = result.stdout.text.strip().split("|")
-    assert (home, tmp) == (str(result.run_dir / "home"), str(result.run_dir / "tmp"))
+    if os.geteuid() == 0:  # a private folder apart, copied in and removed afterwards
+        assert Path(home).parent == Path(tmp).parent != result.run_dir
+        assert not Path(home).parent.exists()
+    else:
+        assert (home, tmp) == (str(result.run_dir / "home"), str(result.run_dir / "tmp"))
     assert (result.run_dir / "home" / "h").read_text() == "hi\n"
+
+
+def test_a_memory_limit_too_small_to_start_anything_is_refused(hardened: Harness) -> None:
+    executor = hardened.start(hardened.posture(memory_bytes=1))
+    result = hardened.run("sh", "-c", "echo hi", executor=executor).result
+    assert result.status is RunStatus.ERROR
+    assert result.cause == (
+        "the memory limit 1 B is too small to start a program (RLIMIT_AS also counts its "
+        "libraries): use at least 4 MiB"
+    )
+    small = hardened.start(hardened.posture(memory_bytes=8 * MIB))
+    loader = hardened.run("python3", "-c", "print(1)", executor=small).result
+    assert loader.status is RunStatus.OOM_KILLED  # the loader's complaint names the limit
+    assert loader.cause == "memory limit 8 MiB (RLIMIT_AS)"
+    smaller = hardened.start(hardened.posture(memory_bytes=4 * MIB))
+    unmapped = hardened.run("python3", "-c", "print(1)", executor=smaller).result
+    assert unmapped.status is RunStatus.FAILED  # the kernel kills it while mapping it
+    assert unmapped.cause.startswith(
+        "killed by signal SIGSEGV; the memory limit 4 MiB (RLIMIT_AS) may have stopped it"
+    )
+
+
+@pytest.mark.parametrize(
+    ("limits", "script", "sign"),
+    [
+        ({"file_size_bytes": MIB}, "head -c 3000000 /dev/zero > big; echo rc=$?", "refused writes"),
+        (
+            {"memory_bytes": 128 * MIB},
+            "python3 -c 'bytearray(300 * 2**20)'; echo survived",
+            "failed allocations",
+        ),
+    ],
+)
+def test_a_limit_a_child_hit_is_noted_when_the_command_succeeds(
+    hardened: Harness, limits: dict[str, int], script: str, sign: str
+) -> None:
+    executor = hardened.start(hardened.posture(**limits))
+    result = hardened.run("sh", "-c", script, executor=executor).result
+    assert result.status is RunStatus.OK
+    assert result.cause.startswith(f"exited with code 0; its stderr shows {sign}: the ")
+    assert result.cause.endswith("may have stopped part of its work")
 
 
 @needs_root
@@ -179,4 +226,99 @@ def test_private_dirs_fall_back_when_the_run_folder_is_closed(
     assert not result.stdout.text.startswith(str(tmp_path))  # a reachable temp folder instead
     assert (result.run_dir / "home" / "h").read_text() == "hi\n"  # moved in afterwards
     assert not Path(result.stdout.text.strip()).exists()
-    assert "moved into the run folder" in result.card.run_as
+    assert "regular files are copied into the run folder" in result.card.run_as
+
+
+def _owners(root: Path) -> set[int]:
+    return {entry.stat.st_uid for entry in walk(root)} | {root.stat().st_uid}
+
+
+def _planted(run_dir: Path) -> list[str]:
+    """What in the run folder is neither a folder nor a regular file (a link, a FIFO)."""
+    return [
+        e.rel
+        for e in walk(run_dir)
+        if not stat.S_ISDIR(e.stat.st_mode) | stat.S_ISREG(e.stat.st_mode)
+    ]
+
+
+@needs_root
+@pytest.mark.parametrize(
+    "script",
+    [
+        'echo destroyed > p; touch "$HOME/../x"',
+        'echo destroyed > p; cd /; rm -rf "$HOME" "$TMPDIR"',
+        'echo destroyed > p; ln -s "$WORKSPACE" "$HOME/ws"; mv "$HOME" "$HOME.gone"',
+    ],
+    ids=["next-to-home", "remove-home", "home-swapped-for-a-link"],
+)
+def test_a_skill_cannot_touch_the_folder_of_its_home(hardened: Harness, script: str) -> None:
+    (hardened.workspace / "p").write_text("precious")
+    result = hardened.run("sh", "-c", f'echo "$HOME"; {script}').result
+    assert result.status is RunStatus.FAILED  # the kernel refused: a clear status, no crash
+    assert "Permission denied" in result.stderr.text
+    assert (hardened.workspace / "p").read_text() == "destroyed\n"
+    assert _owners(hardened.workspace) == {0}  # the workspace is given back
+    private = Path(result.stdout.text.splitlines()[0]).parent
+    assert not private.exists()  # removed
+    assert result.run_dir is not None
+    assert not _planted(result.run_dir)
+
+
+@needs_root
+def test_whatever_a_skill_leaves_in_its_home_it_cannot_stop_the_give_back(
+    hardened: Harness,
+) -> None:
+    deep = "python3 -c \"import os\nfor i in range(1500): os.mkdir('d'); os.chdir('d')\""
+    script = (
+        f'echo "$HOME"; {deep}; cd "$HOME"; {deep}; cd "$HOME"; echo kept > kept.txt; '
+        'ln -s / root; ln -s /etc/shadow "$TMPDIR/shadow"; mkfifo "$TMPDIR/fifo"; '
+        "mkdir closed; echo x > closed/f; chmod 000 closed; chmod 777 ."
+    )
+    result = hardened.run("sh", "-c", script).result
+    assert result.run_dir is not None
+    try:
+        assert result.status is RunStatus.OK, result.stderr.text
+        assert _owners(hardened.workspace) == {0}
+        assert not Path(result.stdout.text.strip()).parent.exists()
+        assert (result.run_dir / "home" / "kept.txt").read_text() == "kept\n"
+        assert (result.run_dir / "home" / "closed" / "f").read_text() == "x\n"
+        assert not _planted(result.run_dir)
+    finally:
+        for deep_tree in (hardened.workspace / "d", result.run_dir / "home" / "d"):
+            remove_tree(deep_tree)  # the fixture's shutil.rmtree cannot
+
+
+@needs_root
+def test_what_the_uid_left_outside_the_workspace_is_removed_and_said(
+    hardened: Harness,
+) -> None:
+    tag = os.urandom(4).hex()
+    left = [
+        Path(f"/tmp/wb-left-{tag}"),
+        Path(f"/var/tmp/wb-left-{tag}"),
+        Path(f"/dev/shm/wb-{tag}"),
+    ]
+    keep = Path(f"/tmp/wb-keep-{tag}")
+    keep.write_text("root's")
+    script = (
+        f"echo a > {left[0]}; mkdir -p {left[1]}/sub; echo b > {left[1]}/sub/f; "
+        f"ln -s {keep} {left[2]}; ipcmk -M 4096 | tr -dc 0-9"
+    )
+    try:
+        result = hardened.run("sh", "-c", script).result
+        assert result.status is RunStatus.OK, result.stderr.text
+        assert not [path for path in left if path.exists() or path.is_symlink()]
+        assert keep.read_text() == "root's"
+        shm_id = result.stdout.text
+        assert shm_id and all(
+            line.split()[1] != shm_id
+            for line in Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+        )
+        notes = [w.text for w in result.warnings if w.text.startswith("Removed what")]
+        assert notes == [
+            "Removed what the command left outside the workspace: 1 file in /tmp, "
+            "1 file in /var/tmp, 1 file in /dev/shm, 1 SysV shared memory segment."
+        ]
+    finally:
+        keep.unlink()

@@ -109,6 +109,7 @@ def test_a_hardened_run_is_the_users_own_and_cannot_read_the_app(
     assert checks["no_new_privs (set-uid programs gain nothing)"] is True
     assert checks["CPU share 1 core(s) (needs a cgroup)"] is False
     assert not any(name.startswith("runs as uid") for name in checks)
+    assert any("/dev/shm" in w["text"] and "stay after" in w["text"] for w in result["warnings"])
     assert user.processes() == []
 
 

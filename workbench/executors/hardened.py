@@ -4,9 +4,12 @@ HOME and TMPDIR, another uid when the app is root, and the whole-tree kill.
 The limits are applied by `limits_exec.py`, exec'd in front of the command (never
 `preexec_fn`). Identity: when the workbench runs as root, commands run as a throwaway uid
 picked per session (a random one above 0x60000000, no passwd entry) so they can neither read
-the app's `/proc/PID/environ` nor share RLIMIT_NPROC with other sessions; the workspace (while
-runs are in flight) and each run's private folders are lent to that uid (`FolderLoan`) and
-given back after. When the workbench is not root it cannot switch users: the command runs as
+the app's `/proc/PID/environ` nor share RLIMIT_NPROC with other sessions; the workspace is lent
+to that uid while runs are in flight (`FolderLoan`) and given back after, whatever happened.
+Its HOME and TMPDIR are then in a private temporary folder the uid may pass but not change:
+afterwards their folders and regular files (never a link the command planted) are copied into
+the run folder and the private folder is removed (`safe_walk`: nothing the command did to it
+can stop that). When the workbench is not root it cannot switch users: the command runs as
 the user, and `start()` makes the app non-dumpable (`PR_SET_DUMPABLE 0`) so the command cannot
 read the app's environment through /proc (side effect: no core dumps of the app and no
 debugger attach without root). Nor can it raise a hard limit: a limit the posture asks above
@@ -19,7 +22,6 @@ import asyncio
 import os
 import resource
 import secrets
-import shutil
 import sys
 import tempfile
 from dataclasses import replace
@@ -30,6 +32,7 @@ import psutil
 from workbench.errors import ExecutorError
 from workbench.executors import limits_exec
 from workbench.executors.env import scrub_env
+from workbench.executors.leftovers import sweep
 from workbench.executors.local import describe_user
 from workbench.executors.outcome import format_bytes
 from workbench.executors.ownership import FolderLoan, SharedLoan, can_reach
@@ -43,12 +46,14 @@ from workbench.executors.readback import (
     requested_rlimits,
 )
 from workbench.executors.runner import Launch
+from workbench.executors.safe_walk import copy_plain, remove_tree
 from workbench.executors.subprocess_base import PreparedRun, RunContext, SubprocessExecutor
 from workbench.executors.types import PostureCard, SessionSpec
 from workbench.interpreter import child_argv
 from workbench.monitor.process import RUN_TAG_ENV
-from workbench.postures import Limits
+from workbench.postures import MIB, Limits, PostureWarning, Severity
 
+MIN_MEMORY_BYTES = 4 * MIB  # below this RLIMIT_AS, even `sh` cannot map its libraries
 RUN_UID_BASE = 0x60000000
 RUN_UID_SPAN = 1 << 28
 WRAPPER = Path(limits_exec.__file__)
@@ -98,16 +103,14 @@ class HardenedRun(PreparedRun):
         rlimits: tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]],
         status_pipe: tuple[int, int],
         run_uid: int | None,
-        loans: list[FolderLoan],
-        moves: list[tuple[Path, Path]],
+        private: tuple[Path, Path] | None,
         workspace_loan: SharedLoan | None,
     ) -> None:
         super().__init__(launch, card, limits)
         self._wanted, self._requested = rlimits  # what the posture asks, what the wrapper asks
         self._read_fd, self._write_fd = status_pipe
         self._run_uid = run_uid
-        self._loans = loans
-        self._moves = moves
+        self._private = private  # (its folder, the run folder) when HOME/TMPDIR live apart
         self._workspace_loan = workspace_loan
         self._error = ""
 
@@ -148,21 +151,29 @@ class HardenedRun(PreparedRun):
             self._write_fd = -1
 
     async def close(self) -> None:
-        """Close the pipe if it was never read, give the folders back, move private dirs."""
+        """Close the pipe if it was never read, keep the private folders' plain files in the
+        run folder and remove them, and give the workspace back (whatever happened)."""
         self._close_write_end()
         if self._read_fd >= 0:
             os.close(self._read_fd)
             self._read_fd = -1
-        await asyncio.to_thread(self._give_back)
-        if self._workspace_loan is not None:
-            await self._workspace_loan.release()
+        try:
+            if self._private is not None:
+                await asyncio.to_thread(_keep_and_remove, *self._private)
+        finally:
+            if self._workspace_loan is not None and await self._workspace_loan.release():
+                await self._sweep()
 
-    def _give_back(self) -> None:
-        _give_back_all(self._loans)
-        for source, target in self._moves:
-            shutil.move(source, target)
-        if self._moves:
-            self._moves[0][0].parent.rmdir()
+    async def _sweep(self) -> None:
+        """Remove what the throwaway uid left outside the workspace (no run of it is left)."""
+        assert self._run_uid is not None
+        if removed := await asyncio.to_thread(sweep, self._run_uid):
+            self.notes += (
+                PostureWarning(
+                    Severity.INFO,
+                    f"Removed what the command left outside the workspace: {', '.join(removed)}.",
+                ),
+            )
 
 
 class HardenedExecutor(SubprocessExecutor):
@@ -186,27 +197,25 @@ class HardenedExecutor(SubprocessExecutor):
     async def _prepare(self, context: RunContext) -> PreparedRun | str:
         session = context.session
         run_uid = self._run_uid
+        if (memory := self.posture.limits.memory_bytes) < MIN_MEMORY_BYTES:
+            amount = format_bytes(memory) if memory >= MIB else f"{memory} B"
+            return (
+                f"the memory limit {amount} is too small to start a program "
+                f"(RLIMIT_AS also counts its libraries): use at least "
+                f"{format_bytes(MIN_MEMORY_BYTES)}"
+            )
         if run_uid is not None and (problem := _unreachable(session, run_uid)):
             return problem
-        private, moves = context.run_dir, []
-        if run_uid is not None and not can_reach(private, run_uid, run_uid):
-            private = Path(tempfile.mkdtemp(prefix=f"workbench-{context.run_id}-"))
-            moves = [(private / name, context.run_dir / name) for name in ("home", "tmp")]
-        home, tmp = private / "home", private / "tmp"
+        folder = context.run_dir  # of HOME and TMPDIR
+        if run_uid is not None:  # out of the run folder, where links could be planted
+            folder = Path(tempfile.mkdtemp(prefix=f"workbench-{context.run_id}-"))
+        home, tmp = folder / "home", folder / "tmp"
         home.mkdir(mode=0o700)
         tmp.mkdir(mode=0o700)
-        loans: list[FolderLoan] = []
-        if run_uid is not None:
-            private_dirs = [private] if moves else [home, tmp]
-            loans = [FolderLoan(folder, run_uid, run_uid) for folder in private_dirs]
-            try:
-                for loan in loans:
-                    await asyncio.to_thread(loan.lend)
-                if self._workspace_loan is not None:
-                    await self._workspace_loan.acquire()
-            except OSError as error:
-                await asyncio.to_thread(_give_back_all, loans)
-                return f"cannot lend the workspace and private folders to uid {run_uid}: {error}"
+        if run_uid is not None and (
+            problem := await _lend_private(folder, run_uid, self._workspace_loan)
+        ):
+            return problem
         fixed = {**context.command_env(), "HOME": str(home), "TMPDIR": str(tmp)}
         app_env = {name: v for name, v in os.environ.items() if name != APP_MARK_ENV}
         env = scrub_env(self.posture, app_env, context.request.env, fixed)
@@ -227,7 +236,7 @@ class HardenedExecutor(SubprocessExecutor):
             posture=self.posture,
             env_kept=env.kept,
             env_dropped=env.dropped,
-            run_as=_run_as(run_uid, home, tmp, bool(moves)),
+            run_as=_run_as(run_uid, home, tmp),
         )
         return HardenedRun(
             launch,
@@ -236,8 +245,7 @@ class HardenedExecutor(SubprocessExecutor):
             (wanted, requested),
             (read_fd, write_fd),
             run_uid,
-            loans,
-            moves,
+            None if run_uid is None else (folder, context.run_dir),
             self._workspace_loan,
         )
 
@@ -280,9 +288,29 @@ def _amount(name: str, value: int) -> str:
     return str(value)
 
 
-def _give_back_all(loans: list[FolderLoan]) -> None:
-    for loan in loans:
-        loan.give_back()
+async def _lend_private(private: Path, run_uid: int, workspace_loan: SharedLoan | None) -> str:
+    """Open `private` (root's) to `run_uid` for passing only, give it the HOME and TMPDIR
+    inside, and join the workspace loan; a sentence when that fails (nothing is left lent)."""
+    try:
+        private.chmod(0o711)  # the command may pass, never add, rename or list entries
+        if not can_reach(private, run_uid, run_uid):
+            raise OSError(f"{private.parent} is closed to other users (set TMPDIR elsewhere)")
+        for folder in (private / "home", private / "tmp"):
+            os.chown(folder, run_uid, run_uid)
+        if workspace_loan is not None:
+            await workspace_loan.acquire()
+    except OSError as error:
+        await asyncio.to_thread(remove_tree, private)
+        return f"cannot lend the workspace and private folders to uid {run_uid}: {error}"
+    return ""
+
+
+def _keep_and_remove(private: Path, run_dir: Path) -> None:
+    """Copy the plain files of the private HOME and TMPDIR into the run folder (never a link
+    the command planted), then remove the private folder whatever the command did to it."""
+    for name in ("home", "tmp"):
+        copy_plain(private / name, run_dir / name)
+    remove_tree(private)
 
 
 def _unreachable(session: SessionSpec, run_uid: int) -> str:
@@ -299,9 +327,12 @@ def _unreachable(session: SessionSpec, run_uid: int) -> str:
     return ""
 
 
-def _run_as(run_uid: int | None, home: Path, tmp: Path, moved: bool) -> str:
+def _run_as(run_uid: int | None, home: Path, tmp: Path) -> str:
     where = f"HOME {home}, TMPDIR {tmp}" + (
-        " (moved into the run folder afterwards)" if moved else ""
+        ""
+        if run_uid is None
+        else " (their folders and regular files are copied into the run "
+        "folder afterwards, links and special files are not)"
     )
     if run_uid is None:
         return (

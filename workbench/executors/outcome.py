@@ -5,6 +5,10 @@ hardened posture, the rlimit the kernel enforced. Rlimits do not announce themse
 file-size limits arrive as signals (SIGXCPU, SIGKILL at the hard CPU limit, SIGXFSZ), while a
 memory or process limit makes a call fail, so those are recognised by the error the command
 printed (`MemoryError`, "Cannot allocate memory", fork failures), and only when it failed.
+When the command succeeded but its stderr shows such signs (a child's refused fork, failed
+allocation or refused write), the status stays `ok` and the cause adds that the limit it names
+may have stopped part of the work: with no cgroup there is no counter to tell for sure. A
+SIGSEGV under the limits says the memory limit may have stopped it, for the same reason.
 
 A command that exits on its own but leaves background processes behind keeps the status its
 exit code earns (0 is `ok`): the leftovers are killed, and the cause says how many, e.g.
@@ -18,7 +22,13 @@ from workbench.executors.runner import EndedBy, ProcessOutcome
 from workbench.executors.types import RunStatus
 from workbench.postures import MIB, Limits, PostureWarning, Severity
 
-MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
+MEMORY_MARKERS = (
+    "MemoryError",
+    "Cannot allocate memory",
+    "std::bad_alloc",
+    "out of memory",
+    "failed to map segment from shared object",  # the loader, with no room for a library
+)
 FORK_MARKERS = ("Resource temporarily unavailable", "fork: retry", "Cannot fork", "can't fork")
 CPU_MARKERS = ("CPU time limit exceeded",)
 FSIZE_MARKERS = ("File size limit exceeded", "File too large")
@@ -72,6 +82,29 @@ def _limit_hit(
     return None
 
 
+def _limit_signs(text: str, limits: Limits) -> str:
+    """The note for a run that succeeded while its stderr shows a limit refusing something."""
+    signs = (
+        (FORK_MARKERS, "refused forks", f"the process limit {limits.pids} (RLIMIT_NPROC)"),
+        (
+            MEMORY_MARKERS,
+            "failed allocations",
+            f"the memory limit {format_bytes(limits.memory_bytes)} (RLIMIT_AS)",
+        ),
+        (
+            FSIZE_MARKERS,
+            "refused writes",
+            f"the file size limit {format_bytes(limits.file_size_bytes)} (RLIMIT_FSIZE)",
+        ),
+        (CPU_MARKERS, "a process over its CPU time", f"RLIMIT_CPU {limits.cpu_seconds} s"),
+    )
+    return "".join(
+        f"; its stderr shows {sign}: {limit} may have stopped part of its work"
+        for markers, sign, limit in signs
+        if _any(text, markers)
+    )
+
+
 def classify(
     outcome: ProcessOutcome, timeout_s: float, limits: Limits | None
 ) -> tuple[RunStatus, str]:
@@ -95,9 +128,16 @@ def classify(
         status, cause = RunStatus.OK, "exited with code 0"
     elif sig is not None:
         status, cause = RunStatus.FAILED, f"killed by signal {signal_name(sig)}"
+        if sig == signal.SIGSEGV and limits is not None:
+            cause += (
+                f"; the memory limit {format_bytes(limits.memory_bytes)} (RLIMIT_AS) may have "
+                "stopped it (a program that cannot map itself or grow its stack gets SIGSEGV)"
+            )
     else:
         status, cause = RunStatus.FAILED, f"exited with code {rc}"
     if outcome.kill.signalled:
         n = outcome.kill.signalled
         cause += f"; killed {n} background process{'es' if n != 1 else ''} it left behind"
+    if status is RunStatus.OK and limits is not None:
+        cause += _limit_signs(outcome.stderr_text, limits)
     return status, cause

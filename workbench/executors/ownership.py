@@ -17,6 +17,8 @@ import os
 import stat
 from pathlib import Path
 
+from workbench.executors.safe_walk import walk
+
 
 class FolderLoan:
     """Ownership of one folder tree lent to `uid`:`gid`."""
@@ -25,41 +27,45 @@ class FolderLoan:
         self.root = root
         self._uid = uid
         self._gid = gid
-        self._owners: dict[str, tuple[int, int]] = {}
-
-    def _entries(self) -> list[str]:
-        paths = [str(self.root)]
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            paths.extend(os.path.join(dirpath, name) for name in (*dirnames, *filenames))  # noqa: PTH118 - many entries, str is cheaper
-        return paths
+        self._owners: dict[str, tuple[int, int]] = {}  # by path below the root ("" for it)
 
     def lend(self) -> None:
         """Chown the tree to the borrower, remembering every owner. Raises OSError.
 
         Regular files with several hard links are skipped (see the module docstring).
         """
-        for path in self._entries():
-            st = os.lstat(path)
-            if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-                continue  # the same file may be outside the folder: never lend it
-            self._owners[path] = (st.st_uid, st.st_gid)
-            os.lchown(path, self._uid, self._gid)
+        st = self.root.stat()
+        self._owners[""] = (st.st_uid, st.st_gid)
+        os.chown(self.root, self._uid, self._gid)
+        for entry in walk(self.root, follow_root=True):
+            st = entry.stat
+            if entry.leaving or (stat.S_ISREG(st.st_mode) and st.st_nlink > 1):
+                continue  # a hard-linked file may also be outside the folder: never lend it
+            self._owners[entry.rel] = (st.st_uid, st.st_gid)
+            os.chown(entry.name, self._uid, self._gid, dir_fd=entry.dir_fd, follow_symlinks=False)
 
     def give_back(self) -> None:
-        """Restore the recorded owners; new entries get the folder's own owner.
+        """Restore the recorded owners; new entries get the folder's own owner. Never raises
+        for what the borrower did to the tree (see `safe_walk`).
 
         Only entries the borrower owns are touched: a hard link it made to someone else's
         file keeps that owner.
         """
-        default = self._owners.get(str(self.root))
+        default = self._owners.get("")
         if default is None:
             return
-        for path in self._entries():
+        try:
+            if self.root.stat().st_uid == self._uid:
+                os.chown(self.root, *default)
+        except OSError:
+            pass
+        for entry in walk(self.root, follow_root=True):
+            if entry.leaving or entry.stat.st_uid != self._uid:
+                continue
+            owner = self._owners.get(entry.rel, default)
             try:
-                st = os.lstat(path)
-                if st.st_uid == self._uid:
-                    os.lchown(path, *self._owners.get(path, default))
-            except FileNotFoundError:
+                os.chown(entry.name, *owner, dir_fd=entry.dir_fd, follow_symlinks=False)
+            except OSError:
                 continue
         self._owners.clear()
 
@@ -83,12 +89,13 @@ class SharedLoan:
                     raise
             self._users += 1
 
-    async def release(self) -> None:
-        """Leave the loan; the last one out gives the folder back."""
+    async def release(self) -> bool:
+        """Leave the loan; the last one out gives the folder back (and gets True)."""
         async with self._lock:
             self._users -= 1
             if self._users == 0:
                 await asyncio.to_thread(self.loan.give_back)
+            return self._users == 0
 
 
 def can_reach(path: Path, uid: int, gid: int, need_read: bool = False) -> bool:

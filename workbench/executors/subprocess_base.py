@@ -63,6 +63,7 @@ class PreparedRun:
     adopt: Spawned | None = None
     finished: "asyncio.Future[None] | None" = None
     outcome: ProcessOutcome | None = None  # set before `close()` when the run got one
+    notes: tuple[PostureWarning, ...] = ()  # what `close()` has to tell about the run
 
     def __init__(self, launch: Launch, card: PostureCard, limits: Limits | None) -> None:
         self.launch = launch
@@ -159,7 +160,7 @@ class SubprocessExecutor(ABC):
         status, cause = classify(outcome, self.posture.limits.timeout_s, prepared.limits)
         if launch_error := prepared.launch_error():
             status, cause = RunStatus.ERROR, launch_error
-        warnings += left_behind_warnings(outcome.kill.signalled, status)
+        warnings += left_behind_warnings(outcome.kill.signalled, status) + prepared.notes
         rc = outcome.returncode
         return RunResult(
             run_id=context.run_id,

@@ -54,6 +54,16 @@ def outcome(
         (outcome(returncode=-9, cpu=10.2), LIMITS, (RunStatus.LIMIT_EXCEEDED, "RLIMIT_CPU 10 s")),
         (outcome(returncode=-9, cpu=1.0), LIMITS, (RunStatus.FAILED, "killed by signal SIGKILL")),
         (
+            outcome(returncode=-signal.SIGSEGV),
+            LIMITS,
+            (
+                RunStatus.FAILED,
+                "killed by signal SIGSEGV; the memory limit 256 MiB (RLIMIT_AS) may have stopped "
+                "it (a program that cannot map itself or grow its stack gets SIGSEGV)",
+            ),
+        ),
+        (outcome(returncode=-11), None, (RunStatus.FAILED, "killed by signal SIGSEGV")),
+        (
             outcome(returncode=-signal.SIGXFSZ),
             LIMITS,
             (RunStatus.LIMIT_EXCEEDED, "file size limit 1 MiB (RLIMIT_FSIZE)"),
@@ -75,8 +85,12 @@ def outcome(
         ),
         (
             outcome(returncode=0, stderr="MemoryError"),
-            LIMITS,  # it recovered: exit 0 is ok
-            (RunStatus.OK, "exited with code 0"),
+            LIMITS,  # it recovered: exit 0 is ok, the limit a note
+            (
+                RunStatus.OK,
+                "exited with code 0; its stderr shows failed allocations: the memory limit "
+                "256 MiB (RLIMIT_AS) may have stopped part of its work",
+            ),
         ),
     ],
 )
@@ -97,6 +111,33 @@ def test_background_leftovers_are_named() -> None:
     status, cause = classify(outcome(signalled=2), 5, None)
     assert status is RunStatus.OK
     assert cause == "exited with code 0; killed 2 background processes it left behind"
+
+
+@pytest.mark.parametrize(
+    ("stderr", "note"),
+    [
+        (
+            "bash: fork: retry: Resource temporarily unavailable\n",
+            "; its stderr shows refused forks: the process limit 64 (RLIMIT_NPROC) may have "
+            "stopped part of its work",
+        ),
+        (
+            "head: error writing 'standard output': File too large\n",
+            "; its stderr shows refused writes: the file size limit 1 MiB (RLIMIT_FSIZE) may "
+            "have stopped part of its work",
+        ),
+        (
+            "Traceback (most recent call last):\nMemoryError\n",
+            "; its stderr shows failed allocations: the memory limit 256 MiB (RLIMIT_AS) may "
+            "have stopped part of its work",
+        ),
+    ],
+)
+def test_an_ok_run_whose_stderr_shows_a_limit_names_it(stderr: str, note: str) -> None:
+    status, cause = classify(outcome(stderr=stderr, signalled=1), 5, LIMITS)
+    assert status is RunStatus.OK  # the command succeeded: a note, not a verdict
+    assert cause == "exited with code 0; killed 1 background process it left behind" + note
+    assert classify(outcome(stderr=stderr), 5, None) == (RunStatus.OK, "exited with code 0")
 
 
 def test_only_an_ok_run_that_left_processes_behind_carries_the_caution() -> None:

@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.executors.test_safe_walk import make_deep
 from workbench.executors.ownership import FolderLoan, can_reach
+from workbench.executors.safe_walk import remove_tree, walk
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
 BORROWER = 0x6FFFFFF0
@@ -64,3 +66,18 @@ def test_can_reach(tmp_path: Path) -> None:
     assert can_reach(open_dir, stranger, stranger) is reachable_parents
     assert can_reach(closed / "inner", stranger, stranger) is False
     assert can_reach(closed / "inner", closed.stat().st_uid, closed.stat().st_gid) is True
+
+
+@needs_root
+def test_a_tree_deeper_than_path_max_is_lent_and_given_back(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    root.mkdir()
+    make_deep(root)
+    loan = FolderLoan(root, BORROWER, BORROWER)
+    loan.lend()
+    owners = {entry.stat.st_uid for entry in walk(root)}
+    assert owners == {BORROWER}
+    loan.give_back()
+    assert {entry.stat.st_uid for entry in walk(root)} == {0}
+    assert root.stat().st_uid == 0
+    assert remove_tree(root)  # shutil.rmtree, pytest's cleanup, cannot
