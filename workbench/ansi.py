@@ -4,7 +4,7 @@
 It keeps only SGR (colours, bold, italic, underline); OSC (titles, clipboard writes through
 OSC 52, hyperlinks), DCS/SOS/PM/APC strings, cursor moves and every other CSI or escape are
 dropped, and so are C0/C1 control characters other than newline and tab. Unicode bidi
-controls, which would reorder what is shown ("evil\u202etxt.exe"), are shown as visible
+controls, which would reorder what is shown ("evil\\u202etxt.exe"), are shown as visible
 markers such as `⟨U+202E⟩` (`reveal_bidi`). A lone carriage return becomes a `rewrite` piece
 (a terminal goes back to the line start; the GUI starts a new line, so no text is hidden);
 `\\r\\n` is a plain newline. Invalid UTF-8 becomes U+FFFD, and sequences split across chunks
