@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QMessageBox
 
 from workbench.postures import PostureId
 from workbench.runs.service import CompletedRun
 from workbench.ui.mainwindow import MainWindow
-from workbench.ui.runcontrols import WORKSPACE_FRESH
+from workbench.ui.runcontrols import WORKSPACE_FRESH, WorkspaceChoice
 from workbench.ui.runpanel import RunPanel
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]
@@ -188,3 +188,22 @@ def test_a_vanished_skill_is_named_in_the_message_bar(
         f"zz-leaving is gone from disk ({folder}); showing {shown.name}."
     )
     assert window.run_panel.command.text() == (shown.command or "")
+
+
+def test_a_skill_named_like_a_setting_keeps_the_folders_of_the_others(
+    qtbot: Any, settings: QSettings, tmp_path: Path
+) -> None:
+    choice = WorkspaceChoice(settings)
+    qtbot.addWidget(choice)
+    first, second = tmp_path / "first", tmp_path / "second"
+    choice.set_skill("x")
+    choice.choose(first)
+    for name in ("recent", "confirmed"):
+        choice.set_skill(name)
+        choice.choose(second)
+    choice.set_skill("x")
+    assert choice.folder() == first.absolute()
+    choice.set_skill("y")
+    assert choice.folder() is None
+    offered = [choice.combo.itemData(i) for i in range(1, choice.combo.count())]
+    assert offered == [str(second.absolute()), str(first.absolute())]

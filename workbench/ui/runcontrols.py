@@ -195,7 +195,9 @@ class WorkspaceChoice(QWidget):
 
     def set_skill(self, skill_name: str | None) -> None:
         """Show the choice remembered for `skill_name` (a fresh folder when none is)."""
-        self._skill_key = skill_key("workspace", skill_name) if skill_name is not None else None
+        self._skill_key = (
+            skill_key("workspace/skills", skill_name) if skill_name is not None else None
+        )
         remembered = self._settings.value(self._skill_key, "") if self._skill_key else ""
         self._fill(Path(remembered) if isinstance(remembered, str) and remembered else None)
 
