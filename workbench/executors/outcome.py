@@ -35,8 +35,10 @@ FSIZE_MARKERS = ("File size limit exceeded", "File too large")
 
 
 def format_bytes(n: int) -> str:
-    """`n` bytes in MiB, e.g. "256 MiB"."""
-    return f"{n / MIB:g} MiB"
+    """`n` bytes in MiB, e.g. "256 MiB" (below 1 MiB in KiB or bytes, e.g. "1 byte")."""
+    if n >= MIB:
+        return f"{n / MIB:g} MiB"
+    return f"{n / 1024:g} KiB" if n >= 1024 else f"{n} byte" + ("s" if n != 1 else "")
 
 
 def left_behind_warnings(killed: int, status: RunStatus) -> tuple[PostureWarning, ...]:

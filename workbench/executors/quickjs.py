@@ -232,7 +232,8 @@ class QuickJsExecutor(SubprocessExecutor):
                 peak_rss_bytes=max(result.peak_rss_bytes, int(report.get("peak_rss_bytes", 0))),
             )
         elif outcome.ended_by is EndedBy.EXIT:
-            status, cause = self._died(outcome)
+            memory_high = any(m.get("type") == "memory_high" for m in prepared.reader.messages)
+            status, cause = self._died(outcome, memory_high)
         else:
             status, cause = classify(outcome, self.posture.limits.timeout_s, None)
         return replace(result, status=status, cause=cause)
@@ -256,8 +257,9 @@ class QuickJsExecutor(SubprocessExecutor):
             return RunStatus.LIMIT_EXCEEDED, f"worker address space {limit} (RLIMIT_AS)"
         return RunStatus.ERROR, error or f"unknown result from the QuickJS worker: {outcome!r}"
 
-    def _died(self, outcome: ProcessOutcome) -> tuple[RunStatus, str]:
-        """Status and cause when the worker ended without a result."""
+    def _died(self, outcome: ProcessOutcome, memory_high: bool) -> tuple[RunStatus, str]:
+        """Status and cause when the worker ended without a result; `memory_high`: the
+        engine's heap had neared its limit (the engine may crash when it runs out)."""
         rc = outcome.returncode
         if rc is None or rc >= 0:
             return RunStatus.ERROR, f"the QuickJS worker exited with code {rc} without a result"
@@ -269,6 +271,11 @@ class QuickJsExecutor(SubprocessExecutor):
             name = signal.Signals(-rc).name
         except ValueError:
             name = f"signal {-rc}"
+        if memory_high:
+            limit = format_bytes(self.posture.limits.memory_bytes)
+            return RunStatus.LIMIT_EXCEEDED, (
+                f"QuickJS memory limit {limit} (the engine crashed with {name} at the limit)"
+            )
         return RunStatus.ERROR, (
             f"the QuickJS worker crashed ({name}): the engine failed on this script; "
             "the app is unaffected"
@@ -279,7 +286,8 @@ def _open_for_worker(workspace: Path, script: Path) -> tuple[int, int]:
     """The workspace folder and the script, opened for a warm worker as a cold one opens them."""
     folder = os.open(workspace, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        return folder, os.open(script, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO cannot block
+        return folder, os.open(script, flags)
     except OSError:
         os.close(folder)
         raise

@@ -6,8 +6,10 @@ name at a time (`openat`-style calls with `dir_fd`, `O_NOFOLLOW`, `follow_symlin
 never through a path string, and refuses any name on the way that is a symbolic link. So a
 link planted in the workspace, or a folder swapped for a link while the script runs, cannot
 lead out: the check and the use are the same system call. Removing a link removes the link
-itself. Caps per run: 16 MiB per read or write, 256 MiB written in all, 1,000 new files, 10,000
-entries per listing. Refusals raise `FsRefused`, whose text the script sees.
+itself. Only regular files are read or written: a named pipe, socket or device is refused
+(opened without blocking and checked on the open descriptor). Caps per run: 16 MiB per read
+or write, 256 MiB written in all, 1,000 new files, 10,000 entries per listing. Refusals raise
+`FsRefused`, whose text the script sees.
 """
 
 import contextlib
@@ -29,6 +31,15 @@ MAX_LIST_ENTRIES = 10_000
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 WRITE_FLAGS = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 class FsRefused(Exception):
@@ -71,7 +82,7 @@ class WorkspaceFs:
             if op == "list":
                 return list_names(fd, name, rel)
             if op == "readText":
-                file_fd = checked_open(fd, name, rel, os.O_RDONLY | os.O_CLOEXEC)
+                file_fd = open_file(fd, name, rel, os.O_RDONLY | os.O_CLOEXEC)
                 return read_capped(file_fd, rel).decode("utf-8", errors="replace")
             if op == "writeText":
                 self.write_text(fd, name, rel, data or "")
@@ -113,7 +124,7 @@ class WorkspaceFs:
                 self.files_created += 1
         if fd < 0:
             try:
-                fd = checked_open(dir_fd, name, rel, WRITE_FLAGS | os.O_TRUNC)
+                fd = open_file(dir_fd, name, rel, WRITE_FLAGS)
             except FileNotFoundError:
                 if self.files_created < MAX_FILES_CREATED:
                     raise
@@ -121,6 +132,7 @@ class WorkspaceFs:
                     f"writing {rel!r} refused: {MAX_FILES_CREATED} new files cap"
                 ) from None
         try:
+            os.ftruncate(fd, 0)
             write_all(fd, data)
         finally:
             os.close(fd)
@@ -158,6 +170,40 @@ def checked_open(dir_fd: int, name: str, rel: str, flags: int) -> int:
         raise
 
 
+def open_file(dir_fd: int, name: str, rel: str, flags: int) -> int:
+    """`checked_open` of a regular file, left blocking; `FsRefused` for anything else.
+
+    Opened with O_NONBLOCK and checked with fstat on the open descriptor, so a named pipe,
+    socket or device (even one swapped in just before) can block neither the open nor a read.
+    """
+    try:
+        fd = checked_open(dir_fd, name, rel, flags | os.O_NONBLOCK)
+    except OSError as error:
+        if error.errno != errno.ENXIO:  # a socket, or a named pipe nobody reads
+            raise
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+        raise FsRefused(f"{rel!r} refused: it is {kind_of(mode)}, not a regular file") from None
+    try:
+        require_regular(fd, rel)
+    except FsRefused:
+        os.close(fd)
+        raise
+    os.set_blocking(fd, True)
+    return fd
+
+
+def require_regular(fd: int, rel: str) -> None:
+    """`FsRefused` unless the open `fd` is a regular file."""
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        raise FsRefused(f"{rel!r} refused: it is {kind_of(mode)}, not a regular file")
+
+
+def kind_of(mode: int) -> str:
+    """What a file of `mode` is, in words (for one that is not a regular file)."""
+    return next((kind for test, kind in KINDS if test(mode)), "a special file")
+
+
 def list_names(dir_fd: int, name: str, rel: str) -> list[str]:
     """The sorted names in folder `name` of `dir_fd`."""
     fd = checked_open(dir_fd, name, rel, DIR_FLAGS)
@@ -182,8 +228,10 @@ def remove(dir_fd: int, name: str) -> None:
 
 
 def read_capped(fd: int, rel: str) -> bytes:
-    """The bytes of the open file `fd` (then closed), if no more than `MAX_READ_BYTES`."""
+    """The bytes of the open regular file `fd` (then closed), if no more than
+    `MAX_READ_BYTES`. Its opener passes O_NONBLOCK, so a named pipe cannot block it."""
     try:
+        require_regular(fd, rel)
         with os.fdopen(fd, "rb", closefd=False) as file:
             data = file.read(MAX_READ_BYTES + 1)
     finally:

@@ -1,8 +1,9 @@
 """The control channel between the app and a QuickJS worker, out of a script's reach.
 
 The worker's stdout and stderr carry nothing but the script's console output. Control messages
-(`ready` once the rlimits are applied, a `host_call` after each fetch, `result` at the end of
-the run) travel on a dedicated pipe passed to the worker with `pass_fds` (for a warm worker,
+(`ready` once the rlimits are applied, a `host_call` after each fetch, `memory_high` once the
+engine's heap nears its limit, `result` at the end of the run) travel on a dedicated pipe
+passed to the worker with `pass_fds` (for a warm worker,
 one end of a socket pair, on which it first says `waiting` and then receives its run, see
 `serve`); JavaScript has no way to write to it (the host API has no descriptor access).
 Whatever a script prints, even bytes that look exactly like a control message, therefore stays

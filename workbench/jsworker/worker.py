@@ -20,11 +20,13 @@ the workspace, and `fetch` only when the posture allows hosts (see `fetch`). No 
 no timers. Every host function returns a JSON envelope and never raises: a Python exception
 inside a callable leaves the binding in an error state ("returned a result with an exception
 set"). Strings cross as JSON, since the binding passes them as C strings that end at the first
-NUL. Console output is capped at 64 MiB per run (then one notice).
+NUL. Console output is capped at 64 MiB per run: the call that crosses it is cut there, and
+a notice on stderr says in which stream and after which byte.
 
-After the script, pending promise jobs run to the end. If the script's completion value is a
-promise (`main();` with an async `main`) and it rejects, the run fails; other unhandled
-rejections go unseen, as the binding exposes no rejection tracker.
+After the script, pending promise jobs run to the end. A promise rejected with no handler by
+then (an error thrown in a `.then` callback or an async function, the engine's memory limit
+hit in a job) fails the run as an uncaught error does, with its message and stack, or is the
+memory limit; the engine's rejection tracker finds them (see `rejections`).
 
 Why no in-VM time limit: the binding refuses every call from JavaScript into Python while a
 time limit is set ("Can not call into Python with a time limit set"), and `console` and `fs`
@@ -49,8 +51,9 @@ from typing import Any, NamedTuple
 
 from workbench.jsworker.fs import MIB, FsRefused, WorkspaceFs, read_capped
 from workbench.jsworker.protocol import encode_message, write_all
+from workbench.jsworker.rejections import RejectionTracker
 
-MAX_OUTPUT_BYTES = 64 * MIB  # console output of a run; the rest is dropped
+MAX_OUTPUT_BYTES = 64 * MIB  # console output of a run; the rest is dropped (the notice says)
 
 # The host API, built in one closure so the raw callables never stay reachable as globals.
 PRELUDE = r"""
@@ -66,8 +69,11 @@ PRELUDE = r"""
     catch (e) { return String(v); }
   };
   // Strings cross to Python as JSON: a C string would end at the first NUL character.
+  // One past the output cap in UTF-16 units is more than the cap in bytes: Python cuts it.
   const line = (stream) => function __workbench_console(...parts) {
-    write(JSON.stringify([stream, wellFormed(parts.map(show).join(" ") + "\n")]));
+    const text = parts.map(show).join(" ") + "\n";
+    const kept = text.length > CAP_UNITS ? text.slice(0, CAP_UNITS) : text;
+    write(JSON.stringify([stream, wellFormed(kept)]));
   };
   const call = function __workbench_fs(op, path, data) {
     const text = data === undefined ? null : wellFormed(String(data));
@@ -113,39 +119,36 @@ delete globalThis.__workbench_fs_call;
 delete globalThis.__workbench_fetch_call;
 """
 
-# Watches the script's completion value: when the script ends in a promise (`main();` with an
-# async `main`), a rejection of it fails the run instead of vanishing with the job queue.
-TRACK_COMPLETION = r"""
-(function () {
-  let failure;
-  return function __workbench_track(value, read) {
-    if (read) return failure === undefined ? null : String(failure) + "\n" + (failure?.stack || "");
-    if (value instanceof Promise) value.then(undefined, (e) => { failure = e; });
-    return null;
-  };
-})()
-"""
-
 
 class Host:
     """The Python side of the host API for one run. Its callables never raise."""
 
     def __init__(self, fs: WorkspaceFs) -> None:
         self.fs = fs
-        self.output_bytes = 0
+        self.output_bytes = 0  # both streams; past MAX_OUTPUT_BYTES once output was cut
+        self.stream_bytes = {1: 0, 2: 0}
 
     def write(self, payload: str) -> None:
-        """Write console text, JSON [stream, text], to stdout (stream 1) or stderr (2)."""
+        """Write console text, JSON [stream, text], to stdout (stream 1) or stderr (2); cut it
+        where the run's output reaches `MAX_OUTPUT_BYTES`, and say where on stderr."""
         try:
             stream, text = json.loads(payload)
+            fd = 2 if stream == 2 else 1
             data = str(text).encode("utf-8", errors="replace")
-            if self.output_bytes + len(data) > MAX_OUTPUT_BYTES:
-                if self.output_bytes <= MAX_OUTPUT_BYTES:
-                    write_all(2, b"[workbench: 64 MiB of console output; the rest is dropped]\n")
-                self.output_bytes = MAX_OUTPUT_BYTES + 1
+            room = MAX_OUTPUT_BYTES - self.output_bytes
+            if room < 0:
                 return
-            self.output_bytes += len(data)
-            write_all(2 if stream == 2 else 1, data)
+            write_all(fd, data[:room])
+            self.output_bytes += min(len(data), room)
+            self.stream_bytes[fd] += min(len(data), room)
+            if len(data) > room:
+                self.output_bytes = MAX_OUTPUT_BYTES + 1
+                name, kept = ("stdout", "stderr")[fd - 1], self.stream_bytes[fd]
+                notice = (
+                    f"[workbench: a run prints at most 64 MiB of console output: {name} is cut "
+                    f"after byte {kept}, and everything after it is dropped]\n"
+                )
+                write_all(2, ("\n" if fd == 2 else "").encode() + notice.encode())
         except BrokenPipeError:
             os._exit(1)  # the app closed the output: nobody watches this run any more
         except Exception:  # never let an exception reach the binding
@@ -194,7 +197,7 @@ def open_run(request: dict[str, Any]) -> Opened:
     if request["fetch"] is not None:  # its modules, while the standard library is readable
         importlib.import_module("workbench.jsworker.fetch")
     fs = WorkspaceFs(Path(request["workspace"]))
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO cannot block
     try:
         return Opened(fs, read_capped(os.open(request["script_path"], flags), display).decode(), "")
     except (OSError, FsRefused, UnicodeDecodeError) as error:
@@ -220,40 +223,65 @@ def run(request: dict[str, Any], control_fd: int, opened: Opened | None = None) 
     if source is None:
         return {"type": "result", "outcome": "bad_script", "error": problem}
     host = Host(fs)
+
+    def report(message: dict[str, Any]) -> None:
+        try:
+            write_all(control_fd, encode_message(message))
+        except OSError:
+            os._exit(1)  # the app closed the control pipe: nobody watches this run any more
+
+    # The host API is set up before the memory limit, so whatever limit the posture has, the
+    # only allocations that can hit it are the script's (and it is reported as the limit).
     context = quickjs.Context()
-    context.set_memory_limit(int(request["memory_limit"]))
     context.set_max_stack_size(int(request["stack_limit"]))
     context.add_callable("__workbench_write", host.write)
     context.add_callable("__workbench_fs_call", host.fs_call)
     if request["fetch"] is not None:
         from workbench.jsworker.fetch import Fetcher  # only a run that may fetch imports it
 
-        def report(message: dict[str, Any]) -> None:
-            try:
-                write_all(control_fd, encode_message(message))
-            except OSError:
-                os._exit(1)  # the app closed the control pipe: nobody watches this run any more
-
         fetcher = Fetcher(request["fetch"], request["started_at"], request["deadline"], report)
         context.add_callable("__workbench_fetch_call", fetcher.call)
-    context.eval(PRELUDE.replace("ARGS", json.dumps(json.dumps(request["args"]))))
-    track = context.eval(TRACK_COMPLETION)
+    prelude = PRELUDE.replace("CAP_UNITS", str(MAX_OUTPUT_BYTES + 1))
+    context.eval(prelude.replace("ARGS", json.dumps(json.dumps(request["args"]))))
+    try:  # memory_high: an engine crash from then on is the memory limit
+        tracker = RejectionTracker(quickjs, context, lambda: report({"type": "memory_high"}))
+    except RuntimeError as error:  # another binding version
+        return {"type": "result", "outcome": "error", "error": f"cannot track rejections: {error}"}
+    context.set_memory_limit(int(request["memory_limit"]))
     try:
-        track(context.eval(source), False)
+        context.eval(source)
         while context.execute_pending_job():
             pass
-        rejection = track(None, True)
+        rejections = tracker.unhandled()
     except quickjs.StackOverflow as error:
         return js_failure("stack_overflow", clean_stack(str(error), display))
     except quickjs.JSException as error:
         text = clean_stack(str(error), display)
-        outcome = "memory" if text.startswith("InternalError: out of memory") else "js_error"
-        return js_failure(outcome, text)
+        tracker.poll(None, None)
+        return uncaught(text, text == "null" and tracker.near_memory_limit())
     except MemoryError:
         return {"type": "result", "outcome": "address_space", "error": "MemoryError"}
-    if rejection is not None:
-        return js_failure("js_error", "(in promise) " + clean_stack(rejection, display))
+    finally:
+        tracker.close()
+    if rejections:
+        first = rejections[0]
+        more = len(rejections) - 1
+        note = f"\n[workbench: {more} more unhandled promise rejection(s)]" if more else ""
+        return uncaught(
+            clean_stack(first.text, display), first.out_of_memory, "(in promise) ", note
+        )
     return {"type": "result", "outcome": "ok"}
+
+
+def uncaught(text: str, out_of_memory: bool, prefix: str = "", note: str = "") -> dict[str, Any]:
+    """The result for an uncaught `text`: the engine's memory limit, or a JavaScript error.
+
+    `out_of_memory`: the value was no error (`null`) because the engine had no memory left.
+    """
+    if out_of_memory:
+        text = "InternalError: out of memory (the engine had none left to build its error)"
+    memory = text.startswith("InternalError: out of memory")
+    return js_failure("memory" if memory else "js_error", prefix + text + note)
 
 
 def js_failure(outcome: str, text: str) -> dict[str, Any]:

@@ -11,6 +11,8 @@ import asyncio
 import ctypes
 import json
 import os
+import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -191,6 +193,61 @@ def test_a_rejected_completion_promise_fails_the_run(env: Env) -> None:
     assert "Uncaught (in promise) TypeError: late\n    at main (main.js" in result.stderr.text
 
 
+def test_an_error_thrown_in_a_promise_job_fails_the_run(env: Env) -> None:
+    source = 'Promise.resolve().then(() => {\n  throw new Error("boom in job");\n});\n0;\n'
+    result = run(env, source)
+    assert result.status is RunStatus.FAILED
+    assert result.cause == "uncaught JavaScript error: (in promise) Error: boom in job"
+    assert "Uncaught (in promise) Error: boom in job\n    at <anonymous> (main.js" in (
+        result.stderr.text
+    )
+
+
+def test_a_rejection_handled_later_and_a_caught_one_are_no_failure(env: Env) -> None:
+    source = """
+    const late = Promise.reject(new Error("handled later"));
+    Promise.resolve().then(() => late.catch(() => console.log("late caught")));
+    (async () => { try { await Promise.reject(1); } catch (e) { console.log("caught", e); } })();
+    """
+    result = run(env, source)
+    assert result.status is RunStatus.OK, result.stderr.text
+    assert sorted(result.stdout.text.splitlines()) == ["caught 1", "late caught"]
+
+
+def test_every_unhandled_rejection_is_counted_and_the_first_shown(env: Env) -> None:
+    source = (
+        "new Promise((_, reject) => reject('first'));\nPromise.reject(new TypeError('second'));\n"
+    )
+    result = run(env, source)
+    assert result.status is RunStatus.FAILED
+    assert result.cause == "uncaught JavaScript error: (in promise) first"
+    assert result.stderr.text == (
+        "Uncaught (in promise) first\n[workbench: 1 more unhandled promise rejection(s)]\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "Promise.resolve().then(() => {\n"
+        "  const a = []; while (true) a.push('x'.repeat(1000) + a.length);\n});\n0;",
+        "Promise.resolve().then(function loop() { return Promise.resolve().then(loop); });\n0;",
+    ],
+    ids=["bomb-in-a-job", "endless-job-chain"],
+)
+def test_the_memory_limit_hit_in_a_promise_job_is_the_limit(env: Env, source: str) -> None:
+    result = run(env, source, memory_bytes=64 * MIB)
+    assert result.status is RunStatus.LIMIT_EXCEEDED, result.cause
+    assert result.cause.startswith("QuickJS memory limit 64 MiB"), result.cause
+
+
+def test_a_memory_limit_too_small_for_anything_is_the_limit(env: Env) -> None:
+    result = run(env, "console.log('hi');", memory_bytes=1)
+    assert result.status is RunStatus.LIMIT_EXCEEDED, result.cause
+    assert result.cause == "QuickJS memory limit 1 byte"
+    assert "Uncaught InternalError: out of memory" in result.stderr.text
+
+
 def test_stop_cancels_the_run(env: Env) -> None:
     result, _ = asyncio.run(_run(env, "while (true) {}", cancel_after=0.5))
     assert result.status is RunStatus.CANCELLED
@@ -328,12 +385,57 @@ def test_fs_writes_never_escape_through_a_folder_swapped_for_a_link(env: Env) ->
     assert list(env.outside.iterdir()) == []
 
 
-def test_console_output_is_capped_per_run(env: Env) -> None:
-    source = "const line = 'x'.repeat(1023); for (let i = 0; i < 70000; i++) console.log(line);"
-    result = run(env, source)
-    assert result.status is RunStatus.OK
-    assert result.stdout.total_bytes == 64 * 1024 * 1024
-    assert result.stderr.text == "[workbench: 64 MiB of console output; the rest is dropped]\n"
+def test_fs_refuses_named_pipes_sockets_and_devices_without_blocking(env: Env) -> None:
+    os.mkfifo(env.workspace / "fifo")
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(env.workspace / "sock"))
+    names = ["fifo", "sock"]
+    if os.geteuid() == 0:
+        os.mknod(env.workspace / "null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        names.append("null")
+    source = f"""
+    for (const p of {json.dumps(names)}) {{
+      for (const f of [() => fs.readText(p), () => fs.writeText(p, "x")]) {{
+        try {{ f(); console.log("ALLOWED"); }} catch (e) {{ console.log(e.message); }}
+      }}
+    }}
+    """
+    result = run(env, source, timeout_s=5)
+    assert result.status is RunStatus.OK, result.cause
+    kinds = {"fifo": "a named pipe (FIFO)", "sock": "a socket", "null": "a character device"}
+    assert result.stdout.text.splitlines() == [
+        f"fs.{op}: '{name}' refused: it is {kinds[name]}, not a regular file"
+        for name in names
+        for op in ("readText", "writeText")
+    ]
+
+
+def test_console_output_is_cut_at_the_cap_inside_one_call(env: Env) -> None:
+    source = 'console.log("first line");\nconsole.log("z".repeat(70e6));\nconsole.log("last");\n'
+    result = run(env, source, timeout_s=60)
+    assert result.status is RunStatus.OK, result.cause
+    assert result.stdout.total_bytes == 64 * MIB
+    assert result.stdout.log_path is not None
+    with result.stdout.log_path.open("rb") as log:
+        assert log.read(16) == b"first line\nzzzzz"
+    assert result.stderr.text == (
+        "[workbench: a run prints at most 64 MiB of console output: stdout is cut after byte "
+        f"{64 * MIB}, and everything after it is dropped]\n"
+    )
+
+
+def test_console_output_cut_in_stderr_is_said_on_a_line_of_its_own(env: Env) -> None:
+    source = "console.log('x'.repeat(1000));\nconsole.error('e'.repeat(64 * 1024 * 1024));\n"
+    result = run(env, source, timeout_s=60)
+    assert result.stdout.text == "x" * 1000 + "\n"
+    cut = 64 * MIB - 1001
+    assert result.stderr.total_bytes > cut
+    assert result.stderr.log_path is not None
+    tail = result.stderr.log_path.read_bytes()[cut - 3 :].decode()
+    assert tail == (
+        "eee\n[workbench: a run prints at most 64 MiB of console output: stderr is cut after "
+        f"byte {cut}, and everything after it is dropped]\n"
+    )
 
 
 def test_fs_size_caps(env: Env) -> None:
