@@ -150,13 +150,29 @@ def test_restore_asks_naming_the_losses_then_brings_files_back(
     assert not view.restore_button.isEnabled()
 
 
-def test_a_refused_restore_says_why(view: ChangesView, done: CompletedRun, run: Run) -> None:
+@pytest.mark.parametrize("anyway", [False, True])
+def test_a_refused_restore_says_why_and_can_restore_anyway(
+    view: ChangesView, done: CompletedRun, run: Run, anyway: bool
+) -> None:
     _show(view, done, run)
-    (done.record.workspace / "later.txt").write_text("made after the run")
+    later = done.record.workspace / "later.txt"
+    later.write_text("made after the run")
     run(_restore(view))
     assert view.restore_status.text().startswith("Not restored: The workspace changed after")
-    assert (done.record.workspace / "later.txt").exists()
+    assert later.exists()
     assert view.restore_button.isEnabled()
+    box = view.confirmation_box()
+    assert box is not None and box.windowTitle() == "Restore anyway?"
+    if not anyway:
+        box.button(QMessageBox.StandardButton.Cancel).click()
+        assert view.confirmation_box() is None and later.exists()
+        return
+    accept = next(b for b in box.buttons() if b.text() == "Restore and lose those changes")
+    accept.click()
+    run(view.settle())
+    assert view.restore_status.text().startswith("Restored:"), view.restore_status.text()
+    assert not later.exists()
+    assert (done.record.workspace / "keep.txt").read_text() == "old\n"
 
 
 def test_split_rows_pair_removals_with_additions() -> None:

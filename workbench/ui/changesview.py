@@ -6,7 +6,9 @@ type and permission changes, what changed. Selecting a file computes its diff wi
 `workbench.workspace.diff.text_diff` in a thread and shows it in a `DiffView`; a file over the
 diff caps can be diffed anyway up to the hard cap. "Restore workspace" first names what will be
 lost, in a window-modal box opened with `open()`, then calls `runs.restore.restore_run` in a
-thread and says what it did. During a run, `watch()` walks the workspace every 0.5 s with stat only
+thread and says what it did; when the workspace changed after the run (the user's own edits in
+their folder, say), the refusal asks whether to restore anyway and lose those changes.
+During a run, `watch()` walks the workspace every 0.5 s with stat only
 (no hashing) and lists the paths that changed so far, with when each was first seen. Paths
 are hostile text: they are shown as plain text.
 """
@@ -35,6 +37,7 @@ from workbench.errors import WorkbenchError, WorkspaceError
 from workbench.runs.restore import restore_run
 from workbench.runs.service import CompletedRun, RunService
 from workbench.ui.diffview import DiffView
+from workbench.ui.historyview import ask
 from workbench.ui.text import format_size, plural, tooltip
 from workbench.ui.theme import StatusColors, status_colors
 from workbench.ui.widgets import plain_label, set_status
@@ -235,8 +238,11 @@ class ChangesView(QWidget):
             self.restore_now()
         box.deleteLater()
 
+    def on_force_question_finished(self, _result: int) -> None:
+        self._confirm = None
+
     def confirmation_box(self) -> QMessageBox | None:
-        """The open "restore the workspace?" question, if one is open."""
+        """The open "restore the workspace?" (or "restore anyway?") question, if one is open."""
         return self._confirm
 
     # Internals --------------------------------------------------------------------------
@@ -320,18 +326,20 @@ class ChangesView(QWidget):
         else:
             self.diff.show_diff(title, diff.text)
 
-    async def _restore(self, done: CompletedRun) -> None:
+    async def _restore(self, done: CompletedRun, force: bool = False) -> None:
         self.restore_status.show()
         self.restore_status.setText("Restoring the workspace…")
         set_status(self.restore_status, "muted")
         try:
             report: RestoreReport = await asyncio.to_thread(
-                restore_run, self._service.layout, done.record
+                restore_run, self._service.layout, done.record, force=force
             )
         except WorkbenchError as error:
             self.restore_status.setText(f"Not restored: {error}")
             set_status(self.restore_status, "danger")
             self.restore_button.setEnabled(True)
+            if not force:  # refused: the workspace changed since (the user's own edits?)
+                self._ask_force(done, str(error))
             return
         if report.complete:
             text = (
@@ -344,6 +352,15 @@ class ChangesView(QWidget):
             set_status(self.restore_status, "danger")
         self.restore_status.setText(text)
         self.counts.setText(f"{summary(done.result.changes)} (restored since)")
+
+    def _ask_force(self, done: CompletedRun, reason: str) -> None:
+        def force() -> None:
+            self.restore_button.setEnabled(False)
+            self._spawn(self._restore(done, force=True))
+
+        box = ask(self, "Restore anyway?", reason, "Restore and lose those changes", force)
+        box.finished.connect(self.on_force_question_finished)
+        self._confirm = box
 
     def _spawn(self, coroutine: object) -> "asyncio.Task[None]":
         task: asyncio.Task[None] = asyncio.ensure_future(coroutine)  # type: ignore[arg-type]

@@ -41,6 +41,7 @@ from workbench.postures import (
     Severity,
     assess,
 )
+from workbench.ui.historyview import ask
 from workbench.ui.text import tooltip
 from workbench.ui.widgets import set_status
 
@@ -226,22 +227,19 @@ class WorkspaceChoice(QWidget):
         """Ask once whether skills may change the files in `folder`; `then` runs on yes."""
         if self._question is not None:
             return
-        box = QMessageBox(self)
-        box.setIcon(QMessageBox.Icon.Warning)
-        box.setWindowTitle("Run in your folder?")
-        box.setTextFormat(Qt.TextFormat.PlainText)
-        box.setText(f"The skill will be able to change, add and delete files in {folder}.")
-        box.setInformativeText(
+
+        def confirmed() -> None:
+            confirmations = settings_strings(self._settings, CONFIRMED_KEY)
+            self._settings.setValue(CONFIRMED_KEY, [*confirmations, str(folder)])
+            then()
+
+        text = (
+            f"The skill will be able to change, add and delete files in {folder}.\n\n"
             "The workbench copies every file there before each run, so Restore workspace… "
             "can put the folder back as it was. You are asked once for each folder."
         )
-        box.addButton("Run in this folder", QMessageBox.ButtonRole.AcceptRole)
-        keep = box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(keep)
-        box.setEscapeButton(keep)
-        box.finished.connect(lambda _result: self._on_question_finished(box, folder, then))
-        self._question = box
-        box.open()
+        self._question = ask(self, "Run in your folder?", text, "Run in this folder", confirmed)
+        self._question.finished.connect(self.on_question_finished)
 
     def question(self) -> QMessageBox | None:
         """The open "run in your folder?" question, if one is open."""
@@ -251,6 +249,9 @@ class WorkspaceChoice(QWidget):
 
     def on_combo_activated(self, _index: int) -> None:
         self.choose(self.folder())
+
+    def on_question_finished(self, _result: int) -> None:
+        self._question = None
 
     def on_choose_button_clicked(self) -> None:
         dialog = QFileDialog(self, "Choose the workspace folder")
@@ -263,16 +264,6 @@ class WorkspaceChoice(QWidget):
         dialog.open()
 
     # Internals --------------------------------------------------------------------------
-
-    def _on_question_finished(
-        self, box: QMessageBox, folder: Path, then: Callable[[], None]
-    ) -> None:
-        self._question = None
-        if box.buttonRole(box.clickedButton()) == QMessageBox.ButtonRole.AcceptRole:
-            confirmed = settings_strings(self._settings, CONFIRMED_KEY)
-            self._settings.setValue(CONFIRMED_KEY, [*confirmed, str(folder)])
-            then()
-        box.deleteLater()
 
     def _fill(self, chosen: Path | None) -> None:
         """List a fresh folder and the recent folders, with `chosen` current."""
