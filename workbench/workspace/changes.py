@@ -50,19 +50,17 @@ class FileChange:
     after_target: str | None = None
 
 
-_CONTROL = {code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0))}
-
-
 def path_text(path: str) -> str:
-    r"""`path` as text that names exactly one path: a backslash shown as `\\`, a control
-    character or a byte that is not UTF-8 (a surrogate escape) as `\xNN`.
+    r"""`path` as text that names exactly one path: a backslash doubled, a byte that is not
+    UTF-8 (held as a surrogate escape) as `\xNN`.
 
     Without the doubled backslash, a file named `c` + byte 0xff and one literally named
-    `c\xff` would read the same.
+    `c\xff` would read the same. Control characters are kept: whoever shows the text to a
+    person escapes them (`plain_text`), and the `\` they start with cannot be confused either.
     """
-    if path.isprintable() and "\\" not in path:
+    if "\\" not in path and path.isascii():
         return path
-    escaped = path.replace("\\", "\\\\").translate(_CONTROL)
+    escaped = path.replace("\\", "\\\\")
     return escaped.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 

@@ -316,5 +316,5 @@ def test_two_paths_never_read_alike(tmp_path: Path) -> None:
 
     shown = {path_text(change.path): change.kind for change in changes}
     assert shown == {"c\\xff": ChangeKind.MODIFIED, "c\\\\xff": ChangeKind.DELETED}
-    assert path_text("new\nline") == "new\\x0aline"
+    assert path_text("new\nline") == "new\nline"  # whoever shows it escapes control characters
     assert path_text("plain/é.txt") == "plain/é.txt"
