@@ -221,10 +221,10 @@ class DockerSession:
     async def oom_killed(self) -> bool:
         """True when the engine says the kernel killed the container for memory.
 
-        The engine may learn of the OOM kill a little after the container stopped: ask for
-        up to a second.
+        The engine may learn of the OOM kill a little after the container stopped (seconds
+        on a loaded machine): ask for up to three seconds.
         """
-        for _ in range(10):
+        for _ in range(30):
             if (await self._state()).get("OOMKilled") is True:
                 return True
             await asyncio.sleep(0.1)
