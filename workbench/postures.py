@@ -32,6 +32,19 @@ class Network(StrEnum):
     BRIDGE = "bridge"
 
 
+CONTAINER_POSTURES = (PostureId.DOCKER, PostureId.GVISOR)
+
+
+def network_reach(posture_id: PostureId, network: Network, fetch_hosts: tuple[str, ...]) -> str:
+    """What a run's network really was under `posture_id`, in words (the posture's `network`
+    setting is only honoured by containers; QuickJS has no network but its `fetch`)."""
+    if posture_id in CONTAINER_POSTURES:
+        return "off" if network is Network.NONE else "ON (bridge)"
+    if posture_id is PostureId.QUICKJS:
+        return f"fetch only, to {', '.join(fetch_hosts)}" if fetch_hosts else "off"
+    return "not blocked: the host's network"
+
+
 class Severity(StrEnum):
     """How loud a posture warning is: `danger` for no isolation or a loosened control."""
 

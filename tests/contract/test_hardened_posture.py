@@ -97,6 +97,7 @@ def test_card_reads_back_the_applied_limits(hardened: Harness) -> None:
     assert checks["RLIMIT_CORE 0"] is True
     assert checks["no_new_privs (set-uid programs gain nothing)"] is True
     assert checks["CPU share 1 core(s) (needs a cgroup)"] is False  # honest: not applied
+    assert checks["network off (the host's network stays reachable)"] is False
 
 
 def test_private_home_and_tmp_end_in_the_run_folder(hardened: Harness) -> None:

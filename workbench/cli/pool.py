@@ -20,7 +20,7 @@ from workbench.cli.output import emit_json, warn
 from workbench.cli.run import add_posture_options, posture_from_args
 from workbench.errors import UsageError, WorkbenchError
 from workbench.executors.types import SessionSpec, new_run_id
-from workbench.postures import PostureId
+from workbench.postures import CONTAINER_POSTURES, PostureId
 from workbench.runs.layout import DataLayout
 from workbench.skills import default_roots, find_skill
 
@@ -30,7 +30,6 @@ if TYPE_CHECKING:  # docker-py is heavy, and every command loads us
     from workbench.executors.types import CancelToken, OutputSink
     from workbench.runs.service import CompletedRun, RunPlan, RunService
 
-CONTAINER_POSTURES = (PostureId.DOCKER, PostureId.GVISOR)
 MAX_SIZE = 16
 
 

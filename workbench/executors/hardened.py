@@ -140,6 +140,7 @@ class HardenedRun(PreparedRun):
             ("no_new_privs (set-uid programs gain nothing)", status.get("NoNewPrivs") == "1")
         )
         checks.append((f"CPU share {self.limits.cpus:g} core(s) (needs a cgroup)", False))
+        checks.append(("network off (the host's network stays reachable)", False))
         return checks
 
     def launch_error(self) -> str:

@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from workbench.ansi import json_safe
-from workbench.postures import MIB, POSTURE_INFO, PostureId
+from workbench.postures import MIB, POSTURE_INFO, Network, PostureId, network_reach
 from workbench.runs.record import RunRecord, RunState, json_text, plain_text, record_to_dict
 from workbench.workspace.blobs import BlobStore
 from workbench.workspace.changes import ChangeKind
@@ -115,7 +115,10 @@ def _card_section(result: dict[str, Any]) -> _Section:
     posture = card["posture"]
     section.rows.append(("Posture", f"{_posture_title(posture['id'])} ({posture['id']})"))
     section.rows += [(name, _value(name, value)) for name, value in posture["limits"].items()]
-    section.rows += [("network", posture["network"]), ("run as", card.get("run_as") or "-")]
+    reach = network_reach(
+        PostureId(posture["id"]), Network(posture["network"]), tuple(posture.get("fetch_hosts", ()))
+    )
+    section.rows += [("network", reach), ("run as", card.get("run_as") or "-")]
     if card.get("started"):
         section.rows.append(("started", card["started"]))
     section.rows.append(("Environment kept", ", ".join(card.get("env_kept", [])) or "-"))

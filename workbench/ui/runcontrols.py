@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.postures import (
+    CONTAINER_POSTURES,
     DEFAULT_LIMITS,
     MIB,
     Network,
@@ -46,7 +47,6 @@ from workbench.ui.text import tooltip
 from workbench.ui.widgets import set_status
 
 _Spin = TypeVar("_Spin", QSpinBox, QDoubleSpinBox)
-CONTAINER_POSTURES = (PostureId.DOCKER, PostureId.GVISOR)
 MAX_HISTORY = 20
 
 

@@ -88,3 +88,14 @@ def test_no_format_carries_a_byte_that_acts_on_a_terminal(
     assert "\\\\x1b\\]0;PWNED" in export_record(record, ExportFormat.MD)
     document = json.loads(export_record(record, ExportFormat.JSON))
     assert document["result"]["stdout"]["text"] == TERMINAL  # JSON keeps the data exactly
+
+
+def test_a_local_run_s_report_says_its_network_was_not_blocked(
+    history: RunHistory, record_factory: MakeRecord, result: RunResult
+) -> None:
+    """The posture's `network` setting is "none" by default, which only containers honour:
+    the report of a local run must not read as if the network had been off."""
+    record = _finished(history, record_factory("r1"), result)
+    text = export_record(record, ExportFormat.MD)
+    assert "network | not blocked: the host's network" in text
+    assert "network | none" not in text
