@@ -122,17 +122,25 @@ def settings(tmp_path: Path) -> QSettings:
 
 
 @pytest.fixture
-def make_window(qtbot: Any, services: Services, settings: QSettings) -> Callable[[], MainWindow]:
-    """Build (but do not load) a shown main window."""
+def make_window(
+    qtbot: Any, services: Services, settings: QSettings, run: Run
+) -> Iterator[Callable[[], MainWindow]]:
+    """Build (but do not load) a shown main window; each one's tasks end with the test, as
+    they do when the app quits (a catalog reload the folder watcher started may still run)."""
+    windows: list[MainWindow] = []
 
     def make() -> MainWindow:
         window = MainWindow(services, settings)
-        qtbot.addWidget(window)
         window.resize(1400, 860)
         window.show()
+        windows.append(window)
         return window
 
-    return make
+    yield make
+    for window in windows:  # not handed to qtbot, which would delete it before this
+        run(window.shutdown())
+        window.close()
+        window.deleteLater()
 
 
 @pytest.fixture
