@@ -271,3 +271,19 @@ def test_warnings_escape_the_skill_text_they_hold(env: dict[str, str], tmp_path:
     assert done.returncode == 0, done.stderr
     assert "warning: skill evil\\x1b]0;PWNED\\x07⟨U+202E⟩name has errors" in done.stderr
     assert not any(c in done.stderr for c in "\x1b\x07\u202e")
+
+
+def test_what_the_run_itself_found_is_said_after_it(
+    env: dict[str, str], skill: Path, workspace: Path
+) -> None:
+    """Warnings the run adds (here a background process it left) follow the summary; the
+    posture's own warnings are said once, before the run."""
+    done = workbench(
+        env, "run", "--skill", skill, "--posture", "local", "--workspace", workspace,
+        "--", "sh", "-c", "sleep 30 & echo hi",
+    )  # fmt: skip
+    assert done.returncode == 0
+    before, after = done.stderr.split("\nrun ", 1)  # the summary line
+    assert "caution: The command left 1 background process(es) running" in after
+    assert "NO SANDBOX" in before
+    assert "NO SANDBOX" not in after

@@ -242,6 +242,10 @@ def _summary(done: "CompletedRun") -> None:
     )
     for note in done.record.notes:
         warn(f"note: {plain_text(note)}")
+    said_before = set(assess(result.card.posture))  # printed by `warn_posture`
+    for warning in result.warnings:
+        if warning not in said_before:
+            warn(f"{warning.severity.value}: {plain_text(warning.text)}")
     changes = result.changes
     if not changes:
         warn("workspace: no changes")
