@@ -12,10 +12,13 @@ Controls, outermost first: the wall-clock kill (always), rlimits the worker sets
 before the engine is loaded (address space = engine memory limit + headroom, CPU time, no
 new processes, 16 descriptors, file size, no core dumps), then the engine's own memory and
 stack limits. The engine's CPU time limit is not used: it refuses host calls (why, and the
-measurements, are in the worker). Outcomes: the script finishing is `ok`; an uncaught
-JS error or a stack overflow is `failed` with the message; the engine's memory limit is
-`limit_exceeded` ("QuickJS memory limit 64 MiB"); RLIMIT_CPU is `limit_exceeded`; the worker
-dying on any other signal (an engine crash) is `error`; the timeout is `timed_out`.
+measurements, are in the worker). Outcomes: the script and its promise jobs finishing is
+`ok`; an uncaught JS error, a promise rejected with no handler or a stack overflow is `failed`
+with the message; the engine's memory limit, wherever it is hit, is `limit_exceeded`
+("QuickJS memory limit 64 MiB"), and so is an engine crash after the worker said its heap
+neared the limit (`memory_high`: the engine sometimes crashes when it runs out); RLIMIT_CPU
+is `limit_exceeded`; the worker dying on any other signal (an engine crash) is `error`; the
+timeout is `timed_out`.
 
 Identity: when the workbench runs as root, the worker runs as the session's throwaway uid,
 chosen as the hardened posture chooses it; the workspace is lent to it (`SharedLoan`) while
