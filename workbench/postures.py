@@ -123,6 +123,11 @@ class Availability:
     reason: str
 
 
+_KILLED_APP = (
+    "Stop the skill if the workbench itself is killed mid-run: its container runs on until the "
+    "next run, pool command or app start on this machine removes it."
+)
+
 POSTURE_INFO: dict[PostureId, PostureInfo] = {
     PostureId.LOCAL: PostureInfo(
         id=PostureId.LOCAL,
@@ -169,6 +174,7 @@ POSTURE_INFO: dict[PostureId, PostureInfo] = {
         does_not=(
             "Protect against kernel bugs: containers share the host's kernel.",
             "Stay this strict if you loosen a setting (network, mounts, root).",
+            _KILLED_APP,
         ),
     ),
     PostureId.GVISOR: PostureInfo(
@@ -186,6 +192,9 @@ POSTURE_INFO: dict[PostureId, PostureInfo] = {
             "Run as fast: system calls are slower.",
             "Exist on every machine: it needs the runsc runtime in the Docker engine.",
             "Turn the network on where the engine runs runsc with --network=none.",
+            "Run coreutils `ls` and `stat` under Debian 12's runsc (20221219): they fail with "
+            "'Invalid argument' (find, Python and Node work).",
+            _KILLED_APP,
         ),
     ),
     PostureId.QUICKJS: PostureInfo(
