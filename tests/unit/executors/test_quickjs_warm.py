@@ -203,6 +203,22 @@ def test_warm_fs_is_confined_and_framing_unforgeable(tmp_path: Path) -> None:
     assert start_line(after).startswith("reused warm worker: run 2")
 
 
+def test_a_reused_worker_reports_each_runs_own_unhandled_rejections(tmp_path: Path) -> None:
+    spec = session(tmp_path)
+    rejecting = "Promise.reject(new Error('one'));\nPromise.reject({ big: 'x'.repeat(1e6) });\n"
+
+    async def body(pool: QuickJsWorkerPool) -> list[RunResult]:
+        return [await warm_run(pool, spec, s) for s in (rejecting, PROBE, rejecting)]
+
+    first, probe, again = with_pool(True, body)
+    for failed in (first, again):
+        assert failed.status is RunStatus.FAILED
+        assert failed.cause == "uncaught JavaScript error: (in promise) Error: one"
+        assert failed.stderr.text.endswith("[workbench: 1 more unhandled promise rejection(s)]\n")
+    assert probe.status is RunStatus.OK and probe.stderr.text == ""
+    assert start_line(again).startswith("reused warm worker: run 3")
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root switches the worker to another uid")
 def test_warm_worker_runs_as_the_pools_throwaway_uid(tmp_path: Path) -> None:
     spec = session(tmp_path)
