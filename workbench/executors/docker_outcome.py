@@ -36,6 +36,8 @@ from workbench.monitor.container import CgroupCounters
 from workbench.postures import Limits, PostureWarning, Severity
 
 READ_ONLY_MARK = "Read-only file system"
+# Debian 12's runsc (20221219) refuses the AT_NO_AUTOMOUNT flag coreutils passes to statx.
+STAT_REFUSED = re.compile(r"cannot (?:access|statx) '[^'\n]*': Invalid argument")
 # What runc and runsc print when the exec'd program does not exist.
 NOT_FOUND_MARKS = ("executable file not found", "no such file or directory")
 # What dash, busybox, bash and Node print when fork() fails with EAGAIN (a process limit).
@@ -126,6 +128,11 @@ def _ended(end: ExecEnd, limits: Limits, runtime: str) -> tuple[RunStatus, str]:
     cause = f"killed by signal {signal_name(sig)}" if sig else f"exited with code {code}"
     if READ_ONLY_MARK in end.output_text:
         cause += " after a write to the read-only root filesystem"
+    if runtime == "runsc" and STAT_REFUSED.search(end.stderr_text):
+        cause += (
+            "; its ls or stat met this runsc's refusal of statx's AT_NO_AUTOMOUNT flag "
+            "('Invalid argument' on every path): use find, Python or Node, or the docker posture"
+        )
     return RunStatus.FAILED, cause
 
 

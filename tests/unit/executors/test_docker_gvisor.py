@@ -223,3 +223,13 @@ def test_only_runsc_s_report_on_this_sandbox_ending_the_chunk_leaves_stderr() ->
     assert split_sandbox_report(followed, sandbox) == (followed, "")
     (note,) = sandbox_notes([report.strip()])
     assert note.text.endswith(report.strip()) and sandbox_notes([]) == ()
+
+
+def test_ls_and_stat_failing_on_this_runsc_s_statx_say_why() -> None:
+    """What `ls /` and `stat /` print under Debian 12's runsc (measured): the cause names the
+    refused flag and what works instead; under runc the same text is the command's own."""
+    text = "ls: cannot access '/': Invalid argument\nstat: cannot statx '/x y': Invalid argument\n"
+    status, cause = classify(end(2, text), LIMITS, "ls", "runsc")
+    assert status is RunStatus.FAILED
+    assert cause.startswith("exited with code 2; its ls or stat met this runsc's refusal")
+    assert classify(end(2, text), LIMITS, "ls", "runc") == (RunStatus.FAILED, "exited with code 2")
