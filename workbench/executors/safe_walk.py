@@ -5,7 +5,9 @@ one folder open at a time: it descends with openat(O_NOFOLLOW), climbs back with
 checks that each folder it enters or returns to is the one it listed (device and inode). So a
 tree deeper than PATH_MAX or Python's recursion limit, a folder swapped for a symlink, or
 entries vanishing mid-walk neither mislead nor stop it: what vanished or was swapped is
-skipped. A root that is a symlink is followed only when asked (a workspace the user chose).
+skipped. It stays on the root's file system: a mount point below the root (a bind mount of
+another folder, say) is neither listed nor entered, so lending a workspace never reaches what is
+mounted into it. A root that is a symlink is followed only when asked (a workspace the user chose).
 `copy_plain()` copies out its folders and regular files only; `remove_tree()` deletes it.
 """
 
@@ -61,6 +63,7 @@ def walk(root: Path, follow_root: bool = False) -> Iterator[Entry]:
     if fd is None:
         return
     levels = [(os.fstat(fd), "", _names(fd))]
+    device = levels[0][0].st_dev
     try:
         while levels:
             here, rel, names = levels[-1]
@@ -79,6 +82,8 @@ def walk(root: Path, follow_root: bool = False) -> Iterator[Entry]:
             try:
                 st = os.lstat(name, dir_fd=fd)
             except OSError:
+                continue
+            if st.st_dev != device:  # a mount point: another file system's root
                 continue
             path = f"{rel}/{name}" if rel else name
             yield Entry(fd, name, path, st)

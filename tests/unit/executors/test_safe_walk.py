@@ -81,3 +81,21 @@ def test_a_root_swapped_for_a_link_is_neither_copied_nor_emptied(tmp_path: Path)
     assert not remove_tree(home)
     assert (tmp_path / "outside" / "secret").read_text() == "no"
     assert [e.name for e in walk(home, follow_root=True)] == ["secret"]  # a workspace's link
+
+
+@needs_root
+def test_a_mount_below_the_root_is_neither_listed_nor_entered(tmp_path: Path) -> None:
+    """A folder mounted into a workspace (here a tmpfs) belongs to another file system: the
+    walk that lends a workspace, and the removal of a tree, must never reach into it."""
+    (tmp_path / "root" / "mnt").mkdir(parents=True)
+    (tmp_path / "root" / "mine.txt").write_text("mine")
+    mounted = tmp_path / "root" / "mnt"
+    if subprocess.run(["mount", "-t", "tmpfs", "none", str(mounted)], check=False).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        (mounted / "theirs.txt").write_text("theirs")
+        assert [entry.rel for entry in walk(tmp_path / "root")] == ["mine.txt"]
+        assert not remove_tree(tmp_path / "root")  # the mount point stays, and so does
+        assert (mounted / "theirs.txt").read_text() == "theirs"  # what is mounted there
+    finally:
+        subprocess.run(["umount", str(mounted)], check=False)
