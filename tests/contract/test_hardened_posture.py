@@ -318,8 +318,8 @@ def test_what_the_uid_left_outside_the_workspace_is_removed_and_said(
         )
         notes = [w.text for w in result.warnings if w.text.startswith("Removed what")]
         assert notes == [
-            "Removed what the command left outside the workspace: 1 file in /tmp, "
-            "1 file in /var/tmp, 1 file in /dev/shm, 1 SysV shared memory segment."
+            "Removed what the command left outside the workspace: 1 entry in /tmp, "
+            "1 entry in /var/tmp, 1 entry in /dev/shm, 1 SysV shared memory segment."
         ]
     finally:
         keep.unlink()

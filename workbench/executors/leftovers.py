@@ -24,11 +24,12 @@ SYSV_KINDS = (
 
 
 def sweep(uid: int) -> list[str]:
-    """Remove what `uid` left; one phrase per place, e.g. "3 files in /tmp". Never raises."""
+    """Remove what `uid` left; one phrase per place, e.g. "3 entries in /tmp" (files,
+    folders or links). Never raises."""
     removed = []
     for folder in TEMP_FOLDERS:
         if count := _sweep_folder(folder, uid):
-            removed.append(f"{count} file{'s' if count != 1 else ''} in {folder}")
+            removed.append(f"{count} {'entries' if count != 1 else 'entry'} in {folder}")
     libc = ctypes.CDLL(None, use_errno=True)
     for kind, noun, remover in SYSV_KINDS:
         ids = _sysv_ids(kind, uid)
