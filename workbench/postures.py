@@ -157,7 +157,9 @@ POSTURE_INFO: dict[PostureId, PostureInfo] = {
             "workbench itself is killed mid-run, what the skill detached keeps running).",
         ),
         does_not=(
-            "Protect your files: the skill can still read and write anything you can.",
+            "Protect your files: the skill can still read and write anything you can (when "
+            "the workbench runs as root, it runs as a throwaway uid, which can still read "
+            "every file other users may read).",
             "Block the network.",
             "Keep it away from your other processes.",
         ),
@@ -261,7 +263,10 @@ def _assess_hardened(posture: Posture) -> list[PostureWarning]:
     warnings = [
         PostureWarning(
             Severity.CAUTION,
-            "Best effort, not a sandbox: the skill can still read and write any file you can.",
+            "Best effort, not a sandbox: it runs as a throwaway uid, so your own files are "
+            "closed to it, but the skill can still read every file other users may read."
+            if os.geteuid() == 0
+            else "Best effort, not a sandbox: the skill can still read and write any file you can.",
         ),
         PostureWarning(Severity.CAUTION, "The skill can still reach the network."),
         PostureWarning(

@@ -38,8 +38,9 @@ def _n(leak_phrase: str) -> Expect:
 
 _DISPLAY = Expect(Verdict.NOT_APPLICABLE, "about display, not the posture")
 _YOUR_FILES = "can read, change and delete any of your files"
-_ANY_FILE = "can still read and write any file you can"
+_ANY_FILE = "can still read and write anything you can"
 _THROWAWAY_UID = "runs as a throwaway uid, so your own files are closed to it"
+_OTHERS_MAY_READ = "can still read every file other users may read"
 
 _CONTAINER: dict[ProbeId, Expect] = {
     ProbeId.ENV_SECRET: _c("the container gets none of the app's environment"),
@@ -112,6 +113,7 @@ EXPECTED: dict[PostureId, dict[ProbeId, Expect]] = {
 }
 
 HARDENED_AS_ROOT: dict[ProbeId, Expect] = {
+    ProbeId.READ_OUTSIDE: _n(_OTHERS_MAY_READ),
     ProbeId.READ_HOME: _c(_THROWAWAY_UID),
     ProbeId.WRITE_OUTSIDE: _c(_THROWAWAY_UID),
     ProbeId.WRITE_SKILL: _c(_THROWAWAY_UID),
