@@ -163,9 +163,12 @@ class RejectionTracker:
             raise self.error
         rejections = []
         holder = JSValue.from_address(id(self.holder) + HEADER + 8)
-        for tracked in list(self.tracked.values()):  # describing runs JavaScript
-            self.lib.JS_SetPropertyStr(self.js_context, holder, b"reason", dup(tracked.reason))
-            text = self.describe(self.holder)
+        # Describing runs JavaScript, the skill's own too (a reason's `toString`), still
+        # under the run's wall clock; a rejection made meanwhile is not reported.
+        for tracked in list(self.tracked.values()):
+            reason = dup(tracked.reason)
+            stored = self.lib.JS_SetPropertyStr(self.js_context, holder, b"reason", reason) >= 0
+            text = self.describe(self.holder) if stored else None  # not stored: out of memory
             suspect = text is None or tracked.reason.tag == TAG_NULL
             rejections.append(Rejection(text or UNSHOWN, suspect and self.near_memory_limit()))
         return rejections
