@@ -30,7 +30,7 @@ from tests.docker.test_pool import (
     ran,
     started,
 )
-from workbench.executors.docker_owner import BOOT_ID
+from workbench.executors.docker_owner import owner
 from workbench.executors.docker_pool import ContainerPool
 from workbench.executors.docker_pooled import (
     CLAIM_LOCK_NAME,
@@ -260,7 +260,8 @@ asyncio.run(go())
 def test_the_containers_of_an_app_that_is_gone_are_removed_by_the_next_listing(
     folders: Folders, client: docker.DockerClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    elsewhere = f"another-host {BOOT_ID.read_text().strip()} {dead_pid()}"
+    _, boot, namespace, _, start = owner().split(" ")
+    elsewhere = f"another-machine {boot} {namespace} {dead_pid()} {start}"
     pools = {"alive": ContainerPool(), "cli": ContainerPool(owned=False)}  # cli: pool fill's
     monkeypatch.setattr(docker_pool, "owner", lambda: elsewhere)
     pools["elsewhere"] = ContainerPool()

@@ -57,7 +57,7 @@ def session_of(client: docker.DockerClient, pid: int) -> str:
     """The id of the session container process `pid` owns (by its name), or ""."""
     for item in client.api.containers(filters={"label": [LABEL_APP]}):
         owners = [name_owner(name).split(" ") for name in item["Names"]]
-        if any(len(fields) == 4 and fields[2] == str(pid) for fields in owners):
+        if any(len(fields) == 5 and fields[3] == str(pid) for fields in owners):
             return str(item["Id"])
     return ""
 

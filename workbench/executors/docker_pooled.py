@@ -8,8 +8,8 @@ renames at the same moment could both succeed).
 
 The app's pool labels its containers with their owner (`LABEL_POOL_OWNER`, a
 `docker_owner.owner`); whenever pooled containers are listed (`reap_orphans`: a pool's fill and
-claim, `workbench pool status`), unclaimed ones whose owner ran on this host and is gone
-(crashed, killed, or before a reboot) are removed. Containers `workbench pool fill` starts
+claim, `workbench pool status`), unclaimed ones whose owner is gone (`docker_owner.owner_gone`:
+crashed, killed, or before a reboot) are removed. Containers `workbench pool fill` starts
 have no owner: they stay until a run claims them or `drain` removes them. `pooled_containers`
 lists them for `workbench pool status`; `drain` removes every one, of any key and any process,
 stale ones (stopped by an engine restart) too. Both also remove the session containers of
