@@ -199,7 +199,30 @@ def test_two_changed_paths_never_read_alike(
 
     shown = json.loads(_cli(env, "history", "show", "last", "--json").stdout)
 
-    paths = {change["path"]: change["kind"] for change in shown["result"]["changes"]}
-    assert paths == {"c\\xff": "modified", "c\\\\xff": "deleted"}
+    paths = {change["kind"]: change["path"] for change in shown["result"]["changes"]}
+    # JSON holds the real name; a byte that is not UTF-8 is written as \xNN (valid UTF-8 JSON)
+    assert paths == {"deleted": "c\\xff", "modified": "c\\xff"}
     assert _cli(env, "history", "restore", "last").returncode == 0
     assert (workspace / "c\\xff").read_text() == "a backslash in the name"
+
+
+def test_a_file_name_cannot_forge_a_line_and_the_record_keeps_the_real_name(
+    env: dict[str, str], skill: Path, workspace: Path
+) -> None:
+    forged = "notes.txt\n  deleted      important.txt"
+    _run(
+        env,
+        skill,
+        workspace,
+        "touch \"$(printf 'notes.txt\\n  deleted      important.txt')\" 'a\\b'",
+    )
+
+    text = _cli(env, "history", "show", "last").stdout
+
+    lines = text.splitlines()
+    assert "  - added: notes.txt\\n  deleted      important.txt [file; mode 644]" in lines
+    assert "  [diff of notes.txt\\n  deleted      important.txt]" in lines
+    assert [line for line in lines if line.lstrip().startswith("deleted")] == []
+    assert "  - added: a\\\\b [file; mode 644]\n" in text
+    shown = json.loads(_cli(env, "history", "show", "last", "--json").stdout)
+    assert sorted(change["path"] for change in shown["result"]["changes"]) == ["a\\b", forged]

@@ -19,9 +19,11 @@ from workbench.executors.types import CapturedOutput, PostureCard, RunResult, Ru
 from workbench.postures import Posture, PostureId
 from workbench.runs.layout import DataLayout
 
+FORGED = "notes.txt\n  deleted      important.txt"  # a file name that looks like two lines
+MAKE_AWKWARD_NAMES = "touch \"$(printf 'notes.txt\\n  deleted      important.txt')\" 'a\\b'"
 MUTATE = (
     "echo out; echo err >&2; echo new > added.txt; printf more >> edit.txt; rm gone.txt; "
-    "chmod 755 tool.sh; rm swap.txt; ln -s edit.txt swap.txt; exit 3"
+    f"chmod 755 tool.sh; rm swap.txt; ln -s edit.txt swap.txt; {MAKE_AWKWARD_NAMES}; exit 3"
 )
 
 
@@ -79,6 +81,8 @@ def test_json_run_reports_every_change_exactly(
         "gone.txt": "deleted",
         "swap.txt": "type_changed",
         "tool.sh": "mode_changed",
+        "a\\b": "added",  # the real names, not as the summary shows them
+        FORGED: "added",
     }
     swap = next(c for c in result["changes"] if c["path"] == "swap.txt")
     assert (swap["before_type"], swap["after_type"], swap["after_target"]) == (
@@ -118,10 +122,13 @@ def test_fresh_workspace_is_made_where_the_layout_says(
 
 
 @pytest.mark.timeout(30)
-def test_fifo_link_out_and_hostile_names_are_reported_safely(
+def test_fifo_link_out_and_hostile_names_are_reported_safely_on_one_line_each(
     env: dict[str, str], skill: Path, workspace: Path
 ) -> None:
-    script = "mkfifo pipe; ln -s / host_root; touch \"$(printf 'evil\\033[2Jname')\""
+    script = (
+        "mkfifo pipe; ln -s / host_root; touch \"$(printf 'evil\\033[2Jname')\"; "
+        + MAKE_AWKWARD_NAMES
+    )
     done = workbench(
         env, "run", "--skill", skill, "--posture", "local", "--workspace", workspace,
         "--", "sh", "-c", script,
@@ -131,9 +138,19 @@ def test_fifo_link_out_and_hostile_names_are_reported_safely(
     assert "added        host_root" in done.stderr
     assert "added        evil\\x1b[2Jname" in done.stderr
     assert "\x1b" not in done.stderr
+    assert [line for line in done.stderr.splitlines() if "important" in line] == [
+        "  added        notes.txt\\n  deleted      important.txt"
+    ]
+    assert "  added        a\\\\b\n" in done.stderr
     shown = json.loads(workbench(env, "history", "show", "last", "--json").stdout)
     kinds = {c["path"]: c["after_type"] for c in shown["result"]["changes"]}
-    assert kinds == {"pipe": "other", "host_root": "symlink", "evil\x1b[2Jname": "file"}
+    assert kinds == {
+        "pipe": "other",
+        "host_root": "symlink",
+        "evil\x1b[2Jname": "file",
+        "a\\b": "file",
+        FORGED: "file",
+    }
 
 
 @pytest.mark.slow

@@ -203,19 +203,36 @@ def test_summary_and_losses_of_nothing() -> None:
     assert losses(()) == []
 
 
-def test_hostile_paths_are_plain_text(
+def test_hostile_paths_are_plain_text_escaped_on_one_line_as_the_cli_shows_them(
     view: ChangesView, services: Services, tmp_path: Path, run: Run
 ) -> None:
     workspace = tmp_path / "hostile"
     workspace.mkdir()
-    name = "<img src=x onerror=alert(1)>&amp;.txt"
-    plan = RunPlan(
-        "test", tmp_path, Posture(PostureId.LOCAL), ("sh", "-c", f"echo x > '{name}'"), workspace
+    markup = "<img src=x onerror=alert(1)>&amp;.txt"
+    command = (
+        f"echo x > '{markup}'; echo y > 'a\\b'; "
+        "echo z > \"$(printf 'notes.txt\\n  deleted      important.txt')\""
     )
+    plan = RunPlan("test", tmp_path, Posture(PostureId.LOCAL), ("sh", "-c", command), workspace)
     completed = run(services.runs.run_once(plan, _ignore, CancelToken()))
+    assert completed.result.status == "ok", completed.result.cause
+    forged = "notes.txt\\n  deleted      important.txt"
+
     _show(view, completed, run)
-    assert name in _items(view)
-    assert view.diff.title.text() == f"{name} (added)"
+    view.diff.layout_choice.setCurrentText("Unified")
+    _select(view, forged, run)
+
+    assert sorted(_items(view)) == [markup, "a\\\\b", forged]
+    assert forged in _items(view)[forged].toolTip(0)
+    assert view.diff.title.text() == f"{forged} (added)"
+    header = view.diff.unified.toPlainText().splitlines()[:2]
+    assert header == [f"--- a/{forged}", f"+++ b/{forged}"]
+    assert losses(completed.result.changes)[1:] == [
+        "a\\\\b: created by the run, will be deleted",
+        f"{forged}: created by the run, will be deleted",
+    ]
+    _select(view, markup, run)
+    assert view.diff.title.text() == f"{markup} (added)"
 
 
 def test_the_change_and_size_columns_stay_whole_beside_a_long_path(

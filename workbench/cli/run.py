@@ -252,7 +252,7 @@ def _summary(done: "CompletedRun") -> None:
         return
     warn(f"workspace: {len(changes)} changed path(s) in {done.record.workspace}")
     for change in changes[:_MAX_CHANGES_SHOWN]:
-        warn(f"  {change.kind.value:<12} {plain_text(path_text(change.path))}")
+        warn(f"  {change.kind.value:<12} {path_text(change.path)}")
     if len(changes) > _MAX_CHANGES_SHOWN:
         warn(f"  ... and {len(changes) - _MAX_CHANGES_SHOWN} more")
     warn(f"undo with: workbench history restore {result.run_id}")

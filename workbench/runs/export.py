@@ -1,7 +1,8 @@
 """Run reports: one recorded run exported as JSON, Markdown or a self-contained HTML page.
 
 Skill output, file names and causes are hostile text. The report is first built as neutral
-sections (rows, lines, code blocks) and then rendered. Every renderer shows control characters
+sections (rows, lines, code blocks) and then rendered; a changed path goes in as `path_text`,
+so a name can never start a line of its own. Every renderer shows control characters
 other than newline and tab as visible escapes (`\\x1b`) and bidi controls as markers
 (`plain_text`), so a report is safe to `cat` and reads as it is; the HTML renderer also
 escapes every piece of text, the Markdown renderer escapes markup characters outside code
@@ -23,7 +24,7 @@ from workbench.ansi import json_safe
 from workbench.postures import MIB, POSTURE_INFO, Network, PostureId, network_reach
 from workbench.runs.record import RunRecord, RunState, json_text, plain_text, record_to_dict
 from workbench.workspace.blobs import BlobStore
-from workbench.workspace.changes import ChangeKind
+from workbench.workspace.changes import ChangeKind, path_text
 from workbench.workspace.diff import text_diff
 
 T = TypeVar("T")
@@ -133,13 +134,15 @@ def _changes_section(record: RunRecord, store: BlobStore | None) -> _Section:
     for change in changes:
         types = _before_after(change.before_type, change.after_type, str)
         modes = _before_after(change.before_mode, change.after_mode, lambda mode: f"{mode:o}")
-        section.lines.append(f"{change.kind.value}: {change.path} [{types}; mode {modes}]")
+        section.lines.append(
+            f"{change.kind.value}: {path_text(change.path)} [{types}; mode {modes}]"
+        )
     if store is None:
         return section
     with_content = [c for c in changes if c.kind is not ChangeKind.MODE_CHANGED]
     for change in with_content[:MAX_DIFFS]:
         diff = text_diff(change, store, max_bytes=256 * 1024, max_lines=2000)
-        section.blocks.append((f"diff of {change.path}", diff.placeholder or diff.text))
+        section.blocks.append((f"diff of {path_text(change.path)}", diff.placeholder or diff.text))
     return section
 
 

@@ -2,8 +2,9 @@
 
 `result_to_dict` is the only serialisation of a `RunResult`: the history stores it, exports
 and `--json` print it (inside `record_to_dict`). Text that is not valid Unicode (file names with
-stray bytes) is written with backslash escapes, so every document is valid UTF-8 JSON; a
-changed path is written as `path_text` (a backslash doubled too), so two paths never read alike.
+stray bytes) is written with backslash escapes, so every document is valid UTF-8 JSON. A changed
+path is kept as it is (JSON escapes it by itself); only what shows it to people uses
+`workspace.changes.path_text`.
 """
 
 import dataclasses
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.ansi import reveal_bidi
-from workbench.workspace.changes import ChangeKind, EntryType, FileChange, path_text
+from workbench.workspace.changes import ChangeKind, EntryType, FileChange
 
 if TYPE_CHECKING:  # the executors package is heavy to import; these modules only name it
     from workbench.executors.types import RunResult
@@ -109,8 +110,6 @@ def plain_text(text: str) -> str:
 def result_to_dict(result: "RunResult") -> dict[str, Any]:
     """The JSON form of a `RunResult` (see the module doc)."""
     document: dict[str, Any] = to_jsonable(result)
-    for item, change in zip(document["changes"], result.changes, strict=True):
-        item["path"] = path_text(change.path)
     return document
 
 

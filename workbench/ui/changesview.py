@@ -10,7 +10,8 @@ thread and says what it did; when the workspace changed after the run (the user'
 their folder, say), the refusal asks whether to restore anyway and lose those changes.
 During a run, `watch()` walks the workspace every 0.5 s with stat only
 (no hashing) and lists the paths that changed so far, with when each was first seen. Paths
-are hostile text: they are shown as plain text.
+are hostile text: they are shown as plain text, escaped by `path_text` (one line, no control
+characters), as the CLI and the reports show them.
 """
 
 import asyncio
@@ -32,7 +33,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.ansi import reveal_bidi
 from workbench.errors import WorkbenchError, WorkspaceError
 from workbench.runs.restore import restore_run
 from workbench.runs.service import CompletedRun, RunService
@@ -41,7 +41,7 @@ from workbench.ui.historyview import ask
 from workbench.ui.text import format_size, plural, tooltip
 from workbench.ui.theme import StatusColors, status_colors
 from workbench.ui.widgets import plain_label, set_status
-from workbench.workspace.changes import ChangeKind, EntryType, FileChange
+from workbench.workspace.changes import ChangeKind, EntryType, FileChange, path_text
 from workbench.workspace.diff import HARD_MAX_BYTES, TextDiff, diff_snapshots, text_diff
 from workbench.workspace.restore import RestoreReport
 from workbench.workspace.snapshot import Snapshot, SnapshotLimits, take_snapshot
@@ -81,7 +81,7 @@ def losses(changes: tuple[FileChange, ...]) -> list[str]:
         ChangeKind.TYPE_CHANGED: "will be put back as it was",
         ChangeKind.MODE_CHANGED: "its permissions will be put back",
     }
-    return [f"{change.path}: {verbs[change.kind]}" for change in changes]
+    return [f"{path_text(change.path)}: {verbs[change.kind]}" for change in changes]
 
 
 class ChangesView(QWidget):
@@ -253,7 +253,7 @@ class ChangesView(QWidget):
             return found
         parent_path, _, name = path.rpartition("/")
         parent = self._item(parent_path, items) if parent_path else None
-        item = QTreeWidgetItem([reveal_bidi(name), "", ""])
+        item = QTreeWidgetItem([path_text(name), "", ""])
         if parent is None:
             self.tree.addTopLevelItem(item)
         else:
@@ -308,7 +308,7 @@ class ChangesView(QWidget):
 
     async def _show(self, change: FileChange, *, full: bool) -> None:
         self._shown = change
-        title = f"{reveal_bidi(change.path)} ({BADGES[change.kind][1]})"
+        title = f"{path_text(change.path)} ({BADGES[change.kind][1]})"
         if change.kind is ChangeKind.MODE_CHANGED:
             self.diff.show_placeholder(title, f"Permissions: {_modes(change)}; same content.")
             return
@@ -381,7 +381,7 @@ def _describe(item: QTreeWidgetItem, change: FileChange, colours: StatusColors) 
         detail = f"{word}: {change.before_type} → {change.after_type}"
     elif change.kind is ChangeKind.MODE_CHANGED:
         detail = f"{word}: {_modes(change)}"
-    item.setToolTip(0, tooltip(change.path))
+    item.setToolTip(0, tooltip(path_text(change.path)))
     item.setText(1, f"{badge}  {detail}")
     item.setText(2, _sizes(change))
     item.setData(0, CHANGE_ROLE, change)

@@ -1,7 +1,8 @@
-"""`FileChange`: one difference between two snapshots of a workspace.
+"""`FileChange`: one difference between two snapshots of a workspace; `path_text`: the one way
+a path is shown to people.
 
 The run engine puts a list of these into every `RunResult`; the diff module computes them and
-the UI and reports show them.
+the UI and reports show them, each path through `path_text`.
 """
 
 from dataclasses import dataclass
@@ -50,18 +51,35 @@ class FileChange:
     after_target: str | None = None
 
 
-def path_text(path: str) -> str:
-    r"""`path` as text that names exactly one path: a backslash doubled, a byte that is not
-    UTF-8 (held as a surrogate escape) as `\xNN`.
+_NAMED = {"\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_BYTE_ESCAPES = range(0xDC80, 0xDD00)  # how a str holds a byte that is not UTF-8
 
-    Without the doubled backslash, a file named `c` + byte 0xff and one literally named
-    `c\xff` would read the same. Control characters are kept: whoever shows the text to a
-    person escapes them (`plain_text`), and the `\` they start with cannot be confused either.
+
+def path_text(path: str) -> str:
+    r"""`path` as people see it (CLI, reports, GUI lists): one line that names exactly one path.
+
+    A backslash is shown as `\\`, a newline, tab or carriage return as `\n`, `\t`, `\r`, a byte
+    that is not UTF-8 as `\xNN`, and every other character that is not printable (control
+    characters, bidi controls, line separators) by its code point: `\x1b`, `\u202e`. So no name
+    can start a new line or reorder what is read, and two names never read alike. Records and
+    JSON keep the real path; this is only for showing it.
     """
-    if "\\" not in path and path.isascii():
+    if path.isprintable() and "\\" not in path:
         return path
-    escaped = path.replace("\\", "\\\\")
-    return escaped.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(_char_text(char) for char in path)
+
+
+def _char_text(char: str) -> str:
+    if char in _NAMED:
+        return _NAMED[char]
+    if char.isprintable():
+        return char
+    code = ord(char)
+    if code in _BYTE_ESCAPES:
+        return f"\\x{code - 0xDC00:02x}"
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def quoted(path: str) -> str:

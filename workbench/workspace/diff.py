@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.workspace.blobs import BlobStore
-from workbench.workspace.changes import ChangeKind, EntryType, FileChange
+from workbench.workspace.changes import ChangeKind, EntryType, FileChange, path_text
 from workbench.workspace.snapshot import Entry, Snapshot, iter_ancestors
 
 MIB = 1024 * 1024
@@ -126,7 +126,8 @@ def text_diff(
     lines = max(before.count(b"\n"), after.count(b"\n"))
     if lines > max_lines:
         return TextDiff(placeholder=f"Too many lines to diff (over {max_lines:,}).")
-    text = _unified(before, after, change.path, external=lines > EXTERNAL_DIFF_LINES)
+    label = path_text(change.path)  # the header names it as people see it: on one line
+    text = _unified(before, after, label, external=lines > EXTERNAL_DIFF_LINES)
     if not text:
         same = change.kind is ChangeKind.MODE_CHANGED
         return TextDiff(placeholder="Same content." if same else "Empty file.")

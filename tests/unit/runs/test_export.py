@@ -9,6 +9,7 @@ from workbench.executors.types import RunResult
 from workbench.runs.export import ExportFormat, export_record
 from workbench.runs.history import RunHistory
 from workbench.runs.record import RunRecord
+from workbench.workspace.changes import ChangeKind, EntryType, FileChange
 
 MakeRecord = Callable[..., RunRecord]
 
@@ -99,3 +100,24 @@ def test_a_local_run_s_report_says_its_network_was_not_blocked(
     text = export_record(record, ExportFormat.MD)
     assert "network | not blocked: the host's network" in text
     assert "network | none" not in text
+
+
+FORGED = "notes.txt\n  deleted      important.txt"
+
+
+def test_a_file_name_cannot_start_a_line_of_its_own_in_any_report(
+    history: RunHistory, record_factory: MakeRecord, result: RunResult
+) -> None:
+    changes = (FileChange(FORGED, ChangeKind.ADDED, after_type=EntryType.FILE),)
+    record = _finished(history, record_factory("r1"), replace(result, changes=changes))
+
+    text = export_record(record, ExportFormat.TEXT)
+    assert [line for line in text.splitlines() if "important" in line] == [
+        "  - added: notes.txt\\n  deleted      important.txt [file; mode ]"
+    ]
+    page = export_record(record, ExportFormat.HTML)
+    assert "<li>added: notes.txt\\n  deleted      important.txt [file; mode ]</li>" in page
+    markdown = export_record(record, ExportFormat.MD)
+    assert len([line for line in markdown.splitlines() if "important" in line]) == 1
+    document = json.loads(export_record(record, ExportFormat.JSON))
+    assert document["result"]["changes"][0]["path"] == FORGED  # JSON holds the real name

@@ -15,6 +15,7 @@ from workbench.errors import UsageError
 from workbench.executors.types import RunResult, RunStatus
 from workbench.runs.history import RunHistory
 from workbench.runs.record import RunRecord, RunState, record_to_dict
+from workbench.workspace.changes import ChangeKind, EntryType, FileChange
 
 MakeRecord = Callable[..., RunRecord]
 
@@ -101,3 +102,18 @@ def test_odd_paths_survive_and_serialise_as_valid_json(
     text = json.dumps(record_to_dict(loaded), ensure_ascii=False)
     text.encode("utf-8")  # strict: no lone surrogates
     assert json.loads(text)["workspace"] == "/tmp/bad-\\xff-\n-name"
+
+
+def test_changed_paths_are_stored_and_read_back_exactly(
+    history: RunHistory, record_factory: MakeRecord, result: RunResult
+) -> None:
+    names = ["a\\b", "new\nline", "tab\tand\x1b[2J", "evil\u202etxt"]
+    changes = tuple(FileChange(name, ChangeKind.ADDED, after_type=EntryType.FILE) for name in names)
+    history.start(record_factory("r1"))
+    history.finish("r1", replace(result, changes=changes))
+
+    loaded = history.get("r1")
+
+    assert [change.path for change in loaded.changes] == names
+    document = json.loads(json.dumps(record_to_dict(loaded), ensure_ascii=False))
+    assert [change["path"] for change in document["result"]["changes"]] == names

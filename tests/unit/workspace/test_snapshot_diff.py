@@ -316,5 +316,30 @@ def test_two_paths_never_read_alike(tmp_path: Path) -> None:
 
     shown = {path_text(change.path): change.kind for change in changes}
     assert shown == {"c\\xff": ChangeKind.MODIFIED, "c\\\\xff": ChangeKind.DELETED}
-    assert path_text("new\nline") == "new\nline"  # whoever shows it escapes control characters
+    assert path_text("new\nline") == "new\\nline"
     assert path_text("plain/é.txt") == "plain/é.txt"
+
+
+AWKWARD_NAMES = (
+    "a\\b", "a\\\\b", "new\nline", "new\\nline", "tab\there", "cr\rhere", "esc\x1b[2J",
+    "esc\\x1b[2J", "del\x7f", "c1\x9b", os.fsdecode(b"byte\x9b"), os.fsdecode(b"c\xff"), "c\\xff",
+    "evil\u202etxt.exe", "line\u2028break", "no\xa0break", "tag\U000e0041", "plain/é.txt",
+)  # fmt: skip
+
+
+def test_a_shown_path_is_one_printable_line_that_names_one_path() -> None:
+    shown = [path_text(name) for name in AWKWARD_NAMES]
+
+    assert len(set(shown)) == len(AWKWARD_NAMES)
+    assert all(text.isprintable() for text in shown)  # no newline, control or bidi character
+    forged = path_text("notes.txt\n  deleted      important.txt")
+    assert forged == "notes.txt\\n  deleted      important.txt"
+    assert shown[:7] == [
+        "a\\\\b", "a\\\\\\\\b", "new\\nline", "new\\\\nline", "tab\\there", "cr\\rhere",
+        "esc\\x1b[2J",
+    ]  # fmt: skip
+    assert shown[9:12] == ["c1\\u009b", "byte\\x9b", "c\\xff"]
+    assert shown[13:] == [
+        "evil\\u202etxt.exe", "line\\u2028break", "no\\u00a0break", "tag\\U000e0041",
+        "plain/é.txt",
+    ]  # fmt: skip
