@@ -368,8 +368,8 @@ def test_fs_writes_never_escape_through_a_folder_swapped_for_a_link(env: Env) ->
     env.outside.chmod(0o777)  # writable by anyone: only the fs walk stands in the way
     done = threading.Event()
 
-    def swap() -> None:
-        while not done.is_set():
+    def swap() -> None:  # each state lasts a moment, so both sides of the race get hit
+        while not done.wait(0.0005):
             _exchange(env.workspace / "d", env.workspace / "swap")
 
     swapper = threading.Thread(target=swap)
