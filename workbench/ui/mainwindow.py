@@ -95,7 +95,7 @@ class MainWindow(QMainWindow):
         self._center.addWidget(self.run_panel)
         self._center.setStretchFactor(0, 1)
         self._center.setStretchFactor(1, 1)
-        self._center.setSizes([420, 440])  # SKILL.md and its editor get room to read
+        self._center.setSizes([405, 455])  # SKILL.md readable, and the run its output
         for widget, stretch in ((self.browser, 0), (self._center, 1), (self.postures, 0)):
             self._splitter.addWidget(widget)
             self._splitter.setStretchFactor(self._splitter.indexOf(widget), stretch)
