@@ -1,20 +1,10 @@
 """`workbench gui` refuses options it would otherwise ignore, before it loads Qt."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-
-def workbench(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "workbench", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+from tests.e2e.test_cli_skills import workbench
 
 
 @pytest.mark.parametrize(

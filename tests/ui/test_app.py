@@ -14,16 +14,15 @@ from workbench.errors import SkillError
 from workbench.ui.mainwindow import MainWindow
 
 
+def _screenshot(out: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`workbench gui --screenshot OUT` in a process of its own, with `env`."""
+    command = [sys.executable, "-m", "workbench", "gui", "--screenshot", str(out)]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+
+
 def test_gui_screenshot_writes_a_png(tmp_path: Path) -> None:
     out = tmp_path / "out.png"
-    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen"}
-    done = subprocess.run(
-        [sys.executable, "-m", "workbench", "gui", "--screenshot", str(out)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _screenshot(out, {**os.environ, "QT_QPA_PLATFORM": "offscreen"})
     assert done.returncode == 0, done.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert out.stat().st_size > 10_000
@@ -87,13 +86,7 @@ def test_an_unwritable_data_folder_opens_the_window_with_a_temporary_history(
         shutil.rmtree(layout.root)
     out = tmp_path / "out.png"
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_DATA_HOME": str(blocker / "data")}
-    done = subprocess.run(
-        [sys.executable, "-m", "workbench", "gui", "--screenshot", str(out)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _screenshot(out, env)
     assert done.returncode == 0, done.stderr  # was: exit 125 with a line on stderr only
     assert "Cannot create the run history" in done.stderr
     assert out.is_file()
