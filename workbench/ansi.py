@@ -20,9 +20,10 @@ from dataclasses import dataclass, replace
 MAX_PENDING = 64 * 1024  # an unterminated escape string longer than this is dropped
 
 # Bidi controls: embeddings, overrides, isolates and the invisible direction marks.
-_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_BIDI_CHARS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_BIDI = re.compile(f"[{_BIDI_CHARS}]")
 # What `json.dumps(..., ensure_ascii=False)` leaves raw but a terminal would act on.
-_JSON_RAW = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_JSON_RAW = re.compile(f"[\x7f-\x9f{_BIDI_CHARS}]")
 
 # The 16 basic colours (xterm's defaults, a little softened to read on light and dark).
 BASIC_COLOURS = (
