@@ -223,6 +223,13 @@ STRENGTH_ORDER: tuple[PostureId, ...] = (
 )
 
 
+def posture_title(posture_id: str) -> str:
+    """`Hardened local` for `hardened`; an id this build does not know (an old record's), as
+    it is."""
+    known = {posture.value: posture for posture in PostureId}
+    return POSTURE_INFO[known[posture_id]].title if posture_id in known else posture_id
+
+
 def parse_posture_id(text: str) -> PostureId:
     """The posture named `text`, or a `PostureError` listing the known names."""
     try:

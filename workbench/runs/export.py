@@ -21,7 +21,7 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from workbench.ansi import json_safe
-from workbench.postures import MIB, POSTURE_INFO, Network, PostureId, network_reach
+from workbench.postures import MIB, Network, PostureId, network_reach, posture_title
 from workbench.runs.record import RunRecord, RunState, json_text, plain_text, record_to_dict
 from workbench.workspace.blobs import BlobStore
 from workbench.workspace.changes import ChangeKind, path_text
@@ -59,7 +59,7 @@ def export_record(record: RunRecord, fmt: ExportFormat, store: BlobStore | None 
     if fmt is ExportFormat.JSON:
         document = {"schema": REPORT_SCHEMA, **record_to_dict(record)}
         return json_safe(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"
-    title = f"Run {record.run_id}: {record.skill_name} under {_posture_title(record.posture)}"
+    title = f"Run {record.run_id}: {record.skill_name} under {posture_title(record.posture)}"
     sections = _sections(record, store)
     render = {ExportFormat.HTML: _render_html, ExportFormat.MD: _render_md}.get(fmt, _render_text)
     return render(json_text(title), sections)
@@ -114,7 +114,7 @@ def _card_section(result: dict[str, Any]) -> _Section:
     if not card:
         return section
     posture = card["posture"]
-    section.rows.append(("Posture", f"{_posture_title(posture['id'])} ({posture['id']})"))
+    section.rows.append(("Posture", f"{posture_title(posture['id'])} ({posture['id']})"))
     section.rows += [(name, _value(name, value)) for name, value in posture["limits"].items()]
     reach = network_reach(
         PostureId(posture["id"]), Network(posture["network"]), tuple(posture.get("fetch_hosts", ()))
@@ -165,12 +165,6 @@ def _output_section(stream: str, captured: dict[str, Any]) -> _Section:
         text = f"{text[:half]}\n[... {omitted:,} characters omitted ...]\n{text[-half:]}"
     section.blocks.append(("excerpt", text))
     return section
-
-
-def _posture_title(posture_id: str) -> str:
-    """`Hardened local` for `hardened`; an id this build does not know, as it is."""
-    known = {posture.value: posture for posture in PostureId}
-    return POSTURE_INFO[known[posture_id]].title if posture_id in known else posture_id
 
 
 def _value(name: str, value: object) -> str:

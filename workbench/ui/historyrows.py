@@ -13,7 +13,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QTreeWidgetItem
 
 from workbench.executors.types import RunStatus
-from workbench.postures import POSTURE_INFO, PostureId
+from workbench.postures import posture_title
 from workbench.probes.site import LAB_FOLDER_PREFIX
 from workbench.runs.export import INTERRUPTED_CAUSE
 from workbench.runs.record import RunRecord, RunState
@@ -57,14 +57,6 @@ def cause_text(record: RunRecord) -> str:
     return RUNNING_CAUSE if record.state is RunState.RUNNING else "-"
 
 
-def posture_title(record: RunRecord) -> str:
-    """The posture's title ("Hardened local"); the stored id when it is not one we know."""
-    known = {posture_id.value for posture_id in PostureId}
-    return (
-        POSTURE_INFO[PostureId(record.posture)].title if record.posture in known else record.posture
-    )
-
-
 def is_lab_run(record: RunRecord) -> bool:
     """Whether the probe lab made this run (its skill is the lab's copy of a probe skill)."""
     return any(part.startswith(LAB_FOLDER_PREFIX) for part in record.skill_dir.parts)
@@ -76,7 +68,7 @@ def matches(record: RunRecord, words: list[str]) -> bool:
         (
             record.skill_name,
             record.posture,
-            posture_title(record),
+            posture_title(record.posture),
             record.outcome,
             status_word(record),
             cause_text(record),
@@ -90,7 +82,7 @@ def run_item(record: RunRecord, colours: StatusColors) -> QTreeWidgetItem:
     """The list row of `record`; its run id is the first column's `RUN_ID` data."""
     started = datetime.fromtimestamp(record.started_at).strftime("%Y-%m-%d %H:%M:%S")
     cause = cause_text(record)
-    values = (started, status_word(record), " ".join(cause.split()), posture_title(record))
+    values = (started, status_word(record), " ".join(cause.split()), posture_title(record.posture))
     item = QTreeWidgetItem([*values, record.skill_name, str(len(record.changes))])
     item.setData(0, RUN_ID, record.run_id)
     item.setForeground(COLUMNS.index("Status"), status_colour(record, colours))

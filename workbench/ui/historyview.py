@@ -41,7 +41,7 @@ from PySide6.QtWidgets import (
 
 from workbench.errors import WorkbenchError, WorkspaceError
 from workbench.executors.types import CancelToken, OutputChunk, new_run_id
-from workbench.postures import Limits, Posture, PostureId
+from workbench.postures import Limits, Posture, PostureId, posture_title
 from workbench.runs.export import ExportFormat, export_record
 from workbench.runs.record import RunRecord, RunState, plain_text
 from workbench.runs.restore import restore_run
@@ -52,7 +52,6 @@ from workbench.ui.historyrows import (
     cause_text,
     is_lab_run,
     matches,
-    posture_title,
     run_item,
     status_look,
     status_word,
@@ -212,7 +211,7 @@ class HistoryView(QWidget):
             record.workspace,
             run_id=run_id,
         )
-        title = posture_title(record)
+        title = posture_title(record.posture)
         self._rerun_cancel = cancel = CancelToken()
         self._update_buttons()
         self.runs.setEnabled(False)  # the record pane shows the re-run's output meanwhile
