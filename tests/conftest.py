@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.posture_probe import docker_engine_runtimes
+from workbench.executors.availability import docker_engine_runtimes
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QGuiApplication, QImage, QPainter
 from PySide6.QtSvg import QSvgRenderer
 
-from workbench.desktop import APP_ID, ICON_SIZES
+from workbench.platform.desktop_entry import APP_ID, ICON_SIZES
 
 HICOLOR = Path(__file__).resolve().parents[2] / "resources" / "icons" / "hicolor"
 

@@ -21,7 +21,7 @@ from workbench.executors.types import (
     SessionSpec,
 )
 from workbench.monitor.sample import ResourceSample
-from workbench.postures import Posture, PostureId
+from workbench.postures.model import Posture, PostureId
 
 CONTRACT_POSTURES = [
     PostureId.LOCAL,

@@ -9,7 +9,7 @@ import pytest
 from tests.contract.conftest import Harness
 from workbench.executors.types import CancelToken, RunRequest, RunStatus, Stream
 from workbench.monitor.process import run_tag, tagged_processes
-from workbench.postures import PostureId, Severity
+from workbench.postures.model import PostureId, Severity
 
 pytestmark = pytest.mark.timeout(60)
 

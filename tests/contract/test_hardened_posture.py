@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.contract.conftest import Harness
-from workbench.executors.safe_walk import remove_tree, walk
 from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus
 from workbench.monitor.process import run_tag, tagged_processes
-from workbench.postures import MIB, Posture, PostureId
+from workbench.postures.model import MIB, Posture, PostureId
+from workbench.workspace.safe_walk import remove_tree, walk
 
 pytestmark = pytest.mark.timeout(60)
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="switching uid needs root")

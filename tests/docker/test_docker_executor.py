@@ -15,9 +15,10 @@ from typing import Any
 import docker
 import pytest
 
-from workbench.executors.docker import DockerExecutor
-from workbench.executors.docker_session import remove_leftovers
-from workbench.executors.docker_spec import LABEL_APP
+from workbench.executors.docker.executor import DockerExecutor
+from workbench.executors.docker.sampler import ContainerSampler
+from workbench.executors.docker.session import remove_leftovers
+from workbench.executors.docker.spec import LABEL_APP
 from workbench.executors.types import (
     CancelToken,
     OutputChunk,
@@ -27,9 +28,8 @@ from workbench.executors.types import (
     SessionSpec,
     Stream,
 )
-from workbench.monitor.container import ContainerSampler
 from workbench.monitor.sample import ResourceSample
-from workbench.postures import MIB, Posture, PostureId
+from workbench.postures.model import MIB, Posture, PostureId
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(90)]
 

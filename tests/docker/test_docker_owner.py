@@ -11,9 +11,9 @@ import pytest
 
 from tests.docker.test_pool import client, exists
 from tests.unit.executors.test_docker_owner import ended_owner, namespaced_owner, needs_root
-from workbench.executors.docker_owner import SESSION_NAME_PREFIX, name_owner, reap_sessions
-from workbench.executors.docker_spec import LABEL_APP
-from workbench.postures import DEFAULT_IMAGE
+from workbench.executors.docker.owner import SESSION_NAME_PREFIX, name_owner, reap_sessions
+from workbench.executors.docker.spec import LABEL_APP
+from workbench.postures.model import DEFAULT_IMAGE
 
 __all__ = ["client"]  # a fixture
 pytestmark = pytest.mark.docker

@@ -15,9 +15,9 @@ import pytest
 
 from workbench.errors import ExecutorError
 from workbench.executors import Executor, build_executor
-from workbench.executors.docker import DockerExecutor
+from workbench.executors.docker.executor import DockerExecutor
 from workbench.executors.types import CancelToken, RunStatus
-from workbench.postures import Posture, PostureId
+from workbench.postures.model import Posture, PostureId
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.service import CompletedRun, RunPlan, RunService

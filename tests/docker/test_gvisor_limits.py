@@ -12,7 +12,7 @@ import pytest
 
 from tests.docker.test_docker_executor import Session
 from workbench.executors.types import CancelToken, OutputChunk, RunRequest, RunResult, RunStatus
-from workbench.postures import MIB, Posture, PostureId
+from workbench.postures.model import MIB, Posture, PostureId
 
 pytestmark = [pytest.mark.docker, pytest.mark.gvisor, pytest.mark.timeout(90)]
 

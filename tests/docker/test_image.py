@@ -10,11 +10,11 @@ import docker
 import pytest
 
 from workbench.cli import main
-from workbench.executors.docker import DockerExecutor
+from workbench.executors.docker.executor import DockerExecutor
+from workbench.executors.docker.image import ImageError, build_offline, build_online, image_status
 from workbench.executors.types import CancelToken, RunStatus
-from workbench.image import ImageError, build_offline, build_online, image_status
-from workbench.paths import example_skills_dir
-from workbench.postures import DEFAULT_IMAGE, Posture, PostureId
+from workbench.platform.paths import example_skills_dir
+from workbench.postures.model import DEFAULT_IMAGE, Posture, PostureId
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.service import RunPlan, RunService

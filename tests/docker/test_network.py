@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from tests.docker.test_docker_executor import Session
-from workbench.engine import engine_client
 from workbench.errors import ExecutorError
-from workbench.executors.docker import DockerExecutor
+from workbench.executors.availability import EngineRuntimes, network_off
+from workbench.executors.docker.engine import engine_client
+from workbench.executors.docker.executor import DockerExecutor
 from workbench.executors.types import RunResult, RunStatus, SessionSpec
-from workbench.posture_probe import EngineRuntimes, network_off
-from workbench.postures import Network, Posture, PostureId
+from workbench.postures.model import Network, Posture, PostureId
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(90)]
 

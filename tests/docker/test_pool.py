@@ -24,14 +24,14 @@ from tests.docker.test_docker_executor import (
 )
 from tests.docker.test_engine_faults import _collect_leaked_sockets
 from workbench.errors import ExecutorError
-from workbench.executors.docker import DockerExecutor
-from workbench.executors.docker_pool import ContainerPool
-from workbench.executors.docker_pooled import LABEL_POOL, drain, pooled_containers
-from workbench.executors.docker_session import remove_leftovers
-from workbench.executors.docker_spec import LABEL_SESSION
+from workbench.executors.docker.executor import DockerExecutor
+from workbench.executors.docker.session import remove_leftovers
+from workbench.executors.docker.spec import LABEL_SESSION
 from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus, SessionSpec
-from workbench.executors.warm import WarmPool
-from workbench.postures import MIB, Posture, PostureId
+from workbench.executors.warm.container_claims import LABEL_POOL, drain, pooled_containers
+from workbench.executors.warm.containers import ContainerPool
+from workbench.executors.warm.starts import WarmPool
+from workbench.postures.model import MIB, Posture, PostureId
 
 __all__ = [  # run again here, on warm containers
     "test_memory_bomb_is_oom_killed",

@@ -16,8 +16,8 @@ import docker
 import pytest
 from docker.errors import NotFound
 
-import workbench.executors.docker_clean as docker_clean
-import workbench.executors.docker_pool as docker_pool
+import workbench.executors.warm.container_checks as docker_clean
+import workbench.executors.warm.containers as docker_pool
 from tests.docker.test_pool import (
     DOCKER,
     Folders,
@@ -30,9 +30,9 @@ from tests.docker.test_pool import (
     ran,
     started,
 )
-from workbench.executors.docker_owner import owner
-from workbench.executors.docker_pool import ContainerPool
-from workbench.executors.docker_pooled import (
+from workbench.executors.docker.owner import owner
+from workbench.executors.docker.session import DockerSession
+from workbench.executors.warm.container_claims import (
     CLAIM_LOCK_NAME,
     LABEL_POOL_MOUNTS,
     LABEL_POOL_SPARE,
@@ -40,9 +40,9 @@ from workbench.executors.docker_pooled import (
     pooled_containers,
     rename_locked,
 )
-from workbench.executors.docker_session import DockerSession
-from workbench.paths import data_dir
-from workbench.postures import MIB, Posture, PostureId
+from workbench.executors.warm.containers import ContainerPool
+from workbench.platform.paths import data_dir
+from workbench.postures.model import MIB, Posture, PostureId
 
 __all__ = ["client", "folders"]  # fixtures
 
@@ -180,7 +180,7 @@ def test_a_held_claim_lock_costs_one_timeout_then_the_run_starts_cold(
         rename_locked(api, name, new_name)
 
     monkeypatch.setattr(docker_pool, "rename_locked", counted)
-    monkeypatch.setattr("workbench.executors.docker_pooled.CLAIM_LOCK_S", 0.2)
+    monkeypatch.setattr("workbench.executors.warm.container_claims.CLAIM_LOCK_S", 0.2)
     pool, spec = ContainerPool(), folders.spec()
     data_dir().mkdir(parents=True, exist_ok=True)
     held = os.open(data_dir() / CLAIM_LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
@@ -236,7 +236,7 @@ def dead_pid() -> int:
 FILLER = """
 import asyncio, sys
 from pathlib import Path
-from workbench.executors.docker_pool import ContainerPool
+from workbench.executors.warm.containers import ContainerPool
 from workbench.executors.types import SessionSpec
 from tests.docker.test_pool import DOCKER as posture
 workspace = Path(sys.argv[1])
@@ -299,7 +299,7 @@ def test_the_containers_of_an_app_that_is_gone_are_removed_by_the_next_listing(
 CLAIMER = """
 import asyncio, json, sys, time
 from pathlib import Path
-from workbench.executors.docker_pool import ContainerPool
+from workbench.executors.warm.containers import ContainerPool
 from workbench.executors.types import SessionSpec
 from tests.docker.test_pool import DOCKER as posture
 base, at = Path(sys.argv[1]), float(sys.argv[2])

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from workbench.executors import implemented_postures
-from workbench.postures import PostureId
+from workbench.postures.model import PostureId
 from workbench.probes.catalogue import ProbeId
 from workbench.probes.expected import expected
 from workbench.probes.verdict import Verdict

@@ -16,7 +16,7 @@ import pytest
 
 from workbench.cli.run import exit_code, parse_size
 from workbench.executors.types import CapturedOutput, PostureCard, RunResult, RunStatus
-from workbench.postures import Posture, PostureId
+from workbench.postures.model import Posture, PostureId
 from workbench.runs.layout import DataLayout
 
 FORGED = "notes.txt\n  deleted      important.txt"  # a file name that looks like two lines

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from workbench.paths import example_skills_dir
+from workbench.platform.paths import example_skills_dir
 
 ORACLE = Path(__file__).parents[1] / "fixtures" / "skills" / "oracle"
 

@@ -13,9 +13,9 @@ import pytest
 from docker.errors import NotFound
 
 from tests.e2e.test_cli_run import env, skill, workbench
-from workbench.executors.docker_owner import name_owner
-from workbench.executors.docker_spec import LABEL_APP
-from workbench.postures import DEFAULT_IMAGE
+from workbench.executors.docker.owner import name_owner
+from workbench.executors.docker.spec import LABEL_APP
+from workbench.postures.model import DEFAULT_IMAGE
 
 pytestmark = pytest.mark.docker
 __all__ = ["env", "skill"]  # fixtures

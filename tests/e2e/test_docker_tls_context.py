@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.test_cli_run import workbench
-from workbench.engine import DOCKER_SOCKET
+from workbench.executors.docker.engine import DOCKER_SOCKET
 
 pytestmark = pytest.mark.docker
 

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from workbench import __version__, desktop
+from workbench import __version__
 from workbench.cli import main
-from workbench.paths import resources_dir
+from workbench.platform import desktop_entry
+from workbench.platform.paths import resources_dir
 
 LINUX = Path(__file__).parents[2] / "packaging" / "linux"
-ENTRY = LINUX / f"{desktop.APP_ID}.desktop"
-METAINFO = LINUX / f"{desktop.APP_ID}.metainfo.xml"
+ENTRY = LINUX / f"{desktop_entry.APP_ID}.desktop"
+METAINFO = LINUX / f"{desktop_entry.APP_ID}.metainfo.xml"
 HICOLOR = resources_dir() / "icons" / "hicolor"
 
 
@@ -37,7 +38,7 @@ def require_tool(name: str) -> str:
 
 
 def test_packaged_entry_is_the_generated_entry_for_a_command_on_the_path() -> None:
-    assert ENTRY.read_text(encoding="utf-8") == desktop.desktop_entry("workbench")
+    assert ENTRY.read_text(encoding="utf-8") == desktop_entry.desktop_entry("workbench")
 
 
 def test_packaged_entry_validates() -> None:
@@ -56,7 +57,7 @@ def test_metainfo_validates_offline() -> None:
 
 def test_metainfo_names_the_one_app_id_and_this_version() -> None:
     root = ET.parse(METAINFO).getroot()
-    assert root.findtext("id") == desktop.APP_ID
+    assert root.findtext("id") == desktop_entry.APP_ID
     assert root.findtext("launchable") == ENTRY.name
     assert root.findtext("metadata_license") == "CC0-1.0"
     assert root.findtext("project_license") == "MIT"
@@ -67,12 +68,12 @@ def test_metainfo_names_the_one_app_id_and_this_version() -> None:
 
 
 def test_icons_exist_at_every_size() -> None:
-    svg = HICOLOR / "scalable" / "apps" / f"{desktop.APP_ID}.svg"
+    svg = HICOLOR / "scalable" / "apps" / f"{desktop_entry.APP_ID}.svg"
     assert svg.read_text(encoding="utf-8").startswith("<svg")
     # The window icon is the same drawing.
     assert (resources_dir() / "icons" / "workbench.svg").read_bytes() == svg.read_bytes()
-    for size in desktop.ICON_SIZES:
-        png = HICOLOR / f"{size}x{size}" / "apps" / f"{desktop.APP_ID}.png"
+    for size in desktop_entry.ICON_SIZES:
+        png = HICOLOR / f"{size}x{size}" / "apps" / f"{desktop_entry.APP_ID}.png"
         assert png_size(png) == (size, size)
     assert (LINUX / "icons").resolve() == HICOLOR.resolve()
 
@@ -84,17 +85,17 @@ def test_install_writes_entry_and_icons_into_the_xdg_data_folder(
     monkeypatch.setenv("XDG_DATA_HOME", str(home))
     assert main(["--install-desktop-entry"]) == 0
     out = capsys.readouterr().out
-    written = desktop.entry_targets(home)
+    written = desktop_entry.entry_targets(home)
     for path in written:
         assert path.is_file()
         assert f"wrote {path}\n" in out
     assert sorted(p for p in home.rglob("*") if p.is_file()) == sorted(written)
-    entry = (home / "applications" / f"{desktop.APP_ID}.desktop").read_text(encoding="utf-8")
-    command = desktop.installed_command()
+    entry = (home / "applications" / f"{desktop_entry.APP_ID}.desktop").read_text(encoding="utf-8")
+    command = desktop_entry.installed_command()
     assert command.is_absolute() and command.name == "workbench" and command.is_file()
     assert f"\nExec={command} gui\n" in entry
-    assert f"\nIcon={desktop.APP_ID}\n" in entry
-    png = home / "icons" / "hicolor" / "48x48" / "apps" / f"{desktop.APP_ID}.png"
+    assert f"\nIcon={desktop_entry.APP_ID}\n" in entry
+    png = home / "icons" / "hicolor" / "48x48" / "apps" / f"{desktop_entry.APP_ID}.png"
     assert png.read_bytes() == (HICOLOR / "48x48" / "apps" / png.name).read_bytes()
 
 
@@ -110,7 +111,7 @@ def test_uninstall_removes_exactly_what_install_wrote(
     capsys.readouterr()
     assert main(["--uninstall-desktop-entry"]) == 0
     out = capsys.readouterr().out
-    assert out.count("removed ") == len(desktop.entry_targets(home))
+    assert out.count("removed ") == len(desktop_entry.entry_targets(home))
     assert [p for p in home.rglob("*") if p.is_file()] == [other]
     assert main(["--uninstall-desktop-entry"]) == 0
     assert "nothing to remove" in capsys.readouterr().out
@@ -123,7 +124,7 @@ def test_the_two_flags_exclude_each_other(capsys: pytest.CaptureFixture[str]) ->
 
 def test_an_awkward_command_path_is_quoted_for_the_exec_key(tmp_path: Path) -> None:
     command = '/opt/my apps/$HOME/"w"\\bench/workbench'
-    entry = desktop.desktop_entry(command)
+    entry = desktop_entry.desktop_entry(command)
     # Desktop Entry spec: quote the argument, escape " ` $ \ inside, then escape \ in the value.
     assert '\nExec="/opt/my apps/\\\\$HOME/\\\\"w\\\\"\\\\\\\\bench/workbench" gui\n' in entry
     path = tmp_path / "awkward.desktop"

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from workbench import interpreter
-from workbench.executors import limits_exec
+from workbench.executors.hardened import limits_exec
+from workbench.platform import interpreter
 
 # What a frozen entry script does first (see packaging/pyinstaller/entry.py).
-ENTRY = "import sys; from workbench.interpreter import run_internal; run_internal(sys.argv); "
+ENTRY = (
+    "import sys; from workbench.platform.interpreter import run_internal; run_internal(sys.argv); "
+)
 
 
 def test_a_module_runs_isolated_by_name(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workbench import paths
+from workbench.platform import paths
 from workbench.runs.layout import DataLayout
 
 
@@ -22,7 +22,7 @@ def test_data_and_config_resolve_under_the_xdg_variables() -> None:
 def test_the_gui_settings_file_resolves_under_xdg_config_home(tmp_path: Path) -> None:
     # In a child: Qt reads XDG_CONFIG_HOME once per process. Same names as app.py gives Qt.
     code = (
-        "from PySide6.QtCore import QSettings; from workbench import paths; "
+        "from PySide6.QtCore import QSettings; from workbench.platform import paths; "
         "print(QSettings(paths.APP_AUTHOR, paths.APP_NAME).fileName())"
     )
     env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}

@@ -73,7 +73,7 @@ def workbench(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_package_comes_from_the_fresh_venv(venv: Path) -> None:
-    code = "import workbench.paths as p; print(p.__file__); print(p.resources_dir())"
+    code = "import workbench.platform.paths as p; print(p.__file__); print(p.resources_dir())"
     done = run([str(venv / "bin" / "python"), "-c", code], cwd=venv.parent)
     module, resources = done.stdout.splitlines()
     assert Path(module).is_relative_to(venv)

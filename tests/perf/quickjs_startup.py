@@ -31,14 +31,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from workbench.executors.quickjs import WORKER_MODULE, QuickJsExecutor
-from workbench.executors.quickjs_pool import QuickJsWorkerPool
-from workbench.executors.quickjs_run import STACK_LIMIT_BYTES, worker_rlimits
+from workbench.executors.quickjs.worker import main as worker
+
+from workbench.executors.quickjs.executor import WORKER_MODULE, QuickJsExecutor
+from workbench.executors.quickjs.run import STACK_LIMIT_BYTES, worker_rlimits
+from workbench.executors.quickjs.worker.protocol import MessageDecoder
 from workbench.executors.types import CancelToken, OutputChunk, RunRequest, SessionSpec
-from workbench.interpreter import child_argv
-from workbench.jsworker import worker
-from workbench.jsworker.protocol import MessageDecoder
-from workbench.postures import Posture, PostureId
+from workbench.executors.warm.quickjs import QuickJsWorkerPool
+from workbench.platform.interpreter import child_argv
+from workbench.postures.model import Posture, PostureId
 
 
 def interpreter(code: str) -> float:

@@ -22,8 +22,8 @@ from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
 
 from workbench.executors import build_executor
-from workbench.paths import example_skills_dir
-from workbench.postures import Availability, PostureId
+from workbench.platform.paths import example_skills_dir
+from workbench.postures.model import Availability, PostureId
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.service import RunService

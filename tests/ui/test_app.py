@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.app import _data_layout, _excepthook
 from workbench.errors import SkillError
+from workbench.ui.app import _data_layout, _excepthook
 from workbench.ui.mainwindow import MainWindow
 
 

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from workbench.postures import PostureId
+from workbench.postures.model import PostureId
 from workbench.skills import Code
+from workbench.ui.authoring.newskill import NewSkillDialog
 from workbench.ui.mainwindow import MainWindow
-from workbench.ui.newskill import NewSkillDialog
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]
 

@@ -9,10 +9,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QMessageBox, QSplitter, QTreeWidgetItem
 
 from workbench.executors.types import CancelToken, OutputChunk
-from workbench.postures import Posture, PostureId
+from workbench.postures.model import Posture, PostureId
 from workbench.runs.service import CompletedRun, RunPlan
-from workbench.ui.changesview import CHANGE_ROLE, ChangesView, losses, summary
-from workbench.ui.diffview import DiffView, split_rows
+from workbench.ui.run.changes import CHANGE_ROLE, ChangesView, losses, summary
+from workbench.ui.run.diff import DiffView, split_rows
 from workbench.ui.services import Services
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]

@@ -5,9 +5,9 @@ from typing import Any
 import pytest
 from PySide6.QtGui import QColor
 
-from workbench.monitor.container import GVISOR_TREE
+from workbench.executors.docker.sampler import GVISOR_TREE
 from workbench.monitor.sample import ProcessTable, ResourceSample
-from workbench.ui.charts import (
+from workbench.ui.run.charts import (
     MAX_POINTS,
     MIB,
     PROCESSES_NOT_VISIBLE,

@@ -7,8 +7,8 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from workbench.postures import POSTURE_INFO, PostureId
-from workbench.ui.compareview import FIGURES, CompareView
+from workbench.postures.model import POSTURE_INFO, PostureId
+from workbench.ui.compare.view import FIGURES, CompareView
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.scene import Scene, stage
 

@@ -10,7 +10,7 @@ from PySide6.QtGui import QTextCharFormat
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from workbench.skills import Code, load_skill
-from workbench.ui.editor import SkillEditor
+from workbench.ui.authoring.editor import SkillEditor
 
 WriteSkill = Callable[..., Path]
 GOOD = "---\nname: demo\ndescription: A demo skill.\n---\n# Demo\n\nSay <b>hello</b>.\n"

@@ -10,9 +10,9 @@ import pytest
 from PySide6.QtCore import QSettings
 
 from tests.ui.conftest import Run
-from workbench.app import _probe_postures
-from workbench.paths import example_skills_dir
-from workbench.postures import PostureId
+from workbench.platform.paths import example_skills_dir
+from workbench.postures.model import PostureId
+from workbench.ui.app import _probe_postures
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import Services
 

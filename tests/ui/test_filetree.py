@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from workbench.ui.filetree import PREVIEW_LIMIT, read_preview
+from workbench.ui.skills.files import PREVIEW_LIMIT, read_preview
 
 
 def test_text_is_shown_and_capped(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAccessible, QKeySequence
 from PySide6.QtWidgets import QAbstractSpinBox, QLabel, QSplitter, QTabWidget, QWidget
 
-from workbench.paths import example_skills_dir
-from workbench.postures import PostureId
+from workbench.platform.paths import example_skills_dir
+from workbench.postures.model import PostureId
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import Services
 

@@ -13,11 +13,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 
 from workbench.executors.types import CancelToken, RunStatus
-from workbench.postures import Posture, PostureId
-from workbench.runs.export import INTERRUPTED_CAUSE
+from workbench.postures.model import Posture, PostureId
 from workbench.runs.record import RunRecord
+from workbench.runs.reports import INTERRUPTED_CAUSE
 from workbench.runs.service import RunPlan
-from workbench.ui.historyview import COLUMNS, PAGE, HistoryView
+from workbench.ui.history.view import COLUMNS, PAGE, HistoryView
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.scene import Scene, stage
 from workbench.ui.services import Services

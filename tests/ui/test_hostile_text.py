@@ -8,8 +8,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QTreeWidget
 
 from tests.ui.conftest import Run
-from workbench.ui.filetree import FileBrowser
 from workbench.ui.mainwindow import MainWindow
+from workbench.ui.skills.files import FileBrowser
 
 RLO = "\u202e"
 

@@ -8,11 +8,11 @@ import qasync
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from workbench.postures import POSTURE_INFO, PostureId
+from workbench.postures.model import POSTURE_INFO, PostureId
 from workbench.probes.catalogue import ProbeId
 from workbench.probes.lab import LAB_LIMITS, Cell, Scoreboard
 from workbench.probes.verdict import Verdict
-from workbench.ui.labview import LabView, cell_text, summary_sentence
+from workbench.ui.lab.view import LabView, cell_text, summary_sentence
 from workbench.ui.mainwindow import MainWindow
 
 

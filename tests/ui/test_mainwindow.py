@@ -9,7 +9,7 @@ from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QMenuBar, QScrollBar, QTabBar, QWidget
 
-from workbench.paths import example_skills_dir
+from workbench.platform.paths import example_skills_dir
 from workbench.skills import discover
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import Services

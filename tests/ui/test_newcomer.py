@@ -19,8 +19,8 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from tests.ui.conftest import PROBE
 from workbench.executors import build_executor
-from workbench.paths import example_skills_dir
-from workbench.postures import PostureId
+from workbench.platform.paths import example_skills_dir
+from workbench.postures.model import PostureId
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.service import CompletedRun, RunService

@@ -3,9 +3,9 @@ it passes, and the request it sends; the roots it offers."""
 
 from pathlib import Path
 
-from workbench.paths import example_skills_dir
+from workbench.platform.paths import example_skills_dir
+from workbench.ui.authoring.newskill import NewSkillDialog
 from workbench.ui.mainwindow import MainWindow
-from workbench.ui.newskill import NewSkillDialog
 
 
 def test_the_name_is_checked_as_it_is_typed(qtbot, tmp_path: Path) -> None:

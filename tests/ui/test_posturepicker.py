@@ -8,10 +8,10 @@ from PySide6.QtWidgets import QLabel, QMessageBox, QRadioButton
 
 from tests.ui.conftest import PROBE
 from workbench.errors import PostureError
-from workbench.paths import example_skills_dir
-from workbench.postures import Availability, PostureId
+from workbench.platform.paths import example_skills_dir
+from workbench.postures.model import Availability, PostureId
 from workbench.ui.mainwindow import MainWindow
-from workbench.ui.posturepicker import CARD_ORDER
+from workbench.ui.postures.picker import CARD_ORDER
 from workbench.ui.services import PostureProbe, Services
 
 

@@ -9,14 +9,14 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QLabel
 
 from tests.ui.conftest import PROBE, Run
-from workbench.executors.base import Executor
-from workbench.executors.docker_pool import ContainerPool
-from workbench.executors.quickjs_pool import QuickJsWorkerPool
+from workbench.executors.availability import docker_engine_runtimes
+from workbench.executors.contract import Executor
 from workbench.executors.types import RunStatus, SessionSpec
-from workbench.executors.warm import PoolStatus, WarmStarts
-from workbench.paths import example_skills_dir
-from workbench.posture_probe import docker_engine_runtimes
-from workbench.postures import MIB, Availability, Posture, PostureId
+from workbench.executors.warm.containers import ContainerPool
+from workbench.executors.warm.quickjs import QuickJsWorkerPool
+from workbench.executors.warm.starts import PoolStatus, WarmStarts
+from workbench.platform.paths import example_skills_dir
+from workbench.postures.model import MIB, Availability, Posture, PostureId
 from workbench.runs.service import RunService
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import Services

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from PySide6.QtCore import Qt
 
+from workbench.executors.docker.sampler import GVISOR_TREE
 from workbench.executors.types import RunResult, RunStatus
-from workbench.monitor.container import GVISOR_TREE
 from workbench.monitor.sample import ProcessRow, ProcessTable, ResourceSample
-from workbench.postures import PostureId
+from workbench.postures.model import PostureId
 from workbench.ui.mainwindow import MainWindow
-from workbench.ui.processtree import COMMAND, CPU, NAME, PID, ProcessTreeView
+from workbench.ui.run.processes import COMMAND, CPU, NAME, PID, ProcessTreeView
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]
 MIB = 1024 * 1024

@@ -11,10 +11,10 @@ from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QScrollBar, QTa
 
 from workbench.ansi import BASIC_COLOURS
 from workbench.executors.types import CapturedOutput, PostureCard, RunResult, RunStatus
-from workbench.postures import Network, Posture, PostureId
-from workbench.ui.cardview import CardView
+from workbench.postures.model import Network, Posture, PostureId
 from workbench.ui.mainwindow import MainWindow
-from workbench.ui.outcome import OutcomeBanner
+from workbench.ui.run.banner import OutcomeBanner
+from workbench.ui.run.card import CardView
 from workbench.ui.theme import status_colors
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]

@@ -12,11 +12,11 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QMessageBox
 
-from workbench.postures import PostureId
+from workbench.postures.model import PostureId
 from workbench.runs.service import CompletedRun
 from workbench.ui.mainwindow import MainWindow
-from workbench.ui.runcontrols import WORKSPACE_FRESH, WorkspaceChoice
-from workbench.ui.runpanel import RunPanel
+from workbench.ui.run.controls import WORKSPACE_FRESH, WorkspaceChoice
+from workbench.ui.run.panel import RunPanel
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]
 

@@ -7,7 +7,7 @@ import pytest
 from PySide6.QtGui import QGuiApplication
 
 from workbench.executors.types import OutputChunk, Stream
-from workbench.ui.outputview import MAX_LINE, LogViewer, OutputView
+from workbench.ui.run.output import MAX_LINE, LogViewer, OutputView
 
 
 def _view(qtbot: Any) -> OutputView:

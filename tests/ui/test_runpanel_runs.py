@@ -16,9 +16,9 @@ import qasync
 from PySide6.QtCore import QTimer
 
 from workbench.errors import UsageError
-from workbench.postures import PostureId
+from workbench.postures.model import PostureId
 from workbench.ui.mainwindow import MainWindow
-from workbench.ui.runpanel import CARD_TAB, CHANGES_TAB, RunPanel
+from workbench.ui.run.panel import CARD_TAB, CHANGES_TAB, RunPanel
 from workbench.ui.scene import Scene, stage
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]

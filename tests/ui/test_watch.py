@@ -5,7 +5,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from workbench.ui.watch import SkillWatcher, fingerprint
+from workbench.ui.skills.watch import SkillWatcher, fingerprint
 
 WriteSkill = Callable[..., Path]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from PySide6.QtCore import QSettings
 
-from workbench.paths import example_skills_dir
+from workbench.platform.paths import example_skills_dir
 from workbench.ui.mainwindow import FIRST_SIZE, MainWindow
 from workbench.ui.services import Services
 

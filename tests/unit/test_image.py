@@ -6,13 +6,19 @@ from pathlib import Path
 import pytest
 
 from workbench.cli import main
-from workbench.image import ImageError, ImageStatus, build_offline, build_online, recipe_hash
+from workbench.executors.docker.image import (
+    ImageError,
+    ImageStatus,
+    build_offline,
+    build_online,
+    recipe_hash,
+)
 
 
 def fake_builder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> Path:
     script = tmp_path / "build-offline.sh"
     script.write_text(body)
-    monkeypatch.setattr("workbench.image.builder_script", lambda: script)
+    monkeypatch.setattr("workbench.executors.docker.image.builder_script", lambda: script)
     return script
 
 

@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from workbench.cli import main
-from workbench.engine import Engine, EngineUnreachable, engine_client, resolve_engine
+from workbench.executors.docker.engine import (
+    Engine,
+    EngineUnreachable,
+    engine_client,
+    resolve_engine,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -98,7 +103,9 @@ def podman_socket(tmp_path: Path) -> Iterator[Path]:
 def test_podman_is_used_when_no_docker_socket_answers(
     podman_socket: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("workbench.engine.DOCKER_SOCKET", str(tmp_path / "no-docker.sock"))
+    monkeypatch.setattr(
+        "workbench.executors.docker.engine.DOCKER_SOCKET", str(tmp_path / "no-docker.sock")
+    )
     engine = resolve_engine()
     assert engine == Engine(f"unix://{podman_socket}", "Podman socket")
     assert engine.kind == "podman"
@@ -111,7 +118,7 @@ def test_docker_wins_over_podman_when_it_answers(
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
         listener.bind(str(docker_sock))
         listener.listen(1)
-        monkeypatch.setattr("workbench.engine.DOCKER_SOCKET", str(docker_sock))
+        monkeypatch.setattr("workbench.executors.docker.engine.DOCKER_SOCKET", str(docker_sock))
         assert resolve_engine() == Engine(f"unix://{docker_sock}", "default socket")
 
 

@@ -5,8 +5,12 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import PostureError
-from workbench.posture_probe import EngineRuntimes, docker_engine_runtimes, probe_availability
-from workbench.postures import (
+from workbench.executors.availability import (
+    EngineRuntimes,
+    docker_engine_runtimes,
+    probe_availability,
+)
+from workbench.postures.model import (
     POSTURE_INFO,
     Availability,
     Network,

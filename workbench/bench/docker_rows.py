@@ -32,9 +32,9 @@ from workbench.bench.rows import (
 )
 from workbench.bench.stats import Case, cpu_per_call, interleave, timed_call
 from workbench.executors import Executor, build_executor
-from workbench.executors.docker_pool import ContainerPool
 from workbench.executors.types import CancelToken, OutputChunk, RunRequest, RunResult, RunStatus
-from workbench.postures import DEFAULT_IMAGE, Posture, PostureId
+from workbench.executors.warm.containers import ContainerPool
+from workbench.postures.model import DEFAULT_IMAGE, Posture, PostureId
 
 BENCH_LABEL = "org.skill-workbench.bench"  # = the run's token, on every floor container
 READY = ("sh", "-c", "echo ready; exec sleep 60")
@@ -206,7 +206,7 @@ def _detached(context: BenchContext, posture: PostureId, *command: str) -> str:
 
 def abort(context: BenchContext) -> None:
     """Remove every container of this bench run, ours and the floors'."""
-    from workbench.executors.docker_spec import LABEL_SKILL
+    from workbench.executors.docker.spec import LABEL_SKILL
 
     for label in (f"{LABEL_SKILL}={context.token}", f"{BENCH_LABEL}={context.token}"):
         for container in _docker("ps", "-aq", "--filter", f"label={label}").split():
@@ -295,7 +295,7 @@ async def container_sampler_rows(
 ) -> None:
     """CPU per sample of the cgroup reader against reading the same files directly."""
     del wanted
-    from workbench.monitor.container import CgroupFiles
+    from workbench.executors.docker.sampler import CgroupFiles
 
     container = _detached(context, PostureId.DOCKER, "sleep", "300")
     try:

@@ -29,10 +29,10 @@ from workbench.bench.rows import (
     started_executor,
 )
 from workbench.bench.stats import Case, cpu_per_call, interleave, timed_call
-from workbench.executors.process_tree import reap_orphans
-from workbench.executors.quickjs_pool import QuickJsWorkerPool
+from workbench.executors.process.reaper import reap_orphans
+from workbench.executors.warm.quickjs import QuickJsWorkerPool
 from workbench.monitor.process import ProcessTreeSampler, descendants, run_tag
-from workbench.postures import MIB, Posture, PostureId
+from workbench.postures.model import MIB, Posture, PostureId
 
 BALLAST_BYTES = 500 * MIB
 PAGE = 4096

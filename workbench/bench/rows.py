@@ -26,7 +26,7 @@ from workbench.executors.types import (
     RunStatus,
     SessionSpec,
 )
-from workbench.postures import Posture, PostureId
+from workbench.postures.model import Posture, PostureId
 
 COMMAND_LIMIT_S = 30.0  # a floor's command (or a docker call) that takes longer has hung
 

@@ -24,8 +24,8 @@ from workbench.bench import docker_rows, local_rows, workspace_rows
 from workbench.bench.rows import BenchContext, Group, Need, Outcome, RowResult
 from workbench.errors import UsageError
 from workbench.executors import implemented_postures
-from workbench.posture_probe import docker_engine_runtimes, probe_availability
-from workbench.postures import DEFAULT_IMAGE, PostureId
+from workbench.executors.availability import docker_engine_runtimes, probe_availability
+from workbench.postures.model import DEFAULT_IMAGE, PostureId
 
 GROUP_LIMIT_S = {False: 60.0, True: 25.0}  # by --quick
 ABORT_WAIT_S = 10.0

@@ -12,7 +12,7 @@ from typing import Any
 
 from workbench.cli.output import emit_json, warn
 from workbench.errors import PostureError, UsageError
-from workbench.postures import PostureId, parse_posture_id
+from workbench.postures.model import PostureId, parse_posture_id
 
 
 def register(commands: "argparse._SubParsersAction[Any]") -> None:

@@ -25,7 +25,7 @@ from workbench.cli.run import (
     warn_posture,
 )
 from workbench.errors import PostureError, UsageError
-from workbench.postures import PostureId, parse_posture_id
+from workbench.postures.model import PostureId, parse_posture_id
 from workbench.runs.record import plain_text, to_jsonable
 from workbench.skills import default_roots, find_skill
 

@@ -40,21 +40,22 @@ class _PickHandler(argparse.Action):
 
 
 def _install(args: argparse.Namespace) -> int:
-    from workbench import desktop  # here, not at the top: every command loads this module
+    # Here, not at the top: every command loads this module.
+    from workbench.platform import desktop_entry
 
     del args
-    command = desktop.installed_command()
-    for path in desktop.install(command, desktop.data_home()):
+    command = desktop_entry.installed_command()
+    for path in desktop_entry.install(command, desktop_entry.data_home()):
         print(f"wrote {path}")
     print(f"The launcher entry runs {command} gui.")
     return 0
 
 
 def _uninstall(args: argparse.Namespace) -> int:
-    from workbench import desktop
+    from workbench.platform import desktop_entry
 
     del args
-    removed = desktop.uninstall(desktop.data_home())
+    removed = desktop_entry.uninstall(desktop_entry.data_home())
     for path in removed:
         print(f"removed {path}")
     if not removed:

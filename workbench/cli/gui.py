@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import UsageError
-from workbench.postures import parse_posture_id
+from workbench.postures.model import parse_posture_id
 
 SCENE_OPTIONS = ("posture", "command", "memory", "show", "during", "view")
 
@@ -54,7 +54,7 @@ def _gui(args: argparse.Namespace) -> int:
     if args.run is not None and args.screenshot is None:
         raise UsageError("--run stages a screenshot: give --screenshot FILE too.")
     # Imported here, not at the top: every other command must work where Qt cannot load.
-    from workbench import app
+    from workbench.ui import app
 
     scene = None
     if args.run is not None:

@@ -87,7 +87,7 @@ def _one_line(text: str, width: int = 60) -> str:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from workbench.runs.export import ExportFormat, export_record
+    from workbench.runs.reports import ExportFormat, export_record
 
     layout, history = _open()
     record = history.resolve(args.run)
@@ -99,7 +99,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from workbench.runs.export import ExportFormat, export_record
+    from workbench.runs.reports import ExportFormat, export_record
 
     layout, history = _open()
     record = history.resolve(args.run)
@@ -116,7 +116,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from workbench.runs.restore import restore_run
+    from workbench.runs.undo import restore_run
 
     layout, history = _open()
     record = history.resolve(args.run)

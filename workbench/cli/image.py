@@ -4,8 +4,8 @@ import argparse
 from typing import Any
 
 from workbench.cli.output import emit_json, warn
-from workbench.image import ImageStatus, build_offline, build_online, image_status
-from workbench.postures import DEFAULT_IMAGE
+from workbench.executors.docker.image import ImageStatus, build_offline, build_online, image_status
+from workbench.postures.model import DEFAULT_IMAGE
 
 
 def register(commands: "argparse._SubParsersAction[Any]") -> None:

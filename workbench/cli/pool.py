@@ -20,7 +20,7 @@ from workbench.cli.output import emit_json, warn
 from workbench.cli.run import add_posture_options, posture_from_args
 from workbench.errors import UsageError, WorkbenchError
 from workbench.executors.types import SessionSpec, new_run_id
-from workbench.postures import CONTAINER_POSTURES, PostureId
+from workbench.postures.model import CONTAINER_POSTURES, PostureId
 from workbench.runs.layout import DataLayout
 from workbench.skills import default_roots, find_skill
 
@@ -60,7 +60,7 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from workbench.executors.docker_pooled import pooled_containers
+    from workbench.executors.warm.container_claims import pooled_containers
 
     with contextlib.closing(_engine()) as client:
         found = pooled_containers(client)
@@ -90,7 +90,7 @@ def _status(args: argparse.Namespace) -> int:
 def _fill(args: argparse.Namespace) -> int:
     import asyncio
 
-    from workbench.executors.docker_pool import ContainerPool
+    from workbench.executors.warm.containers import ContainerPool
 
     if not 1 <= args.size <= MAX_SIZE:
         raise UsageError(f"workbench pool fill: --size must be 1 to {MAX_SIZE}")
@@ -134,7 +134,7 @@ def _fill(args: argparse.Namespace) -> int:
 
 
 def _drain(args: argparse.Namespace) -> int:
-    from workbench.executors.docker_pooled import drain
+    from workbench.executors.warm.container_claims import drain
 
     with contextlib.closing(_engine()) as client:
         removed = drain(client)
@@ -153,8 +153,8 @@ async def run_warm(
     command need not wait for it); otherwise as `service` would."""
     if plan.posture.id not in CONTAINER_POSTURES:
         return await service.run_once(plan, sink, cancel)
-    from workbench.executors.docker_pool import ContainerPool
-    from workbench.executors.warm import WarmStarts
+    from workbench.executors.warm.containers import ContainerPool
+    from workbench.executors.warm.starts import WarmStarts
     from workbench.runs.service import RunService
 
     pool = ContainerPool(
@@ -198,7 +198,7 @@ def _session(service: "RunService", plan: "RunPlan") -> SessionSpec:
 def _engine() -> "docker.DockerClient":
     from docker.errors import DockerException
 
-    from workbench.engine import engine_client
+    from workbench.executors.docker.engine import engine_client
 
     try:
         return engine_client()

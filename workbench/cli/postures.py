@@ -5,10 +5,10 @@ from dataclasses import asdict
 from typing import Any
 
 from workbench.cli.output import emit_json
-from workbench.engine import engine_name
 from workbench.errors import PostureError
-from workbench.posture_probe import docker_engine_runtimes, probe_availability
-from workbench.postures import (
+from workbench.executors.availability import docker_engine_runtimes, probe_availability
+from workbench.executors.docker.engine import engine_name
+from workbench.postures.model import (
     POSTURE_INFO,
     Availability,
     Posture,

@@ -20,7 +20,7 @@ from workbench.cli.postures import probe_all
 from workbench.errors import PostureError, UsageError
 from workbench.executors import build_executor, implemented_postures
 from workbench.executors.types import CancelToken
-from workbench.postures import PostureId, parse_posture_id
+from workbench.postures.model import PostureId, parse_posture_id
 from workbench.probes.lab import Cell, Scoreboard, run_lab, scoreboard_to_dict
 from workbench.probes.verdict import Verdict
 from workbench.runs.history import RunHistory

@@ -17,6 +17,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from workbench.authoring.package import PackageError, export_skill, import_skill
+from workbench.authoring.preview import preview
+from workbench.authoring.template import FOLDERS, create_skill
 from workbench.cli.output import emit_json
 from workbench.runs.record import plain_text
 from workbench.skills import (
@@ -30,9 +33,6 @@ from workbench.skills import (
 )
 from workbench.skills import find_skill as find_named_skill
 from workbench.skills.budget import budget
-from workbench.skills.package import PackageError, export_skill, import_skill
-from workbench.skills.preview import preview
-from workbench.skills.template import FOLDERS, create_skill
 
 
 def register(commands: "argparse._SubParsersAction[Any]") -> None:

@@ -1,6 +1,6 @@
 """Executors: run a skill's command under a posture and report what happened.
 
-`build_executor(posture)` returns an `Executor` (see `base.py`); the data it speaks is in
+`build_executor(posture)` returns an `Executor` (see `contract.py`); the data it speaks is in
 `types.py`. The registry imports every executor (docker-py, psutil, ...), so it loads only
 when one of these names is first used: importing `workbench.executors.types` stays cheap.
 """
@@ -8,7 +8,7 @@ when one of these names is first used: importing `workbench.executors.types` sta
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from workbench.executors.base import Executor
+    from workbench.executors.contract import Executor
     from workbench.executors.registry import build_executor, implemented_postures
 
 __all__ = ["Executor", "build_executor", "implemented_postures"]
@@ -16,9 +16,9 @@ __all__ = ["Executor", "build_executor", "implemented_postures"]
 
 def __getattr__(name: str) -> object:
     if name == "Executor":
-        from workbench.executors import base
+        from workbench.executors import contract
 
-        return base.Executor
+        return contract.Executor
     if name in ("build_executor", "implemented_postures"):
         from workbench.executors import registry
 

@@ -4,12 +4,12 @@ Adding a posture means adding its class here; nothing else looks executors up by
 """
 
 from workbench.errors import PostureError
-from workbench.executors.base import Executor
-from workbench.executors.docker import DockerExecutor
-from workbench.executors.hardened import HardenedExecutor
-from workbench.executors.local import LocalExecutor
-from workbench.executors.quickjs import QuickJsExecutor
-from workbench.postures import Posture, PostureId
+from workbench.executors.contract import Executor
+from workbench.executors.docker.executor import DockerExecutor
+from workbench.executors.hardened.executor import HardenedExecutor
+from workbench.executors.process.local import LocalExecutor
+from workbench.executors.quickjs.executor import QuickJsExecutor
+from workbench.postures.model import Posture, PostureId
 
 _EXECUTORS: dict[
     PostureId,

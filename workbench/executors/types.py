@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Protocol
 
 from workbench.monitor.sample import ResourceSample
-from workbench.postures import Posture, PostureWarning
+from workbench.postures.model import Posture, PostureWarning
 from workbench.workspace.changes import FileChange
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import psutil
 
+from workbench.monitor.process_table import Reading, TableBuilder
 from workbench.monitor.sample import ResourceSample
-from workbench.monitor.tree import Reading, TableBuilder
 
 RUN_TAG_ENV = "WORKBENCH_RUN_ID"
 SAMPLE_INTERVAL_S = 0.1

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from workbench.paths import resources_dir
-from workbench.postures import PostureId
+from workbench.platform.paths import resources_dir
+from workbench.postures.model import PostureId
 
 
 class ProbeId(StrEnum):

@@ -15,7 +15,7 @@ throwaway uid, which the lab's private dotfile and the user's own 0755 folders a
 import os
 from dataclasses import dataclass
 
-from workbench.postures import POSTURE_INFO, Posture, PostureId, assess
+from workbench.postures.model import POSTURE_INFO, Posture, PostureId, assess
 from workbench.probes.catalogue import ProbeId
 from workbench.probes.verdict import Verdict
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.executors.types import CancelToken, OutputChunk, RunResult, RunStatus
-from workbench.postures import MIB, Limits, Posture, PostureId
+from workbench.postures.model import MIB, Limits, Posture, PostureId
 from workbench.probes.catalogue import PROBE_BY_ID, ProbeId, probe_argv
 from workbench.probes.expected import app_is_root, expected
 from workbench.probes.site import CANARY_ENV, LabSite, host_route_off_machine

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import psutil
 
-from workbench.postures import PostureId
+from workbench.postures.model import PostureId
 from workbench.probes.catalogue import ProbeId, probe_skills_dir
 
 CANARY_ENV = "WORKBENCH_PROBE_CANARY_TOKEN"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from workbench.errors import UsageError, WorkbenchError, WorkspaceError
 from workbench.executors.types import CancelToken, OutputChunk, new_run_id
-from workbench.postures import STRENGTH_ORDER, Posture, PostureId
+from workbench.postures.model import STRENGTH_ORDER, Posture, PostureId
 from workbench.runs.record import RunRecord
 from workbench.runs.service import RunPlan, RunService
 

@@ -4,8 +4,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.executors.ownership import can_reach
-from workbench.paths import data_dir
+from workbench.executors.process.ownership import can_reach
+from workbench.platform.paths import data_dir
 from workbench.workspace.blobs import BlobStore
 
 BEFORE_SNAPSHOT = "workspace-before.json.gz"

@@ -7,7 +7,7 @@ workspace again, diffs the two into the result's `changes` and records the finis
 Blocking work (hashing, copying, sqlite) runs in threads, so the GUI's loop stays responsive.
 If the workbench itself fails (a `WorkbenchError`, e.g. the executor cannot start) the record
 is completed with status `error` and the error is raised; if the task is cancelled the record
-says `cancelled`. (Undoing a run is `workbench.runs.restore.restore_run`.)
+says `cancelled`. (Undoing a run is `workbench.runs.undo.restore_run`.)
 """
 
 import asyncio
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from workbench.errors import WorkbenchError, WorkspaceError
-from workbench.executors.base import Executor
+from workbench.executors.contract import Executor
 from workbench.executors.types import (
     CancelToken,
     OutputSink,
@@ -29,7 +29,7 @@ from workbench.executors.types import (
     new_run_id,
 )
 from workbench.monitor.sample import ResourceSample
-from workbench.postures import Posture, assess
+from workbench.postures.model import Posture, assess
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import AFTER_SNAPSHOT, BEFORE_SNAPSHOT, DataLayout
 from workbench.runs.record import RunRecord

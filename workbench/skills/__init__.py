@@ -14,8 +14,8 @@ from workbench.skills.catalog import (
     skill_with_text,
 )
 from workbench.skills.diagnostics import Code, Diagnostic, DiagnosticSeverity
+from workbench.skills.files import FileKind, FileNode
 from workbench.skills.model import Skill
-from workbench.skills.tree import FileKind, FileNode
 
 __all__ = [
     "Code",

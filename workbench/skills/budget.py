@@ -11,6 +11,7 @@ the ones to move into `references/`. Tokens are estimated at about four characte
 import re
 from dataclasses import dataclass
 
+from workbench.skills.files import FileKind, FileNode
 from workbench.skills.model import Skill
 from workbench.skills.rules import (
     ADVISED_BODY_LINES,
@@ -18,7 +19,6 @@ from workbench.skills.rules import (
     count_lines,
     estimate_tokens,
 )
-from workbench.skills.tree import FileKind, FileNode
 
 ADVISED_METADATA_TOKENS = 100
 RESOURCE_FOLDERS = ("references", "assets", "scripts")

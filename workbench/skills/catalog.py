@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from workbench.errors import UsageError
-from workbench.paths import example_skills_dir, user_skill_roots
+from workbench.platform.paths import example_skills_dir, user_skill_roots
 from workbench.skills.diagnostics import Diagnostic
+from workbench.skills.files import FileNode, walk_tree
 from workbench.skills.frontmatter import SkillDocument, parse_skill_md
 from workbench.skills.model import Skill
 from workbench.skills.reading import find_skill_md, read_skill_md
 from workbench.skills.rules import check_body, check_front_matter
-from workbench.skills.tree import FileNode, walk_tree
 
 
 def load_skill(path: Path) -> Skill:

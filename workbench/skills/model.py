@@ -4,8 +4,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.skills.diagnostics import Diagnostic, DiagnosticSeverity
+from workbench.skills.files import FileNode
 from workbench.skills.rules import count_lines, estimate_tokens
-from workbench.skills.tree import FileNode
 
 COMMAND_KEY = "command"  # metadata key holding the command a skill suggests running
 

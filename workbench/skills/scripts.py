@@ -2,7 +2,7 @@
 
 `scan_python` walks the `ast` (imports and calls, resolving `import x as y` aliases);
 `scan_shell` and `scan_javascript` read line by line. Each returns `Finding`s for what the
-capability preview (`workbench.skills.preview`) predicts postures will block: network use,
+capability preview (`workbench.authoring.preview`) predicts postures will block: network use,
 subprocesses, environment reads, host files outside the workspace, privilege, destructive
 deletes, native code and Node-only APIs, plus the external commands invoked. They only read
 text: nothing here runs, imports or follows anything from the skill. `IMAGE_PACKAGES` mirrors

@@ -1,5 +1,5 @@
 """The desktop app's widgets: the only package that imports PySide6 and qasync.
 
-`workbench.app` builds the services and hands them to `mainwindow.MainWindow`; nothing in
-here reaches for globals, and nothing outside this package (and `workbench.app`) imports Qt.
+`workbench.ui.app` builds the services and hands them to `mainwindow.MainWindow`; nothing in
+here reaches for globals, and nothing outside this package (and `workbench.ui.app`) imports Qt.
 """

@@ -28,21 +28,21 @@ from PySide6.QtWidgets import (
 
 from workbench.ansi import reveal_bidi
 from workbench.errors import WorkbenchError
-from workbench.postures import PostureId
+from workbench.postures.model import PostureId
 from workbench.runs.service import CompletedRun
 from workbench.skills import Skill
-from workbench.ui.compareview import CompareView
-from workbench.ui.editor import SkillEditor
-from workbench.ui.historyview import HistoryView
-from workbench.ui.labview import LabView
-from workbench.ui.messagebar import MessageBar
-from workbench.ui.newskill import AuthoringActions
-from workbench.ui.posturepicker import PosturePicker
-from workbench.ui.recentfolders import RecentFolders, dropped_folders
-from workbench.ui.runpanel import RunPanel
+from workbench.ui.authoring.editor import SkillEditor
+from workbench.ui.authoring.newskill import AuthoringActions
+from workbench.ui.common.messagebar import MessageBar
+from workbench.ui.compare.view import CompareView
+from workbench.ui.history.view import HistoryView
+from workbench.ui.lab.view import LabView
+from workbench.ui.postures.picker import PosturePicker
+from workbench.ui.run.panel import RunPanel
 from workbench.ui.services import PostureProbe, Services
-from workbench.ui.skillbrowser import SkillBrowser
-from workbench.ui.skillview import SkillView
+from workbench.ui.skills.browser import SkillBrowser
+from workbench.ui.skills.recent import RecentFolders, dropped_folders
+from workbench.ui.skills.view import SkillView
 from workbench.ui.statusline import StatusLine
 from workbench.ui.theme import icon
 

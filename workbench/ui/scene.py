@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from PySide6.QtWidgets import QMessageBox
 
 from workbench.errors import UsageError
-from workbench.postures import PostureId
+from workbench.postures.model import PostureId
 from workbench.ui.mainwindow import MainWindow
-from workbench.ui.runpanel import CARD_TAB, CHANGES_TAB, OUTPUT_TAB
+from workbench.ui.run.panel import CARD_TAB, CHANGES_TAB, OUTPUT_TAB
 
 TABS = {"output": OUTPUT_TAB, "changes": CHANGES_TAB, "card": CARD_TAB}
 

@@ -1,6 +1,6 @@
 """The headless services the desktop window is built from (Qt-free plain data).
 
-`workbench.app` fills a `Services` with the real catalog, posture probe and run service; tests
+`workbench.ui.app` fills a `Services` with the real catalog, posture probe and run service; tests
 fill it with fakes where the real thing would be slow. Every plain callable here may block, so
 the window calls them through `asyncio.to_thread`.
 """
@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.postures import Availability, PostureId
+from workbench.postures.model import Availability, PostureId
 from workbench.runs.service import RunService
 from workbench.skills import Skill
 

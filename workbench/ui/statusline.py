@@ -6,11 +6,11 @@ from collections.abc import Iterable
 
 from PySide6.QtWidgets import QStatusBar, QToolButton
 
-from workbench.postures import POSTURE_INFO, PostureId
+from workbench.postures.model import POSTURE_INFO, PostureId
 from workbench.skills import Skill
+from workbench.ui.common.text import plural, tooltip
+from workbench.ui.common.widgets import plain_label, set_status
 from workbench.ui.services import PostureProbe
-from workbench.ui.text import plural, tooltip
-from workbench.ui.widgets import plain_label, set_status
 
 
 class StatusLine:

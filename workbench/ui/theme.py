@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QIcon, QPalette
 from PySide6.QtWidgets import QApplication
 
-from workbench.paths import resources_dir
+from workbench.platform.paths import resources_dir
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from workbench.bench.report import bench_payload, format_table
 from workbench.bench.rows import BenchContext, Goal, Group, Need, Outcome, RowSpec
 from workbench.bench.stats import Stats
 from workbench.errors import UsageError
-from workbench.postures import PostureId
+from workbench.postures.model import PostureId
 
 FAST = RowSpec("fast", "a fast row", "ours", "floor", Goal("<= 2x", max_ratio=2.0))
 SLOW = RowSpec("slow", "a slow row", "ours", "floor", Goal("<= 2x", max_ratio=2.0))

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from workbench.executors.capture import TAIL_BYTES, StreamCapture
+from workbench.executors.process.capture import TAIL_BYTES, StreamCapture
 from workbench.executors.types import OutputChunk, Stream
 
 

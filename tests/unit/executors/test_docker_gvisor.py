@@ -10,19 +10,19 @@ from typing import Any
 
 import pytest
 
-from workbench.executors.docker_outcome import (
+from workbench.executors.docker.gvisor_seccomp import wrapped
+from workbench.executors.docker.outcome import (
     ExecEnd,
     classify,
     fork_refused,
     sandbox_notes,
     split_sandbox_report,
 )
-from workbench.executors.docker_spec import network_refusal
-from workbench.executors.gvisor_seccomp import wrapped
-from workbench.executors.runner import EndedBy
+from workbench.executors.docker.sampler import CgroupCounters
+from workbench.executors.docker.spec import network_refusal
+from workbench.executors.process.runner import EndedBy
 from workbench.executors.types import RunStatus
-from workbench.monitor.container import CgroupCounters
-from workbench.postures import MIB, Limits, Network, Posture, PostureId
+from workbench.postures.model import MIB, Limits, Network, Posture, PostureId
 
 LIMITS = Limits(timeout_s=5, memory_bytes=256 * MIB, pids=32)
 REFUSED = "process limit 32 (RLIMIT_NPROC inside gVisor; the command reported a refused fork)"

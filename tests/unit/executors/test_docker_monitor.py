@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from workbench.monitor.container import CgroupCounters, CgroupFiles, ContainerSampler
+from workbench.executors.docker.sampler import CgroupCounters, CgroupFiles, ContainerSampler
 from workbench.monitor.sample import ResourceSample
 
 CID = "docker/abc123"

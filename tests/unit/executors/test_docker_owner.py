@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import workbench.executors.docker_owner as docker_owner
-from workbench.executors.docker_owner import name_owner, owner, owner_gone, session_name
+import workbench.executors.docker.owner as docker_owner
+from workbench.executors.docker.owner import name_owner, owner, owner_gone, session_name
 
 ENGINE_NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]+")  # what Docker and Podman accept
-PRINT_OWNER = "from workbench.executors.docker_owner import owner; print(owner(), flush=True)"
+PRINT_OWNER = "from workbench.executors.docker.owner import owner; print(owner(), flush=True)"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a new PID namespace needs root")
 
 

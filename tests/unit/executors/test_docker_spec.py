@@ -5,17 +5,17 @@ from typing import Any
 
 import pytest
 
-from workbench.executors.docker_outcome import ExecEnd, classify, split_exit
-from workbench.executors.docker_spec import (
+from workbench.executors.docker.outcome import ExecEnd, classify, split_exit
+from workbench.executors.docker.sampler import CgroupCounters
+from workbench.executors.docker.spec import (
     LABEL_APP,
     LABEL_SESSION,
     container_options,
     posture_card,
 )
-from workbench.executors.runner import EndedBy
+from workbench.executors.process.runner import EndedBy
 from workbench.executors.types import RunStatus, SessionSpec
-from workbench.monitor.container import CgroupCounters
-from workbench.postures import MIB, Limits, Network, Posture, PostureId
+from workbench.postures.model import MIB, Limits, Network, Posture, PostureId
 
 SESSION = SessionSpec(Path("/skills/demo"), "demo", Path("/work/ws"), Path("/work/runs"))
 LIMITS = Limits(timeout_s=5, memory_bytes=64 * MIB, cpus=0.5, pids=32)

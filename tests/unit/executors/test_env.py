@@ -2,8 +2,8 @@
 
 import pytest
 
-from workbench.executors.env import looks_like_credential, scrub_env
-from workbench.postures import Posture, PostureId
+from workbench.executors.hardened.environ import looks_like_credential, scrub_env
+from workbench.postures.model import Posture, PostureId
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workbench.executors import limits_exec
-from workbench.executors.limits_exec import decode_report, spec_args
+from workbench.executors.hardened import limits_exec
+from workbench.executors.hardened.limits_exec import decode_report, spec_args
 
 WRAPPER = limits_exec.__file__
 

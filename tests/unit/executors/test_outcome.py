@@ -4,11 +4,11 @@ import signal
 
 import pytest
 
-from workbench.executors.outcome import classify, left_behind_warnings
-from workbench.executors.process_tree import KillReport
-from workbench.executors.runner import EndedBy, ProcessOutcome
+from workbench.executors.process.outcome import classify, left_behind_warnings
+from workbench.executors.process.reaper import KillReport
+from workbench.executors.process.runner import EndedBy, ProcessOutcome
 from workbench.executors.types import CapturedOutput, RunStatus
-from workbench.postures import MIB, Limits, Severity
+from workbench.postures.model import MIB, Limits, Severity
 
 LIMITS = Limits(cpu_seconds=10, memory_bytes=256 * MIB, pids=64, file_size_bytes=MIB)
 EMPTY = CapturedOutput("", 0, False, None)

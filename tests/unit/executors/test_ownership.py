@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from tests.unit.executors.test_safe_walk import make_deep
-from workbench.executors.ownership import FolderLoan, can_reach
-from workbench.executors.safe_walk import remove_tree, walk
+from workbench.executors.process.ownership import FolderLoan, can_reach
+from workbench.workspace.safe_walk import remove_tree, walk
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
 BORROWER = 0x6FFFFFF0

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from workbench.executors.hardened import RUN_UID_BASE
-from workbench.executors.quickjs import QuickJsExecutor
+from workbench.executors.hardened.executor import RUN_UID_BASE
+from workbench.executors.quickjs.executor import QuickJsExecutor
+from workbench.executors.quickjs.worker.protocol import encode_message
 from workbench.executors.types import (
     CancelToken,
     OutputChunk,
@@ -32,8 +33,7 @@ from workbench.executors.types import (
     SessionSpec,
     Stream,
 )
-from workbench.jsworker.protocol import encode_message
-from workbench.postures import MIB, Posture, PostureId
+from workbench.postures.model import MIB, Posture, PostureId
 
 
 @dataclass
@@ -514,10 +514,16 @@ def test_card_says_who_the_worker_ran_as(env: Env) -> None:
 
 
 def test_the_worker_start_imports_nothing_heavy() -> None:
-    """Its imports are every run's start: no executors package, asyncio, psutil, nor HTTP."""
-    code = "import sys, workbench.jsworker.worker; print(*sys.modules)"
+    """Its imports are every run's start: of the executors only the (empty) package docstrings
+    on the way to the worker, and no asyncio, psutil, nor HTTP."""
+    code = "import sys, workbench.executors.quickjs.worker.main; print(*sys.modules)"
     argv = [sys.executable, "-I", "-c", code]
     loaded = set(subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split())
-    heavy = {"workbench.executors", "asyncio", "psutil", "quickjs", "concurrent.futures"}
+    heavy = {"asyncio", "psutil", "quickjs", "concurrent.futures"}
     assert heavy.isdisjoint(loaded)
+    ours = {name for name in loaded if name.startswith("workbench")}
+    on_the_way = {"workbench", "workbench.executors", "workbench.executors.quickjs"}
+    assert ours - on_the_way == {
+        name for name in ours if name.startswith("workbench.executors.quickjs.worker")
+    }
     assert "http.client" not in loaded  # imported by the first fetch only

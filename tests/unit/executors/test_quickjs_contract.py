@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 
 from tests.contract.conftest import Harness, Ran
-from workbench.executors.base import Executor
-from workbench.executors.quickjs_pool import QuickJsWorkerPool
+from workbench.executors.contract import Executor
 from workbench.executors.types import RunStatus, SessionSpec, Stream
+from workbench.executors.warm.quickjs import QuickJsWorkerPool
 from workbench.monitor.process import run_tag, tagged_processes
-from workbench.postures import Posture, PostureId, Severity
+from workbench.postures.model import Posture, PostureId, Severity
 
 pytestmark = pytest.mark.timeout(60)
 EXAMPLE_SKILL = Path(__file__).parents[3] / "resources/skills/csv-to-markdown"

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from tests.contract.conftest import Harness
-from workbench.executors import quickjs
+from workbench.executors.quickjs import executor as quickjs
+from workbench.executors.quickjs.worker.fetch import Fetcher
 from workbench.executors.types import RunResult, RunStatus
-from workbench.jsworker.fetch import Fetcher
-from workbench.postures import Posture, PostureId
+from workbench.postures.model import Posture, PostureId
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.record import RunRecord, result_to_dict

@@ -4,19 +4,19 @@ from pathlib import Path
 
 import pytest
 
-from workbench.executors.quickjs import resolve_entry_script
-from workbench.executors.quickjs_run import limit_checks, uid_check, worker_rlimits
-from workbench.executors.types import SessionSpec
-from workbench.jsworker.fs import MAX_FILES_CREATED, FsRefused, WorkspaceFs
-from workbench.jsworker.protocol import (
+from workbench.executors.quickjs.executor import resolve_entry_script
+from workbench.executors.quickjs.run import limit_checks, uid_check, worker_rlimits
+from workbench.executors.quickjs.worker.fs import MAX_FILES_CREATED, FsRefused, WorkspaceFs
+from workbench.executors.quickjs.worker.main import clean_stack
+from workbench.executors.quickjs.worker.protocol import (
     HEADER,
     MAX_MESSAGE,
     MessageDecoder,
     ProtocolError,
     encode_message,
 )
-from workbench.jsworker.worker import clean_stack
-from workbench.postures import MIB, Limits
+from workbench.executors.types import SessionSpec
+from workbench.postures.model import MIB, Limits
 
 
 def test_decoder_reassembles_messages_split_anywhere() -> None:

@@ -15,10 +15,10 @@ from typing import Any
 import psutil
 import pytest
 
-from workbench.executors.quickjs_pool import QuickJsWorkerPool
+from workbench.executors.quickjs.worker.protocol import encode_message
 from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus, SessionSpec
-from workbench.jsworker.protocol import encode_message
-from workbench.postures import MIB, Posture, PostureId
+from workbench.executors.warm.quickjs import QuickJsWorkerPool
+from workbench.postures.model import MIB, Posture, PostureId
 
 POLLUTE = """
 Object.prototype.x = 1;

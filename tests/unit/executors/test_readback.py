@@ -1,12 +1,12 @@
 """Reading /proc/PID/limits and status back into the posture card's checks."""
 
-from workbench.executors.readback import (
+from workbench.executors.process.readback import (
     limit_checks,
     parse_limits,
     parse_status,
     requested_rlimits,
 )
-from workbench.postures import MIB, Limits
+from workbench.postures.model import MIB, Limits
 
 LIMITS_TEXT = """\
 Limit                     Soft Limit           Hard Limit           Units

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from workbench.executors.runner import (
+from workbench.executors.process.runner import (
     EndedBy,
     Launch,
     ProcessOutcome,
@@ -15,7 +15,7 @@ from workbench.executors.runner import (
     run_process,
     supervise,
 )
-from workbench.executors.spawned import spawn
+from workbench.executors.process.spawned import spawn
 from workbench.executors.types import CancelToken, OutputChunk, Stream
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.executors.safe_walk import copy_plain, remove_tree, walk
+from workbench.workspace.safe_walk import copy_plain, remove_tree, walk
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another uid needs root")
 DEEP = 2500  # deeper than Python's recursion limit, and "d/" * DEEP is beyond PATH_MAX

@@ -6,9 +6,9 @@ import asyncio
 import pytest
 
 from tests.unit.monitor.test_tree import fullest, run_collecting, tables
-from workbench.monitor.container import GVISOR_TREE, REMOTE_TREE, ContainerSampler
+from workbench.executors.docker.sampler import GVISOR_TREE, REMOTE_TREE, ContainerSampler
 from workbench.monitor.sample import ResourceSample
-from workbench.postures import MIB, Posture, PostureId
+from workbench.postures.model import MIB, Posture, PostureId
 
 SHELL = "sleep 1 & sleep 1 & wait"
 

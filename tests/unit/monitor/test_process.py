@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from workbench.executors.process_tree import become_subreaper, reap_orphans
+from workbench.executors.process.reaper import become_subreaper, reap_orphans
 from workbench.monitor import process as process_module
 from workbench.monitor.process import (
     RUN_TAG_ENV,

@@ -12,11 +12,10 @@ import psutil
 import pytest
 
 from workbench.executors import build_executor
-from workbench.executors.runner import _AdoptedSampler
+from workbench.executors.process.runner import _AdoptedSampler
 from workbench.executors.types import CancelToken, OutputChunk, RunRequest, SessionSpec
 from workbench.monitor.process import ProcessTreeSampler, run_tag
-from workbench.monitor.sample import ProcessTable, ResourceSample
-from workbench.monitor.tree import (
+from workbench.monitor.process_table import (
     MAX_ROWS,
     REPLACEMENT,
     TABLE_INTERVAL_S,
@@ -25,7 +24,8 @@ from workbench.monitor.tree import (
     own_worker,
     plain_text,
 )
-from workbench.postures import Posture, PostureId
+from workbench.monitor.sample import ProcessTable, ResourceSample
+from workbench.postures.model import Posture, PostureId
 
 
 def run_collecting(posture: Posture, *argv: str) -> list[ResourceSample]:
@@ -189,8 +189,14 @@ def test_no_table_is_sent_once_the_runs_processes_are_gone() -> None:
 
 
 def test_the_workbenchs_own_worker_is_named_not_shown_with_its_settings() -> None:
-    worker = [sys.executable, "-I", "-m", "workbench.jsworker.worker", '{"rlimits": {"CORE": [0]}}']
-    assert own_worker(worker) == "QuickJS worker (workbench.jsworker.worker)"
+    worker = [
+        sys.executable,
+        "-I",
+        "-m",
+        "workbench.executors.quickjs.worker.main",
+        '{"rlimits": {"CORE": [0]}}',
+    ]
+    assert own_worker(worker) == "QuickJS worker (workbench.executors.quickjs.worker.main)"
     assert own_worker([sys.executable, "-m", "http.server"]) == ""  # not one of ours
-    assert own_worker(["/usr/bin/python3", "-m", "workbench.jsworker.worker"]) == ""
+    assert own_worker(["/usr/bin/python3", "-m", "workbench.executors.quickjs.worker.main"]) == ""
     assert own_worker(["sh", "-c", "true"]) == ""

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from workbench.executors.types import CapturedOutput, PostureCard, RunResult, RunStatus
-from workbench.postures import Posture, PostureId
+from workbench.postures.model import Posture, PostureId
 
 
 def make_result(

@@ -1,6 +1,6 @@
 """The probe catalogue: every probe has a valid skill with both scripts; lines parse."""
 
-from workbench.postures import PostureId
+from workbench.postures.model import PostureId
 from workbench.probes.catalogue import (
     PROBES,
     ProbeId,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from workbench.postures import PostureId
+from workbench.postures.model import PostureId
 from workbench.probes import expected as expected_module
 from workbench.probes.catalogue import ProbeId
 from workbench.probes.expected import (

@@ -8,7 +8,7 @@ from workbench.cli.probe import render_scoreboard
 from workbench.errors import PostureError
 from workbench.executors import Executor, build_executor
 from workbench.executors.types import CancelToken
-from workbench.postures import Posture, PostureId
+from workbench.postures.model import Posture, PostureId
 from workbench.probes.catalogue import ProbeId
 from workbench.probes.lab import Cell, Scoreboard, run_lab, scoreboard_to_dict
 from workbench.probes.site import CANARY_ENV

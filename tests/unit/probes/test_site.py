@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from workbench.postures import PostureId
+from workbench.postures.model import PostureId
 from workbench.probes.catalogue import ProbeId
 from workbench.probes.site import CANARY_ENV, LabSite
 

@@ -8,7 +8,7 @@ import pytest
 from workbench.errors import UsageError
 from workbench.executors import build_executor
 from workbench.executors.types import CancelToken
-from workbench.postures import Posture, PostureId
+from workbench.postures.model import Posture, PostureId
 from workbench.runs.compare import (
     CompareRequest,
     compare_row,

@@ -6,9 +6,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from workbench.executors.types import RunResult
-from workbench.runs.export import ExportFormat, export_record
 from workbench.runs.history import RunHistory
 from workbench.runs.record import RunRecord
+from workbench.runs.reports import ExportFormat, export_record
 from workbench.workspace.changes import ChangeKind, EntryType, FileChange
 
 MakeRecord = Callable[..., RunRecord]

@@ -19,12 +19,12 @@ from workbench.executors.types import (
     SessionSpec,
     Stream,
 )
-from workbench.postures import Posture, PostureId
+from workbench.postures.model import Posture, PostureId
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import SHARED_WORKSPACES, DataLayout
 from workbench.runs.record import RunState
-from workbench.runs.restore import restore_run
 from workbench.runs.service import RunPlan, RunService
+from workbench.runs.undo import restore_run
 from workbench.workspace.blobs import BlobSession
 from workbench.workspace.changes import ChangeKind
 from workbench.workspace.snapshot import RACY_NS

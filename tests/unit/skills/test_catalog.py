@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import UsageError
-from workbench.paths import example_skills_dir
-from workbench.postures import PostureId
+from workbench.platform.paths import example_skills_dir
+from workbench.postures.model import PostureId
 from workbench.skills import default_roots, discover, find_skill, load_skill, skill_with_text
 
 EXAMPLES = sorted(path.name for path in example_skills_dir().iterdir())

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import quickjs
 
-from workbench.paths import example_skills_dir
+from workbench.platform.paths import example_skills_dir
 
 SKILLS = example_skills_dir()
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from workbench.skills import Code, FileKind, Skill, discover, load_skill
+from workbench.skills.files import MAX_TREE_ENTRIES
 from workbench.skills.reading import MAX_SKILL_MD_BYTES
-from workbench.skills.tree import MAX_TREE_ENTRIES
 
 LIMIT_S = 5.0
 VALID_HEAD = "---\nname: {name}\ndescription: A skill.\n---\n"

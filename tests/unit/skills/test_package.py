@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from workbench.skills.package import (
+from workbench.authoring.package import (
     ImportLimits,
     PackageError,
     export_skill,
     import_skill,
 )
-from workbench.skills.template import create_skill
+from workbench.authoring.template import create_skill
 
 
 def tree(folder: Path) -> dict[str, tuple[int, bytes | None]]:

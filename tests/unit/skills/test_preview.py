@@ -5,11 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from workbench.paths import resources_dir
-from workbench.postures import PostureId
-from workbench.skills import load_skill
-from workbench.skills import preview as preview_module
-from workbench.skills.preview import (
+from workbench.authoring import preview as preview_module
+from workbench.authoring.preview import (
     MAX_FILE_BYTES,
     NOTICE,
     CapabilityPreview,
@@ -17,6 +14,9 @@ from workbench.skills.preview import (
     preview,
     unrunnable_postures,
 )
+from workbench.platform.paths import resources_dir
+from workbench.postures.model import PostureId
+from workbench.skills import load_skill
 from workbench.skills.scripts import IMAGE_PACKAGES, Capability, command_tools
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import skills_ref
 
+from workbench.authoring.template import FOLDERS, atomic_file, create_skill, write_atomic
 from workbench.errors import UsageError
 from workbench.skills import load_skill
-from workbench.skills.template import FOLDERS, atomic_file, create_skill, write_atomic
 
 
 @pytest.mark.parametrize("folders", [set(), {"scripts"}, set(FOLDERS)])

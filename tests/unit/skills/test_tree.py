@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from workbench.skills import Code, FileKind, FileNode
-from workbench.skills.tree import MAX_TREE_DEPTH, MAX_TREE_ENTRIES, walk_tree
+from workbench.skills.files import MAX_TREE_DEPTH, MAX_TREE_ENTRIES, walk_tree
 
 
 def names(node: FileNode) -> list[str]:

@@ -1,0 +1,1 @@
+"""Authoring skills: new skills from a template, `.skill` packages, the capability preview."""

@@ -1,0 +1,379 @@
+"""The `docker` and `gvisor` postures: one container per session, one `docker exec` per command.
+
+`start()` creates the session container from the typed posture (`docker_spec`) and reads the
+effective posture card back from its inspect data. `run()` execs the command with the run's
+tag, `SKILL_DIR` and `WORKSPACE` in its environment and the workspace as its working folder,
+streams its output into `StreamCapture`s, samples the container's cgroup at 10 Hz
+(`ContainerSampler`), and ends on the first of: the command exiting, the wall-clock timeout, the
+user's Stop, or the session closing. Whatever ended it, the run's processes are then killed and
+the kill verified (`DockerSession.sweep`: from the host where it can, else inside the
+container), and the cgroup's OOM and pids counters decide the outcome (`docker_outcome`).
+With a warm pool (`docker_pool.ContainerPool`), `start()` takes a started, never used
+container of the same options from the pool instead of starting one, and the card says which
+("Warm container from the pool" or "Container started cold"); runs, Stop, timeouts and the
+outcomes are the same either way. `stop()` ends runs in flight and removes the container
+(a pooled one is never returned to the pool). The `gvisor` posture is the same executor on
+the `runsc` runtime. A session container's name holds its owner, this process
+(`docker_owner`); each `start()` first removes the session containers of workbenches that were
+killed mid-run, with whatever their skills left running. Under gVisor, what runsc writes into
+the command's stderr as the sandbox stops is moved to the run's notes. When the workbench runs
+as root, commands run as uid 1000 and the workspace is lent to that uid for each run
+(`SharedLoan`, as the hardened posture does), then given back.
+"""
+
+import asyncio
+import contextlib
+import os
+import secrets
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import docker
+from docker.errors import DockerException
+
+from workbench.errors import ExecutorError
+from workbench.executors.docker.engine import EngineUnreachable, engine_client
+from workbench.executors.docker.outcome import (
+    ExecEnd,
+    classify,
+    sandbox_notes,
+    split_exit,
+    split_sandbox_report,
+)
+from workbench.executors.docker.owner import reap_sessions, session_name
+from workbench.executors.docker.sampler import ContainerSampler
+from workbench.executors.docker.session import DockerSession, ExecStream, Sweep
+from workbench.executors.docker.spec import (
+    CONTAINER_UID,
+    WORKSPACE_MOUNT,
+    container_options,
+    network_refusal,
+    posture_card,
+    skill_mount,
+)
+from workbench.executors.inflight import InFlight, prepare_runs_dir
+from workbench.executors.process.capture import StreamCapture
+from workbench.executors.process.outcome import format_bytes, left_behind_warnings
+from workbench.executors.process.ownership import FolderLoan, SharedLoan
+from workbench.executors.process.runner import EndedBy, first_end
+from workbench.executors.types import (
+    CancelToken,
+    OutputSink,
+    PostureCard,
+    RunRequest,
+    RunResult,
+    RunStatus,
+    SessionSpec,
+    Stream,
+)
+from workbench.monitor.process import RUN_TAG_ENV, run_tag
+from workbench.postures.model import Posture, PostureId, PostureWarning, assess
+
+if TYPE_CHECKING:
+    from workbench.executors.warm.containers import ContainerPool
+
+ENGINE_TIMEOUT_S = 10
+CONTAINER_GONE = "the session container stopped during the run (removed or stopped from outside)"
+DRAIN_S = 2.0  # after the sweep, how long the output stream may take to close
+RESWEEP_S = 0.05  # first wait for the exec's end before sweeping again (then doubled)
+
+
+def runtime_of(posture: Posture) -> str:
+    """The engine runtime of a container posture: runsc for gvisor, else runc."""
+    return "runsc" if posture.id is PostureId.GVISOR else "runc"
+
+
+class DockerExecutor:
+    """Runs commands of one skill session in one container (see the module docstring)."""
+
+    def __init__(self, posture: Posture, pool: "ContainerPool | None" = None) -> None:
+        self.posture = posture
+        self.runtime = runtime_of(posture)
+        self._pool = pool
+        self.warm = False  # the container came from the pool (never used, checked clean)
+        self._spec: SessionSpec | None = None
+        self._session: DockerSession | None = None
+        self._client: docker.DockerClient | None = None
+        self._card = PostureCard(posture)
+        self.session_id = ""  # the container label that finds this session's container
+        self._loan: SharedLoan | None = None
+        self._in_flight = InFlight()
+
+    async def start(self, session: SessionSpec) -> None:
+        """Start the session container; `ExecutorError` when the engine cannot."""
+        prepare_runs_dir(session.runs_dir)
+        try:
+            self._client = await asyncio.to_thread(engine_client, ENGINE_TIMEOUT_S)
+            await asyncio.to_thread(reap_sessions, self._client)  # of workbenches killed mid-run
+            refusal = await asyncio.to_thread(
+                network_refusal, self.posture, self.runtime, self._client
+            )
+        except EngineUnreachable as error:  # already a sentence naming the engine
+            raise ExecutorError(str(error)) from error
+        except DockerException as error:
+            raise ExecutorError(f"The Docker engine failed to answer: {error}") from error
+        if refusal:  # e.g. gVisor asked for a network its runtime cannot give
+            raise ExecutorError(refusal)
+        self._session = await self._warm_session(session) or await self._cold_session(session)
+        self._card = self._read_card(self._session)
+        self._in_flight.reopen()
+        self._spec = session
+        if os.geteuid() == 0 and not self.posture.run_as_root:
+            loan = FolderLoan(session.workspace, CONTAINER_UID, CONTAINER_UID)
+            self._loan = SharedLoan(loan)
+
+    async def _cold_session(self, session: SessionSpec) -> DockerSession:
+        assert self._client is not None
+        self.session_id, self.warm = secrets.token_hex(6), False
+        started = DockerSession(self._client, self._options(session, self.session_id))
+        await started.start()
+        return started
+
+    async def _warm_session(self, session: SessionSpec) -> DockerSession | None:
+        """The pool's clean container for this session, or None (no pool, none ready)."""
+        assert self._client is not None
+        claimed = await self._pool.claim(self.posture, session) if self._pool else None
+        if claimed is None:
+            return None
+        options = self._options(session, claimed.session_id)
+        warm = DockerSession(self._client, options)  # a recycle starts a cold one like it
+        try:
+            await warm.adopt(claimed.container_id)
+        except ExecutorError:  # it stopped since the claim
+            return None
+        self.session_id, self.warm = claimed.session_id, True
+        return warm
+
+    def _options(self, session: SessionSpec, session_id: str) -> dict[str, Any]:
+        """The session container's options, named as this process's (`docker_owner`)."""
+        options = container_options(self.posture, session, session_id, self.runtime)
+        return options | {"name": session_name(session_id)}
+
+    def _read_card(self, session: DockerSession) -> PostureCard:
+        """The effective posture card, and whether the container came warm from the pool."""
+        card = posture_card(self.posture, session.attrs, self.runtime)
+        how = (
+            "Warm container from the pool (never used, checked clean)"
+            if self.warm
+            else "Container started cold (no warm one ready)"
+        )
+        return replace(card, started=how)
+
+    @property
+    def container_id(self) -> str:
+        """The session container's id ("" before `start()`)."""
+        return self._session.container_id if self._session else ""
+
+    async def stop(self) -> None:
+        """End every run in flight (killing its processes), then remove the container."""
+        await self._in_flight.end_all()
+        try:
+            if self._session is not None:
+                await self._session.stop()
+        finally:  # also when the engine went away and the container could not be removed
+            if self._client is not None:
+                await asyncio.to_thread(self._client.close)
+            self._session = self._client = self._spec = None
+
+    async def run(self, request: RunRequest, sink: OutputSink, cancel: CancelToken) -> RunResult:
+        """Run one command in the container; see `Executor.run`."""
+        if self._spec is None or self._session is None:
+            raise ExecutorError("The executor was not started (or was stopped) before a run.")
+        run_id = request.run_id
+        run_dir = self._spec.runs_dir / run_id
+        run_dir.mkdir(parents=True, exist_ok=True)  # the run service may have made it
+        warnings = tuple(assess(self.posture))
+        with self._in_flight.run():
+            problem = await self._problem(self._spec, self._session, request)
+            if problem:
+                return self._error(run_id, run_dir, problem, warnings)
+            if self._loan is not None:
+                try:
+                    await self._loan.acquire()
+                except OSError as error:
+                    cause = f"cannot lend the workspace to uid {CONTAINER_UID}: {error}"
+                    return self._error(run_id, run_dir, cause, warnings)
+            try:
+                return await self._run(
+                    self._spec, self._session, request, run_id, run_dir, sink, cancel, warnings
+                )
+            finally:
+                if self._loan is not None:
+                    await self._loan.release()
+
+    async def _problem(self, spec: SessionSpec, session: DockerSession, request: RunRequest) -> str:
+        if not request.argv:
+            return "empty command: nothing to run"
+        if not spec.workspace.is_dir():
+            return f"workspace missing: {spec.workspace} is not a folder"
+        try:
+            if not await session.running():  # stopped or removed since the last run
+                await session.recycle()
+                self.warm = False
+                self._card = self._read_card(session)
+        except (DockerException, OSError) as error:
+            return f"the Docker engine does not answer: {error}"
+        except ExecutorError as error:
+            return f"the session container was gone and could not be replaced: {error}"
+        return ""
+
+    async def _run(
+        self,
+        spec: SessionSpec,
+        session: DockerSession,
+        request: RunRequest,
+        run_id: str,
+        run_dir: Path,
+        sink: OutputSink,
+        cancel: CancelToken,
+        warnings: tuple[PostureWarning, ...],
+    ) -> RunResult:
+        captures = {
+            Stream.STDOUT: StreamCapture(
+                Stream.STDOUT, request.output_cap_bytes, run_dir / "stdout.log", sink
+            ),
+            Stream.STDERR: StreamCapture(
+                Stream.STDERR, request.output_cap_bytes, run_dir / "stderr.log", sink
+            ),
+        }
+        env = {
+            **request.env,
+            "SKILL_DIR": skill_mount(spec),
+            "WORKSPACE": WORKSPACE_MOUNT,
+            RUN_TAG_ENV: run_id,
+        }
+        tag = run_tag(run_id).decode()
+        before = session.cgroup.counters() if session.cgroup else None
+        t0 = time.monotonic()
+        sampler = ContainerSampler(
+            session.cgroup, self._stats, session.baseline_tasks, request.on_sample, t0
+        )
+        monitor = asyncio.create_task(sampler.run())
+        stream: ExecStream | None = None
+        tasks: list[asyncio.Task[object]] = []
+        sweep: Sweep | None = None
+        reports: list[str] = []  # what runsc wrote into stderr as the sandbox stopped
+        ended_by, code, failure, abandoned = EndedBy.SPAWN_ERROR, None, "", False
+        try:
+            stream = await session.exec(list(request.argv), env, WORKSPACE_MOUNT)
+            sandbox = session.container_id if self.runtime == "runsc" else ""
+            pump = asyncio.create_task(_pump(stream, captures, t0, sandbox, reports))
+            exited: asyncio.Task[int] = asyncio.create_task(stream.exited())
+            tasks += [pump, exited]
+            ended_by = await first_end(
+                exited, self.posture.limits.timeout_s, cancel, self._in_flight.shutdown
+            )
+            wall = time.monotonic() - t0
+            sweep = await session.sweep(tag)
+            wait, deadline = RESWEEP_S, time.monotonic() + DRAIN_S
+            while time.monotonic() < deadline:
+                with contextlib.suppress(TimeoutError):
+                    code = await asyncio.wait_for(asyncio.shield(exited), wait)
+                if exited.done():
+                    break
+                sweep = await session.sweep(tag)  # Stop came before the command had started
+                wait *= 2
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(pump), DRAIN_S)
+        except (DockerException, OSError) as error:
+            wall = time.monotonic() - t0
+            failure = f"the engine failed during the run: {error}"
+            with contextlib.suppress(DockerException, OSError):
+                if not await session.running():
+                    failure = CONTAINER_GONE
+        except asyncio.CancelledError:
+            abandoned = True
+            raise
+        finally:
+            if sweep is None and stream is not None:  # run() was cancelled, or the engine failed
+                with contextlib.suppress(DockerException, OSError):
+                    sweep = await session.sweep(tag)
+            if stream is not None:
+                await stream.close()
+            for task in (*tasks, monitor):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, DockerException, OSError):
+                    await task
+            if abandoned:  # close the logs; nobody will read a result
+                for capture in captures.values():
+                    capture.finish()
+        if not failure:  # an exec ends with 137 when its container is removed under it
+            with contextlib.suppress(DockerException, OSError):
+                failure = "" if await session.running() else CONTAINER_GONE
+        after = session.cgroup.counters() if session.cgroup else None
+        outputs = {s: c.finish() for s, c in captures.items()}
+        stderr = captures[Stream.STDERR]
+        end = ExecEnd(
+            ended_by=ended_by,
+            exit_code=code,
+            before=before,
+            after=after,
+            output_text="\n".join(
+                (stderr.head_text, stderr.tail_text, captures[Stream.STDOUT].tail_text)
+            ),
+            background_killed=sweep.killed if sweep and ended_by is EndedBy.EXIT else 0,
+            stderr_text="\n".join((stderr.head_text, stderr.tail_text)),
+        )
+        status, cause = (
+            (RunStatus.ERROR, failure)
+            if failure
+            else classify(end, self.posture.limits, request.argv[0], self.runtime)
+        )
+        with contextlib.suppress(DockerException, OSError):
+            if failure == CONTAINER_GONE and await session.oom_killed():
+                # gVisor charges its own kernel to the container: a memory bomb there can take
+                # the whole sandbox down, which is still the memory limit at work.
+                status = RunStatus.OOM_KILLED
+                limit = format_bytes(self.posture.limits.memory_bytes)
+                cause = f"memory limit {limit} (cgroup OOM killed the container)"
+        warnings += left_behind_warnings(end.background_killed, status) + sandbox_notes(reports)
+        exit_code, sig = split_exit(code)
+        return RunResult(
+            run_id=run_id,
+            status=status,
+            cause=cause,
+            exit_code=exit_code,
+            signal=sig,
+            wall_seconds=wall,
+            cpu_seconds=sampler.cpu_seconds,
+            peak_rss_bytes=sampler.peak_rss_bytes,
+            peak_processes=sampler.peak_processes,
+            stdout=outputs[Stream.STDOUT],
+            stderr=outputs[Stream.STDERR],
+            card=self._card,
+            warnings=warnings,
+            leftover_processes=sweep.leftover if sweep else 0,
+            samples=tuple(sampler.samples),
+            run_dir=run_dir,
+        )
+
+    def _stats(self) -> dict[str, object]:
+        assert self._client is not None and self._session is not None
+        stats: dict[str, object] = self._client.api.stats(
+            self._session.container_id, stream=False, one_shot=True
+        )
+        return stats
+
+    def _error(
+        self, run_id: str, run_dir: Path, cause: str, warnings: tuple[PostureWarning, ...]
+    ) -> RunResult:
+        return RunResult.not_run(run_id, run_dir, cause, self._card, warnings)
+
+
+async def _pump(
+    stream: ExecStream,
+    captures: dict[Stream, StreamCapture],
+    t0: float,
+    sandbox: str,
+    reports: list[str],
+) -> None:
+    """Feed the exec's output to the captures; under gVisor (`sandbox`: the container's id)
+    what runsc reports as the sandbox stops goes to `reports` instead (`docker_outcome`)."""
+    async for kind, data in stream.chunks():
+        if sandbox and kind is Stream.STDERR:
+            data, report = split_sandbox_report(data, sandbox)
+            reports += [report] if report else []
+        if data:
+            captures[kind].feed(data, time.monotonic() - t0)

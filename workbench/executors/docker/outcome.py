@@ -1,0 +1,187 @@
+"""How a `docker exec` run ended: a `RunStatus` and a cause sentence naming the control.
+
+The exit code alone cannot tell a cgroup OOM kill from any other SIGKILL, so the executor reads
+the container cgroup's event counters (`oom_kill`, pids `max`) before and after the run and
+hands both here: a limit the kernel enforced during the run decides the outcome even when the
+command then exited 0 (a fork bomb's parent does). A failing command whose stderr says
+"Read-only file system" gets a cause that names the read-only root filesystem. Docker reports
+a death by signal N as exit code 128+N.
+
+Under gVisor the process limit is RLIMIT_NPROC inside the sandbox, which no host counter
+records: the only trace of a refused fork is what the command printed about it (a shell's
+"Cannot fork", Python's EAGAIN on a fork). Printed text alone cannot end a run as stopped by a
+control (any command can print it): a run that failed (a non-zero exit, or a signal) and
+reported a refused fork ends `limit_exceeded`, its cause saying that the evidence is the
+command's own report; one that exited 0 stays `ok`, with the report noted. When every slot
+is taken before the command starts (by a concurrent run, or leftovers still dying), runsc
+refuses the exec itself.
+
+When the gVisor sandbox stops under a command (the container OOM killed, or removed), runsc
+writes its own failure into the exec's stderr ("waiting on pid 4: ... urpc method
+\"containerManager.WaitPID\" failed: EOF"). `split_sandbox_report` takes that out of the
+command's stderr, and `sandbox_notes` gives it back as a note of the run: the engine's words,
+not the command's.
+"""
+
+import re
+import signal
+from dataclasses import dataclass
+
+from workbench.executors.docker.gvisor_seccomp import LOADER_PROGRAM
+from workbench.executors.docker.sampler import CgroupCounters
+from workbench.executors.docker.spec import RUNSC_PROCESS_LIMIT
+from workbench.executors.process.outcome import format_bytes, signal_name
+from workbench.executors.process.runner import EndedBy
+from workbench.executors.types import RunStatus
+from workbench.postures.model import Limits, PostureWarning, Severity
+
+READ_ONLY_MARK = "Read-only file system"
+# Debian 12's runsc (20221219) refuses the AT_NO_AUTOMOUNT flag coreutils passes to statx.
+STAT_REFUSED = re.compile(r"cannot (?:access|statx) '[^'\n]*': Invalid argument")
+# What runc and runsc print when the exec'd program does not exist.
+NOT_FOUND_MARKS = ("executable file not found", "no such file or directory")
+# What dash, busybox, bash and Node print when fork() fails with EAGAIN (a process limit).
+FORK_REFUSED = re.compile(
+    r"Cannot fork|can't fork|fork: (retry: )?Resource temporarily unavailable|spawn EAGAIN"
+)
+PYTHON_EAGAIN = "BlockingIOError: [Errno 11] Resource temporarily unavailable"
+# What runsc answers (exit code 126) when it cannot start an exec's process for the same reason.
+EXEC_REFUSED = "in sandbox: try again"
+# What runsc appends to an exec's stderr when it loses the command's process with the sandbox.
+SANDBOX_LOST = re.compile(
+    rb'(?m)^waiting on pid \d+: waiting on PID \d+ in sandbox "(?P<id>[0-9a-f]+)": [^\n]*\n?\Z'
+)
+REPORT_CHARS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class ExecEnd:
+    """What is known once an exec has ended and its leftovers were swept."""
+
+    ended_by: EndedBy
+    exit_code: int | None  # as Docker reports it
+    before: CgroupCounters | None
+    after: CgroupCounters | None
+    output_text: str  # stderr (and stdout, where the runtime reports exec failures)
+    background_killed: int
+    stderr_text: str = ""  # the command's own complaints (a refused fork), never its stdout
+
+
+def split_exit(code: int | None) -> tuple[int | None, int | None]:
+    """(exit code, signal) from Docker's exit code, where 128+N means "killed by signal N"."""
+    if code is not None and 128 < code < 128 + signal.NSIG:
+        return None, code - 128
+    return code, None
+
+
+def classify(end: ExecEnd, limits: Limits, argv0: str, runtime: str) -> tuple[RunStatus, str]:
+    """The status and cause of a finished exec on `runtime` ("runc" or "runsc")."""
+    if end.ended_by is EndedBy.CANCEL:
+        return RunStatus.CANCELLED, "stopped by the user"
+    if end.ended_by is EndedBy.SHUTDOWN:
+        return RunStatus.CANCELLED, "stopped because the session was closed"
+    if end.ended_by is EndedBy.TIMEOUT:
+        return RunStatus.TIMED_OUT, f"wall-clock timeout of {limits.timeout_s:g} s"
+    if end.exit_code is None:
+        return RunStatus.ERROR, "the engine did not report how the command ended"
+    if end.exit_code in (126, 127) and _not_found(end.output_text, argv0, runtime):
+        return RunStatus.ERROR, f"command not found: {argv0}"
+    if end.exit_code in (126, 127) and _no_loader(end.output_text, runtime):
+        return RunStatus.ERROR, (
+            "the image has no python3, which every gVisor command starts under (it installs "
+            "the seccomp filter that keeps the process limit)"
+        )
+    status, cause = _ended(end, limits, runtime)
+    if end.background_killed:
+        n = end.background_killed
+        cause += f"; killed {n} background process{'es' if n != 1 else ''} it left behind"
+    return status, cause
+
+
+def _ended(end: ExecEnd, limits: Limits, runtime: str) -> tuple[RunStatus, str]:
+    rose = _risen(end.before, end.after)
+    if "oom" in rose:
+        return (
+            RunStatus.OOM_KILLED,
+            f"memory limit {format_bytes(limits.memory_bytes)} (cgroup OOM)",
+        )
+    if "pids" in rose:
+        return RunStatus.LIMIT_EXCEEDED, f"process limit {limits.pids} (pids cgroup)"
+    if runtime == "runsc" and end.exit_code == 126 and EXEC_REFUSED in end.output_text:
+        return (
+            RunStatus.LIMIT_EXCEEDED,
+            f"process limit {limits.pids} ({RUNSC_PROCESS_LIMIT}): no free process slot to "
+            "start the command",
+        )
+    refused = runtime == "runsc" and fork_refused(end.stderr_text)
+    if end.exit_code == 0:
+        limit = f"process limit {limits.pids}, {RUNSC_PROCESS_LIMIT}"
+        note = f"; its output reports a refused fork ({limit})" if refused else ""
+        return RunStatus.OK, f"exited with code 0{note}"
+    if refused:
+        return (
+            RunStatus.LIMIT_EXCEEDED,
+            f"process limit {limits.pids} ({RUNSC_PROCESS_LIMIT}; the command reported a "
+            "refused fork)",
+        )
+    code, sig = split_exit(end.exit_code)
+    cause = f"killed by signal {signal_name(sig)}" if sig else f"exited with code {code}"
+    if READ_ONLY_MARK in end.output_text:
+        cause += " after a write to the read-only root filesystem"
+    if runtime == "runsc" and STAT_REFUSED.search(end.stderr_text):
+        cause += (
+            "; its ls or stat met this runsc's refusal of statx's AT_NO_AUTOMOUNT flag "
+            "('Invalid argument' on every path): use find, Python or Node, or the docker posture"
+        )
+    return RunStatus.FAILED, cause
+
+
+def _not_found(text: str, argv0: str, runtime: str) -> bool:
+    """Under gVisor the loader every command starts under says so (`gvisor_seccomp`); runsc's
+    own errors echo the loader's source, which holds the words, so only its line counts."""
+    if runtime == "runsc":
+        return f"exec: {argv0}: {NOT_FOUND_MARKS[0]}" in text
+    return any(m in text for m in NOT_FOUND_MARKS)
+
+
+def _no_loader(text: str, runtime: str) -> bool:
+    """runsc could not start the loader itself (an image without python3). Its error echoes
+    the command, the loader's source included: only what follows it counts."""
+    before, _, error = text.partition('" in sandbox: ')
+    started = f'executing command "{LOADER_PROGRAM} ' in before
+    return runtime == "runsc" and started and any(m in error for m in NOT_FOUND_MARKS)
+
+
+def _risen(before: CgroupCounters | None, after: CgroupCounters | None) -> set[str]:
+    if before is None or after is None:
+        return set()
+    rose = set()
+    if after.oom_kills > before.oom_kills:
+        rose.add("oom")
+    if after.pids_max_hits > before.pids_max_hits:
+        rose.add("pids")
+    return rose
+
+
+def fork_refused(text: str) -> bool:
+    """True when `text` holds a shell's or Python's report of a fork refused with EAGAIN."""
+    return bool(FORK_REFUSED.search(text)) or (PYTHON_EAGAIN in text and "fork" in text)
+
+
+def split_sandbox_report(data: bytes, container_id: str) -> tuple[bytes, str]:
+    """A chunk of an exec's stderr under gVisor without the report runsc ends it with when
+    the sandbox of `container_id` stopped under the command, and that report ("" if none)."""
+    match = SANDBOX_LOST.search(data)
+    if match is None or match["id"].decode() != container_id:
+        return data, ""
+    return data[: match.start()], match.group().decode(errors="replace").strip()
+
+
+def sandbox_notes(reports: list[str]) -> tuple[PostureWarning, ...]:
+    """The run's note of what runsc reported as the sandbox stopped (nothing for none)."""
+    if not reports:
+        return ()
+    said = "; ".join(reports)
+    said = said if len(said) <= REPORT_CHARS else f"{said[:REPORT_CHARS]}..."
+    text = f"The gVisor sandbox stopped under the command; runsc reported: {said}"
+    return (PostureWarning(Severity.INFO, text),)

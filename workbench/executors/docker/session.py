@@ -1,0 +1,398 @@
+"""One session container: start, `docker exec` with streamed output, the in-container sweep, stop.
+
+Every docker-py call (synchronous) goes through `asyncio.to_thread`. Output of an exec is read
+by a worker thread from the exec's attached socket (the low-level `exec_start(socket=True)`,
+demultiplexed with docker-py's `frames_iter`) and handed to the event loop through an
+`asyncio.Queue`; shutting the socket down ends the thread.
+
+Killing a `docker exec` client kills nothing inside the container, so a sweep acts inside:
+every command runs with its run's tag in the environment, and a second exec kills every
+process carrying the tag (daemons and `setsid` escapes included) until a pass over /proc finds
+none, which is also the verification. Under a fork bomb that holds every slot of the pids
+limit not even that exec can start; then the container's main process, a supervisor shell
+under the init, is sent SIGUSR1 (the init forwards it) and runs the `kill -9 -1` builtin, which
+needs no new process, and the killer retries.
+
+On a local engine running runc, with the workbench as root, the session can see the
+container's cgroup and read any process's environment, so it does the same from the host,
+without an exec: it kills the tagged processes among the cgroup's members (`cgroup.procs`,
+host pids, each signalled through a pidfd so a reused pid is never hit) until a pass finds
+none, and trusts that only once the kernel's task count (`pids.current`) is back to the idle
+session's. After a run that left nothing, that is one pass and one count: no kill at all.
+Anything else (the count does not come back, the files cannot be read) falls back to the exec
+sweep, which stays the only way under gVisor, whose host pids are the sandbox's own.
+"""
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import docker
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
+from docker.utils.socket import STDERR, STDOUT, frames_iter
+from requests.exceptions import RequestException
+
+from workbench.errors import ExecutorError
+from workbench.executors.docker.engine import missing_image
+from workbench.executors.docker import gvisor_seccomp
+from workbench.executors.docker.sampler import CgroupFiles
+from workbench.executors.docker.spec import LABEL_APP, LABEL_SESSION, SWEEP_SIGNAL
+from workbench.executors.types import Stream
+from workbench.monitor.process import carries_tag
+
+# Kills every process whose environment holds the run's tag ($1; busybox `grep -F` stops at
+# the NUL bytes of environ, a plain pattern does not), scanning /proc until a pass finds none
+# and could read every process it listed (a process that vanished before its environ was read
+# may have been a fork bomb's, whose children the pass's listing missed), then prints
+# "<distinct processes killed> <processes still found or not checked>".
+KILL_SCRIPT = """
+seen=; killed=0; found=1; round=0
+while [ $found -gt 0 ] && [ $round -lt 100 ]; do
+  found=0; round=$((round + 1))
+  for f in /proc/[0-9]*/environ; do
+    p=${f#/proc/}; p=${p%/environ}
+    [ "$p" = 1 ] || [ "$p" = $$ ] && continue
+    grep -qs "$1" "$f"
+    case $? in 1) continue ;; 2) found=$((found + 1)); continue ;; esac
+    kill -9 "$p" 2>/dev/null || continue
+    found=$((found + 1))
+    case " $seen " in *" $p "*) ;; *) seen="$seen $p"; killed=$((killed + 1)) ;; esac
+  done
+  [ $found -gt 0 ] && sleep 0.01
+done
+echo "$killed $found"
+"""
+SWEEP_TRIES = 5
+SWEEP_POLL_S = 0.05
+EXIT_POLL_S = 0.05
+KILLER_TIMEOUT_S = 5.0  # an exec whose container dies may never end its stream
+HOST_ROUNDS = 100  # passes over the cgroup's members, as the in-container killer makes
+HOST_POLL_S = 0.002
+HOST_SETTLE_S = 0.5  # how long killed processes may take to be reaped before the exec sweep
+POOL_NAME_PREFIX = "skill-workbench-pool-"  # a warm pool's container, until it is claimed
+
+Chunk = tuple[Stream, bytes]
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """What a sweep did: processes of the run it killed, and how many it could not."""
+
+    killed: int
+    leftover: int
+
+
+class ExecStream:
+    """A started `docker exec`: its output chunks as they arrive, then its exit code."""
+
+    def __init__(self, api: docker.APIClient, exec_id: str) -> None:
+        self._api = api
+        self.exec_id = exec_id
+        self._queue: asyncio.Queue[Chunk | None] = asyncio.Queue()
+        self._sock: Any = None
+        self._pump: asyncio.Task[None] | None = None
+        self._eof = asyncio.Event()
+
+    async def open(self) -> None:
+        """Start the exec and the thread that pumps its output into the queue."""
+        self._sock = await asyncio.to_thread(self._api.exec_start, self.exec_id, socket=True)
+        loop = asyncio.get_running_loop()
+        self._pump = asyncio.create_task(asyncio.to_thread(self._read, loop))
+
+    def _read(self, loop: asyncio.AbstractEventLoop) -> None:
+        put = self._queue.put_nowait
+        kinds = {STDOUT: Stream.STDOUT, STDERR: Stream.STDERR}
+        try:
+            for stream_id, data in frames_iter(self._sock, False):  # type: ignore[no-untyped-call]
+                if data and stream_id in kinds:
+                    loop.call_soon_threadsafe(put, (kinds[stream_id], data))
+        except (OSError, ValueError):  # the socket was shut down under us
+            pass
+        finally:
+            loop.call_soon_threadsafe(put, None)
+
+    async def chunks(self) -> AsyncIterator[Chunk]:
+        """Output chunks until the exec's streams close."""
+        while (chunk := await self._queue.get()) is not None:
+            yield chunk
+        self._eof.set()
+
+    async def exited(self) -> int:
+        """Wait until the exec's process has ended; its exit code."""
+        while True:
+            info = await asyncio.to_thread(self._api.exec_inspect, self.exec_id)
+            code = info.get("ExitCode")
+            # Not running and no exit code yet: the engine has not started the process.
+            if not info.get("Running") and code is not None:
+                return int(code)
+            with contextlib.suppress(TimeoutError):  # the streams closing usually means exit
+                await asyncio.wait_for(self._eof.wait(), EXIT_POLL_S)
+
+    async def close(self) -> None:
+        """Shut the connection down (unblocks the reader thread), wait for it, release it."""
+        if self._sock is None:
+            return
+        raw = getattr(self._sock, "_sock", None)
+        if raw is not None:
+            with contextlib.suppress(OSError):
+                raw.shutdown(socket.SHUT_RDWR)
+        if self._pump is not None:
+            await self._pump
+        _close_socket(self._sock)
+        self._sock = None
+
+
+class DockerSession:
+    """The container of one executor session, on one runtime."""
+
+    def __init__(self, client: docker.DockerClient, options: dict[str, Any]) -> None:
+        self._client = client
+        self._options = options
+        self.container_id = ""
+        self.attrs: dict[str, Any] = {}
+        self.cgroup: CgroupFiles | None = None
+        self.baseline_tasks = 0
+        self._host: CgroupFiles | None = None  # set when the host can kill the run's processes
+
+    @property
+    def api(self) -> docker.APIClient:
+        return self._client.api
+
+    async def start(self) -> None:
+        """Create and start the container, then find its cgroup."""
+        try:
+            self.container_id = await asyncio.to_thread(self._create)
+            await asyncio.to_thread(self.api.start, self.container_id)
+        except ImageNotFound as error:  # nothing was created
+            raise ExecutorError(missing_image(str(self._options.get("image")))) from error
+        except (DockerException, RequestException) as error:
+            with contextlib.suppress(DockerException, RequestException, ExecutorError):
+                await self.stop()
+            raise ExecutorError(f"Could not start the session container: {error}") from error
+        await self.adopt(self.container_id)
+
+    async def adopt(self, container_id: str) -> None:
+        """Serve from `container_id`, already started (a warm one from the pool): inspect it
+        and find its cgroup. `ExecutorError` (the container removed) when it does not run."""
+        self.container_id = container_id
+        try:
+            await self.inspect()
+        except (DockerException, RequestException) as error:
+            with contextlib.suppress(DockerException, RequestException, ExecutorError):
+                await self.stop()
+            raise ExecutorError(f"Could not start the session container: {error}") from error
+        if self.attrs["State"].get("Running") is not True:
+            await self.stop()
+            raise ExecutorError("The session container exited right after it started.")
+        host_pid = int(self.attrs["State"].get("Pid") or 0)
+        self.cgroup = CgroupFiles.for_pid(host_pid) if host_pid else None
+        self.baseline_tasks = self.cgroup.usage().tasks if self.cgroup else 0
+        local = self.cgroup is not None and self.container_id in str(self.cgroup.pids)
+        host_kills = local and self._options.get("runtime") == "runc" and os.geteuid() == 0
+        self._host = self.cgroup if host_kills else None
+
+    def _create(self) -> str:
+        return str(self._client.containers.create(**self._options).id)
+
+    async def inspect(self) -> dict[str, Any]:
+        """Refresh and return the container's inspect data."""
+        self.attrs = await asyncio.to_thread(self.api.inspect_container, self.container_id)
+        return self.attrs
+
+    async def running(self) -> bool:
+        """True when the container still exists and runs.
+
+        Where the host sees the container's cgroup, it exists while the container runs and
+        holds at least the init: no engine call is needed.
+        """
+        if self._host is not None:
+            try:
+                return self._host.tasks() > 0
+            except (OSError, ValueError):
+                return False
+        return (await self._state()).get("Running") is True
+
+    async def oom_killed(self) -> bool:
+        """True when the engine says the kernel killed the container for memory.
+
+        The engine may learn of the OOM kill a little after the container stopped (seconds
+        on a loaded machine): ask for up to three seconds.
+        """
+        for _ in range(30):
+            if (await self._state()).get("OOMKilled") is True:
+                return True
+            await asyncio.sleep(0.1)
+        return False
+
+    async def _state(self) -> dict[str, object]:
+        try:
+            attrs = await self.inspect()
+        except NotFound:
+            return {}
+        state: dict[str, object] = attrs["State"]
+        return state
+
+    async def exec(self, argv: list[str], env: dict[str, str], workdir: str) -> ExecStream:
+        """Start `argv` in the container (under gVisor, under the filter that keeps its process
+        limit: see `gvisor_seccomp`) and return its stream."""
+        if self._options.get("runtime") == "runsc":
+            argv = gvisor_seccomp.wrapped(argv)
+        created = await asyncio.to_thread(
+            self.api.exec_create, self.container_id, argv, environment=env, workdir=workdir
+        )
+        stream = ExecStream(self.api, str(created["Id"]))
+        await stream.open()
+        return stream
+
+    async def sweep(self, tag: str) -> Sweep:
+        """Kill every process carrying `tag` in its environment, and verify none is left.
+
+        When not even the killer can start (a fork bomb holds every slot of the pids limit),
+        the supervisor kills every process of the container instead, and the killer retries.
+        """
+        killed = 0
+        if self._host is not None:
+            killed, verified = await self._host_sweep(self._host, tag.encode())
+            if verified:
+                return Sweep(killed, 0)
+        for _ in range(SWEEP_TRIES):
+            try:
+                output = await self.exec_text(["sh", "-c", KILL_SCRIPT, "kill", tag])
+                counts = output.split()
+                killed, left = max(killed, int(counts[-2])), int(counts[-1])
+            except (APIError, OSError, ValueError, IndexError):
+                left = -1
+            if left == 0:
+                return Sweep(killed, 0)
+            if not await self.running():  # a container that stopped holds no process
+                return Sweep(killed, 0)
+            with contextlib.suppress(APIError):
+                await asyncio.to_thread(self.api.kill, self.container_id, SWEEP_SIGNAL)
+            await asyncio.sleep(SWEEP_POLL_S)
+        return Sweep(killed, max(left, 1))
+
+    async def _host_sweep(self, cgroup: CgroupFiles, tag: bytes) -> tuple[int, bool]:
+        """Kill the run's processes by host pid: (how many were killed, verified none is left).
+
+        Not verified when the task count does not come back to the idle session's (a process
+        without the tag, one still being reaped past the bound) or the files cannot be read.
+        """
+        killed: set[int] = set()
+        try:
+            for _ in range(HOST_ROUNDS):
+                found = [pid for pid in cgroup.processes() if carries_tag(pid, tag)]
+                if not found:
+                    break
+                killed.update(pid for pid in found if _kill_tagged(pid, tag))
+                await asyncio.sleep(HOST_POLL_S)
+            else:  # still finding some after every pass (a fork bomb outruns the passes)
+                return len(killed), False
+            deadline = time.monotonic() + HOST_SETTLE_S
+            while cgroup.tasks() != self.baseline_tasks:
+                if time.monotonic() > deadline or not any(map(_exists, killed)):
+                    return len(killed), False  # what is left is not the run's, or is slow
+                await asyncio.sleep(HOST_POLL_S)
+        except (OSError, ValueError):
+            return len(killed), False
+        return len(killed), True
+
+    async def exec_text(self, argv: list[str]) -> str:
+        """Run `argv` in the container to its end and return its stdout (bounded in time)."""
+        created = await asyncio.to_thread(self.api.exec_create, self.container_id, argv)
+        stream = ExecStream(self.api, str(created["Id"]))
+        await stream.open()
+        out = bytearray()
+        try:
+            async with asyncio.timeout(KILLER_TIMEOUT_S):
+                async for kind, data in stream.chunks():
+                    if kind is Stream.STDOUT:
+                        out += data
+        finally:
+            await stream.close()
+        return out.decode(errors="replace")
+
+    async def recycle(self) -> None:
+        """Replace a container that stopped (or was removed) by a fresh one."""
+        await self.stop()
+        await self.start()
+
+    async def stop(self) -> None:
+        """Remove the container (forced). Safe to call more than once."""
+        if self.container_id:
+            await asyncio.to_thread(remove_container, self.api, self.container_id)
+
+
+def _kill_tagged(pid: int, tag: bytes) -> bool:
+    """SIGKILL `pid` if it still carries `tag` (checked through a pidfd: never a reused pid)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:  # already gone
+        return False
+    try:
+        if not carries_tag(pid, tag):
+            return False
+        signal.pidfd_send_signal(fd, signal.SIGKILL)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _exists(pid: int) -> bool:
+    """True while `pid` is in the process table (running, or a zombie not yet reaped)."""
+    return os.path.exists(f"/proc/{pid}")  # noqa: PTH110 - hot path, plain names
+
+
+def _close_socket(sock: Any) -> None:
+    """Close an attached exec's socket and the HTTP response under it.
+
+    docker-py leaves these open after a non-streaming `exec_start`, and its stream `close()`
+    skips the socket once the response was read to its end: one leaked socket per exec.
+    """
+    response = getattr(sock, "_response", None)
+    raw = getattr(sock, "_sock", None)
+    if response is not None:
+        response.close()
+    sock.close()
+    if raw is not None:
+        raw.close()
+
+
+def remove_container(api: docker.APIClient, container_id: str) -> None:
+    """Remove a container (forced); gone already is fine. `ExecutorError` when the engine
+    refuses or does not answer."""
+    try:
+        api.remove_container(container_id, force=True)
+    except NotFound:
+        pass
+    except (DockerException, RequestException) as error:  # also when the engine went away
+        if not (isinstance(error, APIError) and error.status_code == 409):  # 409: in progress
+            raise ExecutorError(
+                f"Could not remove container {container_id[:12]}: {error}"
+            ) from error
+
+
+def pooled(item: dict[str, Any]) -> bool:
+    """True when a container listing's entry is still waiting in a warm pool (not claimed)."""
+    return any(name.lstrip("/").startswith(POOL_NAME_PREFIX) for name in item.get("Names") or ())
+
+
+def remove_leftovers(client: docker.DockerClient, session_id: str | None = None) -> int:
+    """Remove workbench containers (of one session, or all); return how many were removed.
+
+    Containers waiting in a warm pool are not leftovers (another process may be about to
+    claim them); `docker_pool.drain` removes those.
+    """
+    labels = [LABEL_APP] + ([f"{LABEL_SESSION}={session_id}"] if session_id else [])
+    found = client.api.containers(all=True, filters={"label": labels})
+    found = [item for item in found if not pooled(item)]
+    for item in found:
+        remove_container(client.api, item["Id"])
+    return len(found)

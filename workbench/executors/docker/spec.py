@@ -1,0 +1,206 @@
+"""The Docker posture as engine options, and the effective posture card read back from them.
+
+`container_options()` turns a typed `Posture` and a `SessionSpec` into the keyword arguments
+of docker-py's `containers.create`, with every control at its safe setting unless the posture
+loosens it. `posture_card()` reads the container's inspect data back into a CIS-style
+checklist of (control, held) pairs, so the card shows what the engine applied, not what was
+asked for. The process limit is the pids cgroup under runc and RLIMIT_NPROC under gVisor
+(`_process_limit`). `network_refusal()` says when the engine's runtime cannot give the network a
+posture asks for.
+"""
+
+import os
+from typing import Any
+
+import docker
+
+from workbench.executors.availability import EngineRuntimes, network_off
+from workbench.executors.types import PostureCard, SessionSpec
+from workbench.postures.model import MIB, Network, Posture
+
+LABEL_APP = "org.skill-workbench"
+LABEL_SESSION = "org.skill-workbench.session"
+LABEL_SKILL = "org.skill-workbench.skill"
+SKILLS_MOUNT = "/mnt/skills"
+WORKSPACE_MOUNT = "/workspace"
+TMPFS_OPTIONS = "rw,nosuid,nodev,size=64m"
+CONTAINER_UID = 1000
+NPROC = "nproc"
+RUNSC_PROCESS_LIMIT = "RLIMIT_NPROC inside gVisor"
+ENGINE_SOCKETS = ("docker.sock", "podman.sock")
+# What Docker and Podman grant a container unless told otherwise (Podman's inspect lists these
+# one by one where Docker says "ALL").
+DEFAULT_CAPABILITIES = frozenset(
+    {
+        "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+        "NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+    }
+)  # fmt: skip
+
+# The container's main process, the only child of the init: on SIGUSR1 (forwarded by the init)
+# it kills every other process of the container with the `kill` builtin, which needs no fork
+# and so works even when a fork bomb holds every slot of the process limit. Its own sleep dies
+# too, and the next fork may find the slots still taken (by the bomb, or by the dead not yet
+# reaped): under `command eval` a refused fork is an error dash survives and retries, where a
+# plain one would end the shell, and with it the container.
+SUPERVISOR_NAME = "workbench-supervisor"
+SUPERVISOR_SCRIPT = (
+    'trap "for i in 1 2 3 4 5 6 7 8; do kill -9 -1 2>/dev/null; done" USR1; '
+    'while :; do command eval "sleep 3600 &" 2>/dev/null && wait; done'
+)
+SWEEP_SIGNAL = "SIGUSR1"
+
+
+def skill_mount(session: SessionSpec) -> str:
+    """Where the skill folder appears inside the container."""
+    return f"{SKILLS_MOUNT}/{session.skill_name}"
+
+
+def container_user(posture: Posture) -> str:
+    """The uid:gid commands run as: root only when the posture asks for it.
+
+    A non-root workbench maps to its own uid so files written to the workspace stay the
+    user's; a workbench running as root still runs commands as uid 1000.
+    """
+    if posture.run_as_root:
+        return "0:0"
+    if hasattr(os, "getuid") and os.getuid() != 0:
+        return f"{os.getuid()}:{os.getgid()}"
+    return f"{CONTAINER_UID}:{CONTAINER_UID}"
+
+
+def container_options(
+    posture: Posture, session: SessionSpec, session_id: str, runtime: str
+) -> dict[str, Any]:
+    """Keyword arguments for `client.containers.create(...)` of the session container."""
+    limits = posture.limits
+    volumes = [
+        f"{session.skill_dir.resolve()}:{skill_mount(session)}:ro",
+        f"{session.workspace.resolve()}:{WORKSPACE_MOUNT}:rw",
+        *posture.extra_mounts,
+    ]
+    return {
+        "image": posture.image,
+        "command": ["sh", "-c", SUPERVISOR_SCRIPT, SUPERVISOR_NAME],
+        "init": True,
+        "runtime": runtime,
+        "user": container_user(posture),
+        "working_dir": WORKSPACE_MOUNT,
+        "network_mode": "bridge" if posture.network is Network.BRIDGE else "none",
+        "mem_limit": limits.memory_bytes,
+        "memswap_limit": limits.memory_bytes,
+        "nano_cpus": int(limits.cpus * 1e9),
+        **_process_limit(limits.pids, runtime),
+        "read_only": True,
+        "tmpfs": {"/tmp": TMPFS_OPTIONS},
+        "security_opt": ["no-new-privileges"],
+        "cap_drop": ["ALL"],
+        "cgroupns": "private",
+        "volumes": volumes,
+        "labels": {LABEL_APP: "1", LABEL_SESSION: session_id, LABEL_SKILL: session.skill_name},
+    }
+
+
+def _process_limit(pids: int, runtime: str) -> dict[str, Any]:
+    """The engine option that bounds the container's processes on `runtime`.
+
+    Under gVisor the host's pids cgroup counts the sandbox's own threads, not the command's
+    processes: a limit there starves the sandbox (it dies, or never starts below ~64). gVisor's
+    kernel enforces RLIMIT_NPROC itself, per uid inside the sandbox, for root too while it holds
+    no capabilities; `docker exec` processes inherit it. Under runc RLIMIT_NPROC would count
+    the uid's processes on the whole host, so there the pids cgroup does it.
+    """
+    if runtime == "runsc":
+        return {"ulimits": [{"name": NPROC, "soft": pids, "hard": pids}]}
+    return {"pids_limit": pids}
+
+
+def network_refusal(posture: Posture, runtime: str, client: docker.DockerClient) -> str:
+    """Why the engine cannot give `posture` the network it asks for ("" when nothing says so).
+
+    Asks the engine (blocking) only when a network is asked for on runsc.
+    """
+    if posture.network is Network.NONE or runtime != "runsc":
+        return ""
+    engine = EngineRuntimes.from_info(client.info().get("Runtimes") or {})
+    if not network_off(engine.args.get(runtime, ())):
+        return ""
+    return (
+        "Network cannot be turned on under this engine's gVisor runtime: its runsc runs with "
+        "--network=none (runtimeArgs in the engine's daemon.json), so a gVisor container has "
+        "no network whatever is asked. Run with --network none, or use the docker posture."
+    )
+
+
+def posture_card(posture: Posture, attrs: dict[str, Any], runtime: str) -> PostureCard:
+    """The checklist of what the engine actually applied, from the container's inspect data."""
+    host = attrs.get("HostConfig") or {}
+    config = attrs.get("Config") or {}
+    mounts = attrs.get("Mounts") or []
+    limits = posture.limits
+    user = str(config.get("User") or "0")
+    memory = int(host.get("Memory") or 0)
+    nano_cpus = int(host.get("NanoCpus") or 0)
+    network = str(host.get("NetworkMode") or "")
+    host_namespaces = [
+        name
+        for name in ("PidMode", "IpcMode", "NetworkMode", "UTSMode", "UsernsMode", "CgroupnsMode")
+        if str(host.get(name) or "") == "host"
+    ]
+    sockets = [m for m in mounts if str(m.get("Source", "")).endswith(ENGINE_SOCKETS)]
+    skill: dict[str, Any] = next(
+        (m for m in mounts if m.get("Destination", "").startswith(SKILLS_MOUNT)), {}
+    )
+    checks = (
+        (f"Non-root user ({user})", user.split(":")[0] not in ("", "0", "root")),
+        ("All capabilities dropped", _capabilities_dropped(host)),
+        ("Read-only root filesystem", bool(host.get("ReadonlyRootfs"))),
+        (
+            f"Memory limit {memory / MIB:g} MiB, no swap beyond it",
+            memory == limits.memory_bytes and host.get("MemorySwap") == memory,
+        ),
+        (_cpu_label(nano_cpus / 1e9), nano_cpus == int(limits.cpus * 1e9)),
+        _pids_check(host, limits.pids, runtime),
+        ("Network off" if network == "none" else f"Network off (is {network})", network == "none"),
+        (
+            "No new privileges (set-uid programs gain nothing)",
+            any(o.startswith("no-new-privileges") for o in host.get("SecurityOpt") or []),
+        ),
+        ("No Docker socket mounted", not sockets),
+        (
+            "No host namespaces" + (f" ({', '.join(host_namespaces)})" if host_namespaces else ""),
+            not host_namespaces,
+        ),
+        ("No devices, not privileged", not host.get("Devices") and not host.get("Privileged")),
+        ("Skill folder mounted read-only", skill.get("RW") is False),
+        _runtime_check(str(host.get("Runtime") or ""), runtime),
+    )
+    return PostureCard(posture=posture, checks=checks, run_as=user)
+
+
+def _cpu_label(cpus: float) -> str:
+    """`CPU limit 1 CPU`, `CPU limit 0.5 CPUs`."""
+    return f"CPU limit {cpus:g} CPU{'' if cpus == 1 else 's'}"
+
+
+def _capabilities_dropped(host: dict[str, Any]) -> bool:
+    """Docker says "ALL"; Podman lists the capabilities it would otherwise have granted."""
+    dropped = {str(name).upper().removeprefix("CAP_") for name in host.get("CapDrop") or []}
+    return not host.get("CapAdd") and ("ALL" in dropped or dropped >= DEFAULT_CAPABILITIES)
+
+
+def _runtime_check(applied: str, asked: str) -> tuple[str, bool]:
+    """Podman names its default runtime (runc or crun, never gVisor) "oci"."""
+    if applied == "oci" and asked == "runc":
+        return "Runtime oci (Podman's default, not gVisor)", True
+    return f"Runtime {applied}", applied == asked
+
+
+def _pids_check(host: dict[str, Any], asked: int, runtime: str) -> tuple[str, bool]:
+    if runtime == "runsc":
+        ulimits = host.get("Ulimits") or []
+        nproc: dict[str, Any] = next((u for u in ulimits if u.get("Name") == NPROC), {})
+        soft, hard = int(nproc.get("Soft") or 0), int(nproc.get("Hard") or 0)
+        return f"Process limit {hard} ({RUNSC_PROCESS_LIMIT})", 0 < soft <= hard <= asked
+    applied = int(host.get("PidsLimit") or 0)
+    return f"Process limit {applied}", 0 < applied <= asked

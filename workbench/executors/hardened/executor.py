@@ -1,0 +1,348 @@
+"""The `hardened` posture: a local process with rlimits, a scrubbed environment, a private
+HOME and TMPDIR, another uid when the app is root, and the whole-tree kill.
+
+The limits are applied by `limits_exec.py`, exec'd in front of the command (never
+`preexec_fn`). Identity: when the workbench runs as root, commands run as a throwaway uid
+picked per session (a random one above 0x60000000, no passwd entry) so they can neither read
+the app's `/proc/PID/environ` nor share RLIMIT_NPROC with other sessions; the workspace is lent
+to that uid while runs are in flight (`FolderLoan`) and given back after, whatever happened.
+Its HOME and TMPDIR are then in a private temporary folder the uid may pass but not change:
+afterwards their folders and regular files (never a link the command planted) are copied into
+the run folder and the private folder is removed (`safe_walk`: nothing the command did to it
+can stop that). When the workbench is not root it cannot switch users: the command runs as
+the user, and `start()` makes the app non-dumpable (`PR_SET_DUMPABLE 0`) so the command cannot
+read the app's environment through /proc (side effect: no core dumps of the app and no
+debugger attach without root). Nor can it raise a hard limit: a limit the posture asks above
+the app's own hard limit is lowered to it (stricter, so the run goes ahead), and the card says
+so. What was applied is read back from /proc of the command into the posture card (after the
+wrapper's close-on-exec status pipe closed, i.e. after exec).
+"""
+
+import asyncio
+import os
+import resource
+import secrets
+import sys
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import psutil
+
+from workbench.errors import ExecutorError
+from workbench.executors.hardened.environ import scrub_env
+from workbench.executors.hardened import limits_exec
+from workbench.executors.hardened.leftovers import sweep
+from workbench.executors.process.local import describe_user
+from workbench.executors.process.outcome import format_bytes
+from workbench.executors.process.ownership import FolderLoan, SharedLoan, can_reach
+from workbench.executors.process.readback import (
+    PROC_LIMIT_ROWS,
+    limit_checks,
+    parse_limits,
+    parse_status,
+    proc_texts,
+    requested_rlimits,
+)
+from workbench.executors.process.reaper import APP_MARK_ENV
+from workbench.executors.process.runner import Launch
+from workbench.executors.process.session import PreparedRun, RunContext, SubprocessExecutor
+from workbench.executors.types import PostureCard, SessionSpec
+from workbench.monitor.process import RUN_TAG_ENV
+from workbench.platform.interpreter import child_argv
+from workbench.postures.model import MIB, Limits, PostureWarning, Severity
+from workbench.workspace.safe_walk import copy_plain, remove_tree
+
+MIN_MEMORY_BYTES = 4 * MIB  # below this RLIMIT_AS, even `sh` cannot map its libraries
+RUN_UID_BASE = 0x60000000
+RUN_UID_SPAN = 1 << 28
+WRAPPER = Path(limits_exec.__file__)
+
+
+async def _read_to_eof(fd: int) -> bytes:
+    """Everything written to the pipe `fd` until its last writer closes it (closes `fd`)."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    data = bytearray()
+
+    class _Collect(asyncio.Protocol):
+        def data_received(self, chunk: bytes) -> None:
+            data.extend(chunk)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if not done.done():
+                done.set_result(None)
+
+    transport, _ = await loop.connect_read_pipe(_Collect, os.fdopen(fd, "rb", buffering=0))
+    try:
+        await done
+    finally:
+        transport.close()
+    return bytes(data)
+
+
+def _own_tasks() -> int:
+    """Processes and threads of this uid (RLIMIT_NPROC counts all of them)."""
+    uid = os.getuid()
+    count = 0
+    for process in psutil.process_iter(["uids", "num_threads"]):
+        uids, threads = process.info["uids"], process.info["num_threads"]
+        if uids is not None and uids.real == uid:
+            count += threads or 1
+    return count
+
+
+class HardenedRun(PreparedRun):
+    """One hardened run: reads the wrapper's report, reads back /proc, gives folders back."""
+
+    def __init__(
+        self,
+        launch: Launch,
+        card: PostureCard,
+        limits: Limits,
+        rlimits: tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]],
+        status_pipe: tuple[int, int],
+        run_uid: int | None,
+        private: tuple[Path, Path] | None,
+        workspace_loan: SharedLoan | None,
+    ) -> None:
+        super().__init__(launch, card, limits)
+        self._wanted, self._requested = rlimits  # what the posture asks, what the wrapper asks
+        self._read_fd, self._write_fd = status_pipe
+        self._run_uid = run_uid
+        self._private = private  # (its folder, the run folder) when HOME/TMPDIR live apart
+        self._workspace_loan = workspace_loan
+        self._error = ""
+
+    async def on_spawned(self, pid: int) -> None:
+        """Wait for the wrapper to exec (its status pipe closes) and read back the limits."""
+        self._close_write_end()
+        read_fd, self._read_fd = self._read_fd, -1
+        report = limits_exec.decode_report(await _read_to_eof(read_fd))
+        self._error = report.get("error", "")
+        if self._error or "limits" not in report:  # not exec'd: failed, or killed before
+            return
+        limits_text, status_text = proc_texts(pid) or (report["limits"], report["status"])
+        self.card = replace(self.card, checks=tuple(self._checks(limits_text, status_text)))
+
+    def _checks(self, limits_text: str, status_text: str) -> list[tuple[str, bool]]:
+        assert self.limits is not None
+        checks = limit_checks(self.limits, self._wanted, limits_text)
+        checks += _lowered_checks(self._wanted, self._requested, limits_text)
+        status = parse_status(status_text)
+        if self._run_uid is not None:
+            uid = str(self._run_uid)
+            checks.append((f"runs as uid {uid}", status.get("Uid", "").split()[:1] == [uid]))
+        else:
+            dumpable = limits_exec.prctl(limits_exec.PR_GET_DUMPABLE)
+            checks.append(("app not dumpable (its environment is unreadable)", dumpable == 0))
+        checks.append(
+            ("no_new_privs (set-uid programs gain nothing)", status.get("NoNewPrivs") == "1")
+        )
+        checks.append((f"CPU share {self.limits.cpus:g} core(s) (needs a cgroup)", False))
+        checks.append(("network off (the host's network stays reachable)", False))
+        return checks
+
+    def launch_error(self) -> str:
+        return self._error
+
+    def _close_write_end(self) -> None:
+        if self._write_fd >= 0:
+            os.close(self._write_fd)
+            self._write_fd = -1
+
+    async def close(self) -> None:
+        """Close the pipe if it was never read, keep the private folders' plain files in the
+        run folder and remove them, and give the workspace back (whatever happened)."""
+        self._close_write_end()
+        if self._read_fd >= 0:
+            os.close(self._read_fd)
+            self._read_fd = -1
+        try:
+            if self._private is not None:
+                await asyncio.to_thread(_keep_and_remove, *self._private)
+        finally:
+            if self._workspace_loan is not None and await self._workspace_loan.release():
+                await self._sweep()
+
+    async def _sweep(self) -> None:
+        """Remove what the throwaway uid left outside the workspace (no run of it is left)."""
+        assert self._run_uid is not None
+        if removed := await asyncio.to_thread(sweep, self._run_uid):
+            self.notes += (
+                PostureWarning(
+                    Severity.INFO,
+                    f"Removed what the command left outside the workspace: {', '.join(removed)}.",
+                ),
+            )
+
+
+class HardenedExecutor(SubprocessExecutor):
+    """Runs commands as limited local processes (see the module docstring)."""
+
+    _run_uid: int | None = None
+    _workspace_loan: SharedLoan | None = None
+
+    async def start(self, session: SessionSpec) -> None:
+        """Start the session: pick its throwaway uid when root, else make the app
+        non-dumpable (see above)."""
+        if not sys.platform.startswith("linux"):
+            raise ExecutorError("The hardened posture needs Linux (rlimits, prctl, /proc).")
+        await super().start(session)
+        if os.geteuid() == 0:
+            uid = self._run_uid = RUN_UID_BASE + secrets.randbelow(RUN_UID_SPAN)
+            self._workspace_loan = SharedLoan(FolderLoan(session.workspace, uid, uid))
+        else:
+            limits_exec.prctl(limits_exec.PR_SET_DUMPABLE, 0)
+
+    async def _prepare(self, context: RunContext) -> PreparedRun | str:
+        session = context.session
+        run_uid = self._run_uid
+        if (memory := self.posture.limits.memory_bytes) < MIN_MEMORY_BYTES:
+            amount = format_bytes(memory) if memory >= MIB else f"{memory} B"
+            return (
+                f"the memory limit {amount} is too small to start a program "
+                f"(RLIMIT_AS also counts its libraries): use at least "
+                f"{format_bytes(MIN_MEMORY_BYTES)}"
+            )
+        if run_uid is not None and (problem := _unreachable(session, run_uid)):
+            return problem
+        folder = context.run_dir  # of HOME and TMPDIR
+        if run_uid is not None:  # out of the run folder, where links could be planted
+            folder = Path(tempfile.mkdtemp(prefix=f"workbench-{context.run_id}-"))
+        home, tmp = folder / "home", folder / "tmp"
+        home.mkdir(mode=0o700)
+        tmp.mkdir(mode=0o700)
+        if run_uid is not None and (
+            problem := await _lend_private(folder, run_uid, self._workspace_loan)
+        ):
+            return problem
+        fixed = {**context.command_env(), "HOME": str(home), "TMPDIR": str(tmp)}
+        app_env = {name: v for name, v in os.environ.items() if name != APP_MARK_ENV}
+        env = scrub_env(self.posture, app_env, context.request.env, fixed)
+        limits = self.posture.limits
+        wanted = requested_rlimits(limits, _own_tasks() if run_uid is None else 0)
+        requested = wanted if run_uid is not None else _within_hard_limits(wanted)
+        read_fd, write_fd = os.pipe()
+        spec = limits_exec.spec_args(requested, run_uid, write_fd, [*env.kept, RUN_TAG_ENV])
+        argv = (*child_argv(limits_exec.__name__, WRAPPER), *spec)
+        launch = Launch(
+            argv + context.request.argv,
+            env.env,
+            session.workspace,
+            pass_fds=(write_fd,),
+            own_uid=run_uid,
+        )
+        card = PostureCard(
+            posture=self.posture,
+            env_kept=env.kept,
+            env_dropped=env.dropped,
+            run_as=_run_as(run_uid, home, tmp),
+        )
+        return HardenedRun(
+            launch,
+            card,
+            limits,
+            (wanted, requested),
+            (read_fd, write_fd),
+            run_uid,
+            None if run_uid is None else (folder, context.run_dir),
+            self._workspace_loan,
+        )
+
+
+def _within_hard_limits(wanted: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+    """`wanted` with no limit above the app's own hard one, which the wrapper inherits and only
+    root may raise (the kernel refuses it otherwise). A lower limit is a stricter one."""
+    within = {}
+    for name, (soft, hard) in wanted.items():
+        ceiling = resource.getrlimit(getattr(resource, f"RLIMIT_{name}"))[1]
+        if ceiling != resource.RLIM_INFINITY and hard > ceiling:
+            soft, hard = min(soft, ceiling), ceiling
+        within[name] = (soft, hard)
+    return within
+
+
+def _lowered_checks(
+    wanted: dict[str, tuple[int, int]], requested: dict[str, tuple[int, int]], limits_text: str
+) -> list[tuple[str, bool]]:
+    """A card row per limit lowered below the posture's by `_within_hard_limits`."""
+    applied = parse_limits(limits_text)
+    return [
+        (
+            f"RLIMIT_{name} lowered to {_amount(name, soft)}: your hard limit is below the "
+            "posture's, and only root can raise it",
+            applied.get(PROC_LIMIT_ROWS[name], (None, None))[0] == soft,
+        )
+        for name, (soft, _) in requested.items()
+        if soft != wanted[name][0]
+    ]
+
+
+def _amount(name: str, value: int) -> str:
+    if name in ("AS", "FSIZE"):
+        return format_bytes(value)
+    if name == "CPU":
+        return f"{value} s"
+    if name == "NPROC":
+        return f"{value} (all your processes count)"
+    return str(value)
+
+
+async def _lend_private(private: Path, run_uid: int, workspace_loan: SharedLoan | None) -> str:
+    """Open `private` (root's) to `run_uid` for passing only, give it the HOME and TMPDIR
+    inside, and join the workspace loan; a sentence when that fails (nothing is left lent)."""
+    try:
+        private.chmod(0o711)  # the command may pass, never add, rename or list entries
+        if not can_reach(private, run_uid, run_uid):
+            raise OSError(f"{private.parent} is closed to other users (set TMPDIR elsewhere)")
+        for folder in (private / "home", private / "tmp"):
+            os.chown(folder, run_uid, run_uid)
+        if workspace_loan is not None:
+            await workspace_loan.acquire()
+    except OSError as error:
+        await asyncio.to_thread(remove_tree, private)
+        return f"cannot lend the workspace and private folders to uid {run_uid}: {error}"
+    return ""
+
+
+def _keep_and_remove(private: Path, run_dir: Path) -> None:
+    """Copy the plain files of the private HOME and TMPDIR into the run folder (never a link
+    the command planted), then remove the private folder whatever the command did to it."""
+    for name in ("home", "tmp"):
+        copy_plain(private / name, run_dir / name)
+    remove_tree(private)
+
+
+def _unreachable(session: SessionSpec, run_uid: int) -> str:
+    for path, what, read in (
+        (session.workspace, "workspace", False),
+        (session.skill_dir, "skill folder", True),
+    ):
+        if not can_reach(path, run_uid, run_uid, read):
+            return (
+                f"the {what} {path} is out of reach of uid {run_uid}, the throwaway user the "
+                f"hardened posture runs commands as: a folder above it is closed to other "
+                f"users; open it to them (chmod o+x) or use a {what} elsewhere"
+            )
+    return ""
+
+
+def _run_as(run_uid: int | None, home: Path, tmp: Path) -> str:
+    where = f"HOME {home}, TMPDIR {tmp}" + (
+        ""
+        if run_uid is None
+        else " (their folders and regular files are copied into the run "
+        "folder afterwards, links and special files are not)"
+    )
+    if run_uid is None:
+        return (
+            f"{describe_user(os.getuid())}: you (the workbench is not root, so it cannot "
+            f"switch users; the app is non-dumpable so the command cannot read its "
+            f"environment). {where}"
+        )
+    return (
+        f"uid {run_uid}, gid {run_uid}: a throwaway user for this session (the workbench runs "
+        f"as root). The workspace is chowned to it while runs are in flight and given back "
+        f"afterwards (files with several hard links stay as they were). {where}"
+    )

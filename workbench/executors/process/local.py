@@ -1,0 +1,36 @@
+"""The `local` posture: a plain subprocess on the host, as the user, with no isolation.
+
+The command gets the app's whole environment plus `SKILL_DIR` and `WORKSPACE` and runs in the
+workspace. Nothing is limited but the wall-clock timeout, which still kills the whole process
+tree (escaped daemons included, except one that copies the app's `WORKBENCH_APP` mark into an
+emptied environment: see `process_tree`). Every result carries the posture's DANGER warnings.
+"""
+
+import os
+import pwd
+
+from workbench.executors.process.runner import Launch
+from workbench.executors.process.session import PreparedRun, RunContext, SubprocessExecutor
+from workbench.executors.types import PostureCard
+
+
+def describe_user(uid: int) -> str:
+    """`alice (uid 1000)`, or just the uid when it has no name."""
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+class LocalExecutor(SubprocessExecutor):
+    """Runs commands as plain local processes."""
+
+    async def _prepare(self, context: RunContext) -> PreparedRun:
+        env = {**os.environ, **context.request.env, **context.command_env()}
+        card = PostureCard(
+            posture=self.posture,
+            env_kept=tuple(sorted(env)),
+            run_as=f"{describe_user(os.getuid())}: you, with no isolation",
+        )
+        launch = Launch(context.request.argv, env, context.session.workspace)
+        return PreparedRun(launch, card, limits=None)

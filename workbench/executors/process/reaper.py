@@ -1,0 +1,272 @@
+"""Finding, killing and reaping every process of a run, escaped descendants included.
+
+A process-group kill misses children that called `setsid` or double-forked. So the app makes
+itself a child subreaper (orphans re-parent to it, not to init), every run's processes carry the
+run's tag in their environment, and `kill_run()` signals the union of the root's tree, the
+tagged processes (a full /proc scan), every process the monitor saw, the run's escapees and,
+when the run has a uid of its own (hardened as root), every process of that uid; then it checks
+again until nothing is left, and reaps the zombies re-parented to the app.
+
+Escapees are what `env -i` leaves: a process that dropped the tag and left the tree. While the
+app lives it is the app's child (the subreaper), so an escapee is a child of the app, born after
+the run began, carrying no run tag, outside the app's own session (every run starts a session of
+its own; the app's helpers without one stay in the app's), neither a run root nor a process a
+live run's monitor claimed, and either without the app's mark (`WORKBENCH_APP` in the
+environment, which the app sets when it becomes a subreaper, so the helpers it detaches carry
+it) or with `no_new_privs` that the app itself lacks (a hardened run's processes, which could
+copy the mark). Limits: a local command can copy the mark and hide; a concurrent run's unseen
+escapee is killed with whichever run ends first; once the app exits, orphans go to init, out of
+reach.
+"""
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import psutil
+
+from workbench.executors.hardened.limits_exec import PR_SET_CHILD_SUBREAPER, prctl
+from workbench.monitor.process import (
+    RUN_TAG_ENV,
+    alive,
+    carries_tag,
+    descendants,
+    proc_children,
+    tagged_processes,
+)
+
+APP_MARK_ENV = "WORKBENCH_APP"
+KILL_GRACE_S = 0.5
+_POLL_S = 0.02
+_KILL_ROUNDS = 100
+_ANY_TAG = f"{RUN_TAG_ENV}=".encode()
+
+# Pids of run roots that asyncio's child watcher waits for: reaping one of them here would steal
+# its exit status. Process-wide on purpose: they are children of this one process.
+_live_roots: set[int] = set()
+# Every live run's processes as its monitor saw them, by run tag (the monitor's own dict).
+_claims: dict[bytes, dict[int, psutil.Process]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class RunScope:
+    """How to recognise one run's processes: its tag, when it began, and its own uid if any."""
+
+    tag: bytes
+    since: float  # epoch seconds, a little before the root was spawned
+    uid: int | None = None  # a uid only this session's runs use (hardened as root)
+
+
+@dataclass(frozen=True, slots=True)
+class KillReport:
+    """What `kill_run()` did: how many processes it signalled, how many survived it."""
+
+    signalled: int
+    leftover: int
+
+
+def become_subreaper() -> bool:
+    """Make this process adopt its orphaned descendants (Linux); False where unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
+    except OSError:
+        return False
+    os.environ[APP_MARK_ENV] = str(os.getpid())  # helpers the app detaches are not escapees
+    return True
+
+
+def track_root(pid: int) -> None:
+    """Record `pid` as a run root that asyncio reaps (never reaped by `reap_orphans`)."""
+    _live_roots.add(pid)
+
+
+def untrack_root(pid: int) -> None:
+    """Forget `pid` once asyncio has reaped it."""
+    _live_roots.discard(pid)
+
+
+def live_roots() -> set[int]:
+    """The run roots currently waited for by asyncio."""
+    return set(_live_roots)
+
+
+def claim(tag: bytes, seen: dict[int, psutil.Process]) -> None:
+    """Record `seen` (kept up to date by the run's monitor) as the live run `tag`'s processes."""
+    _claims[tag] = seen
+
+
+def unclaim(tag: bytes) -> None:
+    """Forget the run `tag` once it is over."""
+    _claims.pop(tag, None)
+
+
+def _others(scope: RunScope, ours: Iterable[int]) -> set[int]:
+    """Pids of other live runs: their roots, what their monitors saw, and their trees."""
+    claimed = {pid for tag, seen in _claims.items() if tag != scope.tag for pid in seen}
+    starts = (claimed | _live_roots) - set(ours)
+    return descendants(starts) if starts else set()
+
+
+def _environ(pid: int) -> list[bytes] | None:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:  # noqa: PTH123 - hot path
+            return environ.read().split(b"\0")
+    except OSError:
+        return None
+
+
+def _no_new_privs(pid: int | str) -> bool:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:  # noqa: PTH123 - hot path
+            return b"\nNoNewPrivs:\t1" in status.read()
+    except OSError:
+        return False
+
+
+def escapees(scope: RunScope, others: set[int]) -> set[int]:
+    """The app's children that escaped this run without its tag (see the module docstring)."""
+    me = os.getpid()
+    app_session = os.getsid(me)
+    app_nnp = _no_new_privs("self")
+    mark = f"{APP_MARK_ENV}={me}".encode()
+    found: set[int] = set()
+    for pid in set(proc_children(me)) - others - _live_roots:
+        try:
+            process = psutil.Process(pid)
+            if os.getsid(pid) == app_session or process.create_time() < scope.since:
+                continue
+        except (psutil.Error, OSError):
+            continue
+        entries = _environ(pid) or []  # unreadable (made non-dumpable): no tag, no mark
+        if any(entry.startswith(_ANY_TAG) for entry in entries):
+            continue  # tagged: the tag decides whose it is
+        if mark not in entries or (not app_nnp and _no_new_privs(pid)):
+            found.add(pid)
+    return found
+
+
+def _uid_processes(uid: int) -> set[int]:
+    """Every process whose real uid is `uid` (a full scan)."""
+    found: set[int] = set()
+    for process in psutil.process_iter(["uids"]):
+        uids = process.info["uids"]
+        if uids is not None and uids.real == uid:
+            found.add(process.pid)
+    return found
+
+
+def collect(
+    root: psutil.Process | None, scope: RunScope, seen: Iterable[psutil.Process], full_scan: bool
+) -> dict[int, psutil.Process]:
+    """Every live process of the run, by pid (never this process nor other live runs').
+
+    Without `full_scan`, tagged processes are looked for only among the app's direct children
+    (where orphans land), and the run's uid is not scanned: cheap enough to repeat while killing.
+    """
+    candidates = {p.pid: p for p in seen if alive(p)}
+    if root is not None and alive(root):
+        candidates[root.pid] = root
+    others = _others(scope, candidates) - candidates.keys()
+    starts = set(candidates) | escapees(scope, others)
+    if full_scan:
+        starts |= tagged_processes(scope.tag)
+        if scope.uid is not None:
+            starts |= _uid_processes(scope.uid) - others
+    else:
+        children = set(proc_children(os.getpid())) - others
+        starts |= {pid for pid in children if carries_tag(pid, scope.tag)}
+    found: dict[int, psutil.Process] = {}
+    for pid in descendants(starts) - others - {os.getpid()}:
+        process = candidates.get(pid)
+        if process is None:
+            try:
+                process = psutil.Process(pid)
+            except psutil.Error:
+                continue
+        if alive(process):
+            found[pid] = process
+    return found
+
+
+def _signal(processes: Iterable[psutil.Process], signum: int) -> None:
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            process.send_signal(signum)
+
+
+async def kill_run(
+    root: psutil.Process | None,
+    scope: RunScope,
+    seen: Iterable[psutil.Process],
+    grace_s: float = KILL_GRACE_S,
+) -> KillReport:
+    """SIGTERM every process of the run, SIGKILL survivors after `grace_s`, then verify.
+
+    New processes forked meanwhile (a fork bomb) are found and signalled on every round.
+    `scope.since` bounds which zombie children of the app may be reaped.
+    """
+    seen = tuple(seen)
+    signalled: set[int] = set()
+    victims = collect(root, scope, seen, full_scan=True)
+    _signal(victims.values(), signal.SIGTERM)
+    signalled |= victims.keys()
+    deadline = time.monotonic() + grace_s
+    while victims and time.monotonic() < deadline:
+        await asyncio.sleep(_POLL_S)
+        victims = collect(root, scope, victims.values(), full_scan=False)
+        fresh = victims.keys() - signalled
+        _signal((victims[pid] for pid in fresh), signal.SIGTERM)
+        signalled |= fresh
+    for _ in range(_KILL_ROUNDS):
+        if not victims:
+            break
+        signalled |= victims.keys()
+        victims = _kill_round(root, scope, victims)
+        await asyncio.sleep(_POLL_S / 2)
+    reap_orphans(scope.since)
+    leftover = collect(root, scope, seen, full_scan=True)
+    return KillReport(signalled=len(signalled), leftover=len(leftover))
+
+
+def _kill_round(
+    root: psutil.Process | None, scope: RunScope, victims: dict[int, psutil.Process]
+) -> dict[int, psutil.Process]:
+    """SIGKILL `victims`; return the run's processes still alive (or newly forked) after."""
+    _signal(victims.values(), signal.SIGKILL)
+    return collect(root, scope, victims.values(), full_scan=False)
+
+
+def kill_now(root: psutil.Process | None, scope: RunScope, seen: Iterable[psutil.Process]) -> int:
+    """SIGKILL every process of the run without awaiting (teardown of a cancelled run).
+
+    Blocks for at most a few milliseconds per round; returns how many survived.
+    """
+    victims = collect(root, scope, seen, full_scan=True)
+    for _ in range(_KILL_ROUNDS):
+        if not victims:
+            break
+        victims = _kill_round(root, scope, victims)
+        time.sleep(0.002)
+    return len(victims)
+
+
+def reap_orphans(since: float) -> int:
+    """Reap zombie children of the app started after `since` that asyncio does not wait for."""
+    reaped = 0
+    for pid in set(proc_children(os.getpid())) - _live_roots:
+        try:
+            process = psutil.Process(pid)
+            if process.status() != psutil.STATUS_ZOMBIE or process.create_time() < since:
+                continue
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except (psutil.Error, ChildProcessError):
+            continue
+        reaped += done == pid
+    return reaped

@@ -1,0 +1,293 @@
+"""Running one process to its end: spawn, stream, monitor, time out, cancel, kill, verify.
+
+`run_process()` is the shared machinery of the local postures. It spawns the command with
+asyncio (a new session, stdin from /dev/null, the run's tag in its environment, no
+`preexec_fn`), streams stdout and stderr into `StreamCapture`s, samples the tree at 10 Hz, and
+ends on the first of: the root process exiting, the wall-clock timeout, the user's Stop, or the
+session shutting down. Whatever ended it, every process of the run left is then killed and the
+kill verified (`KillReport.leftover`); if something the kill could not find still holds the
+output pipes, they are closed after a second rather than waited for. If the caller cancels
+`run_process()` itself, the tree is still killed (synchronously) before the error propagates.
+What a run is supervised with (its folder, timeout, output cap, sink, Stop, the session's
+shutdown and the callbacks) is one `RunSettings`.
+
+A process can also be spawned ahead of its run (`spawn()`, a warm QuickJS worker) and adopted
+by a run later (`supervise()`): the clock, capture, sampling and CPU count start at adoption;
+the run tag and the window for escapees (`RunScope.since`) are the spawn's, so whatever the
+process started since it was born is the run's. Such a process may end a run without exiting
+(`finished`): it is then kept, alive, for the next run only if nothing else of the run is
+alive, and `retire()` kills one no run supervises.
+"""
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Coroutine, Iterable
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from workbench.executors.process.capture import StreamCapture
+from workbench.executors.process.reaper import (
+    KillReport,
+    RunScope,
+    claim,
+    collect,
+    kill_now,
+    kill_run,
+    live_roots,
+    unclaim,
+)
+from workbench.executors.process.spawned import (
+    EXIT_WAIT_S,
+    PIPE_DRAIN_S,
+    Launch,
+    Spawned,
+    drained,
+    spawn,
+)
+from workbench.executors.types import CancelToken, CapturedOutput, OutputSink, Stream
+from workbench.monitor.process import ProcessTreeSampler, alive
+from workbench.monitor.sample import ResourceSample
+
+__all__ = [
+    "EndedBy",
+    "Launch",
+    "ProcessOutcome",
+    "RunSettings",
+    "first_end",
+    "run_process",
+    "supervise",
+]
+
+_HOOK_WAIT_S = 2.0
+_NOTHING_KILLED = KillReport(signalled=0, leftover=0)
+
+
+class EndedBy(StrEnum):
+    """What ended a process run."""
+
+    EXIT = "exit"
+    TIMEOUT = "timeout"
+    CANCEL = "cancel"
+    SHUTDOWN = "shutdown"
+    SPAWN_ERROR = "spawn_error"
+    DONE = "done"  # the process said the run was done and was kept alive for another
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessOutcome:
+    """What happened to a spawned process and its tree."""
+
+    ended_by: EndedBy
+    returncode: int | None
+    spawn_error: str
+    stdout: CapturedOutput
+    stderr: CapturedOutput
+    stderr_text: str  # the in-memory head and the tail of stderr, for outcome detection
+    wall_seconds: float
+    cpu_seconds: float
+    peak_rss_bytes: int
+    peak_processes: int
+    samples: tuple[ResourceSample, ...]
+    kill: KillReport
+    kept: bool = False  # the root process ended the run alive and is kept (`supervise`)
+
+
+async def first_end(
+    exited: "asyncio.Future[Any]",
+    timeout_s: float,
+    cancel: CancelToken,
+    shutdown: asyncio.Event,
+) -> EndedBy:
+    """What ends a run first: its exit, the timeout, Stop, or the executor shutting down."""
+    timer = asyncio.create_task(asyncio.sleep(timeout_s))
+    stopped = asyncio.create_task(cancel.wait())
+    closing = asyncio.create_task(shutdown.wait())
+    try:
+        waiters: set[asyncio.Future[Any]] = {exited, timer, stopped, closing}
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (timer, stopped, closing):
+            task.cancel()
+    if exited.done():
+        return EndedBy.EXIT
+    if stopped.done():
+        return EndedBy.CANCEL
+    if shutdown.is_set():
+        return EndedBy.SHUTDOWN
+    return EndedBy.TIMEOUT
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """What one run is supervised with: where its output goes and what may end it.
+
+    The output is capped at `cap_bytes` a stream, spooled to `run_dir` and sent to `sink`;
+    `on_sample` receives each resource sample, `on_spawned` the root's pid once it exists.
+    """
+
+    run_dir: Path
+    timeout_s: float
+    cap_bytes: int
+    sink: OutputSink
+    cancel: CancelToken
+    shutdown: asyncio.Event
+    on_sample: Callable[[ResourceSample], None] | None = None
+    on_spawned: Callable[[int], Coroutine[Any, Any, None]] | None = None
+
+    def captures(self) -> dict[int, StreamCapture]:
+        """The run's stdout and stderr captures, by file descriptor."""
+        cap, folder, sink = self.cap_bytes, self.run_dir, self.sink
+        return {
+            1: StreamCapture(Stream.STDOUT, cap, folder / "stdout.log", sink),
+            2: StreamCapture(Stream.STDERR, cap, folder / "stderr.log", sink),
+        }
+
+
+async def run_process(launch: Launch, settings: RunSettings, run_id: str) -> ProcessOutcome:
+    """Run `launch`, tagged `run_id`, to its end and kill whatever of it is left (see the
+    module docstring)."""
+    spawned = await spawn(launch, run_id)
+    if isinstance(spawned, str):
+        return _outcome(settings.captures(), EndedBy.SPAWN_ERROR, None, spawned, 0.0, None)
+    return await supervise(spawned, settings, t0=spawned.spawned_at)
+
+
+async def supervise(
+    spawned: Spawned,
+    settings: RunSettings,
+    finished: "asyncio.Future[Any] | None" = None,
+    t0: float | None = None,
+) -> ProcessOutcome:
+    """Supervise `spawned` as one run from now on (see the module docstring).
+
+    The output capture and the sampling start here; so do the clock and the CPU count (time
+    the process spent before counts for nothing) unless `t0` says the clock started at its
+    spawn (`run_process`). With `finished`, the process may instead end the run by resolving
+    it: when nothing else of the run is alive, the process is kept (`kept`) for another run,
+    once its pipes hold no more of this run's output.
+    """
+    loop = asyncio.get_running_loop()
+    captures = settings.captures()
+    pipes, root, scope = spawned.pipes, spawned.root, spawned.scope()
+    sampler_type = ProcessTreeSampler if t0 is not None else _AdoptedSampler
+    t0 = loop.time() if t0 is None else t0
+    pipes.attach(captures, t0)
+    sampler = sampler_type(root, scope.tag, t0, settings.on_sample, exclude=live_roots)
+    claim(scope.tag, sampler.seen)
+    monitor = asyncio.create_task(sampler.run())
+    hook = asyncio.create_task(settings.on_spawned(spawned.pid)) if settings.on_spawned else None
+    kill: KillReport | None = None
+    kept = False
+    end = _first_of(pipes.exited, finished)
+    try:
+        ended_by = await first_end(end, settings.timeout_s, settings.cancel, settings.shutdown)
+        if ended_by is EndedBy.EXIT and not pipes.exited.done():
+            ended_at = loop.time()
+            kept = _alone(root, scope, sampler.seen.values())
+        if kept:
+            ended_by, kill = EndedBy.DONE, _NOTHING_KILLED
+            await drained(spawned.transport)
+        else:
+            kill = await kill_run(root, scope, sampler.seen.values())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(pipes.exited), EXIT_WAIT_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(pipes.closed), PIPE_DRAIN_S)
+        monitor.cancel()
+        for task in (monitor, hook):
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                    await asyncio.wait_for(task, _HOOK_WAIT_S)
+    finally:
+        if kill is None:  # the caller cancelled run(): still leave nothing behind
+            monitor.cancel()
+            if hook is not None:
+                hook.cancel()
+            kill_now(root, scope, sampler.seen.values())
+            for capture in captures.values():
+                capture.finish()
+        unclaim(scope.tag)
+        pipes.detach()
+        if not kept:
+            spawned.transport.close()
+    if not kept:
+        ended_at = pipes.exited.result() if pipes.exited.done() else loop.time()
+    rc = None if kept else spawned.transport.get_returncode()
+    outcome = _outcome(captures, ended_by, rc, "", ended_at - t0, sampler, kill)
+    return replace(outcome, kept=kept)
+
+
+def _first_of(exited: "asyncio.Future[Any]", finished: "asyncio.Future[Any] | None") -> Any:
+    """`exited`, or a future done as soon as `exited` or `finished` is."""
+    if finished is None:
+        return exited
+    either: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def done(_: object) -> None:
+        if not either.done():
+            either.set_result(None)
+
+    exited.add_done_callback(done)
+    finished.add_done_callback(done)
+    return either
+
+
+def _alone(root: psutil.Process | None, scope: RunScope, seen: Iterable[psutil.Process]) -> bool:
+    """True when the root is alive and no other process of the run is."""
+    if root is None or not alive(root):
+        return False
+    return set(collect(root, scope, seen, full_scan=True)) == {root.pid}
+
+
+class _AdoptedSampler(ProcessTreeSampler):
+    """The tree sampler, counting only CPU time the root spends from now on."""
+
+    def __init__(
+        self,
+        root: psutil.Process | None,
+        tag: bytes,
+        t0: float,
+        on_sample: Callable[[ResourceSample], None] | None,
+        exclude: Callable[[], Iterable[int]],
+    ) -> None:
+        super().__init__(root, tag, t0, on_sample, exclude)
+        self._before = 0.0
+        if root is not None:
+            with contextlib.suppress(psutil.Error):
+                times = root.cpu_times()
+                self._before = self._cpu_by_pid[root.pid] = times.user + times.system
+
+    @property
+    def cpu_seconds(self) -> float:
+        """User + system CPU seconds of the run's processes since it began."""
+        return max(0.0, super().cpu_seconds - self._before)
+
+
+def _outcome(
+    captures: dict[int, StreamCapture],
+    ended_by: EndedBy,
+    returncode: int | None,
+    spawn_error: str,
+    wall_seconds: float,
+    sampler: ProcessTreeSampler | None,
+    kill: KillReport = _NOTHING_KILLED,
+) -> ProcessOutcome:
+    stderr = captures[2]
+    return ProcessOutcome(
+        ended_by=ended_by,
+        returncode=returncode,
+        spawn_error=spawn_error,
+        stdout=captures[1].finish(),
+        stderr=stderr.finish(),
+        stderr_text=stderr.head_text + "\n" + stderr.tail_text,
+        wall_seconds=wall_seconds,
+        cpu_seconds=sampler.cpu_seconds if sampler else 0.0,
+        peak_rss_bytes=sampler.peak_rss_bytes if sampler else 0,
+        peak_processes=sampler.peak_processes if sampler else 0,
+        samples=tuple(sampler.samples) if sampler else (),
+        kill=kill,
+    )

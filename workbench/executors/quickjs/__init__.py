@@ -1,0 +1,1 @@
+"""The `quickjs` posture: a JavaScript file run by QuickJS in a separate, limited worker."""

@@ -1,0 +1,1 @@
+"""Executor postures as typed data: what each one is, contains and warns about."""

@@ -1,0 +1,224 @@
+"""The GUI composition root: QApplication, the one qasync loop, the services and the window.
+
+`run_gui()` builds the catalog, the posture probe, the warm pools (containers, QuickJS workers;
+closed, what they started removed, when the app quits) and the run service, the main window,
+and an excepthook that logs and shows errors in the window, then runs the window on a single
+qasync event loop until the window closes (or, with `screenshot`, until it has been saved as a
+PNG). When the data folder cannot hold the run history (read-only, say), the window opens all
+the same, says so in its message bar, and keeps this session's runs in a temporary folder that
+is deleted when the app quits: someone who started it from a desktop launcher sees why.
+"""
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+import qasync
+from PySide6.QtCore import (
+    QCoreApplication,
+    QMessageLogContext,
+    QSettings,
+    QtMsgType,
+    qInstallMessageHandler,
+)
+from PySide6.QtWidgets import QApplication
+
+from workbench import __version__
+from workbench.errors import HistoryError, WorkbenchError
+from workbench.executors import implemented_postures
+from workbench.executors.availability import docker_engine_runtimes, probe_availability
+from workbench.executors.docker.owner import reap_killed_sessions
+from workbench.executors.types import new_run_id
+from workbench.executors.warm.containers import ContainerPool
+from workbench.executors.warm.quickjs import QuickJsWorkerPool
+from workbench.executors.warm.starts import WarmStarts
+from workbench.platform import desktop_entry, paths
+from workbench.postures.model import Availability, PostureId
+from workbench.runs.history import RunHistory
+from workbench.runs.layout import DataLayout
+from workbench.runs.service import RunService
+from workbench.skills import default_roots, discover, load_skill
+from workbench.ui.mainwindow import MainWindow
+from workbench.ui.scene import Scene as Scene  # re-exported for `workbench gui --run`
+from workbench.ui.scene import stage
+from workbench.ui.services import PostureProbe, Services
+from workbench.ui.theme import apply_theme
+
+log = logging.getLogger("workbench")
+
+_Hook = Callable[[type[BaseException], BaseException, TracebackType | None], object]
+
+
+def run_gui(extra_roots: list[Path], screenshot: Path | None, scene: Scene | None = None) -> int:
+    """Open the desktop app on the default and `extra_roots` skill roots; returns the exit code.
+
+    With `screenshot`, render the window to that PNG file once the catalog has loaded (and,
+    with `scene`, once that example has run), and exit.
+    """
+    if screenshot is not None:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    _require_display()
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    qInstallMessageHandler(_qt_message)
+    QCoreApplication.setOrganizationName(paths.APP_AUTHOR)
+    QCoreApplication.setApplicationName(paths.APP_NAME)
+    QCoreApplication.setApplicationVersion(__version__)
+    QApplication.setDesktopFileName(desktop_entry.APP_ID)  # the launcher entry, the Wayland app id
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)
+    app.setApplicationDisplayName("Skill Workbench")
+    app.setQuitOnLastWindowClosed(False)  # the main coroutine ends the loop, not Qt
+    apply_theme(app)
+    layout, history, problem = _data_layout()
+    spares = layout.fresh_workspace(new_run_id()).parent  # runs in the app get fresh ones
+    warm = WarmStarts(
+        {
+            **{pid: ContainerPool(spares) for pid in (PostureId.DOCKER, PostureId.GVISOR)},
+            PostureId.QUICKJS: QuickJsWorkerPool(),
+        }
+    )
+    services = Services(
+        roots=tuple(default_roots(extra_roots)),
+        discover=discover,
+        load_skill=load_skill,
+        probe_postures=_probe_postures,
+        runs=RunService(layout, history, warm.build_executor),
+    )
+    try:
+        code: int = qasync.run(_main(app, services, warm, screenshot, scene, problem))
+    finally:
+        if problem is not None:  # the session's temporary data folder
+            shutil.rmtree(layout.root, ignore_errors=True)
+    return code
+
+
+def _data_layout() -> tuple[DataLayout, RunHistory, str | None]:
+    """The user's data folder and its history; or, when the history cannot be created there,
+    a temporary folder for this session and the sentence that says so."""
+    layout = DataLayout.default()
+    try:
+        return layout, RunHistory(layout.history_path), None
+    except HistoryError as error:
+        log.warning("%s", error)
+        temporary = DataLayout(Path(tempfile.mkdtemp(prefix="skill-workbench-")))
+        problem = (
+            f"{error}. This session keeps its runs in {temporary.root} instead, which is "
+            "deleted when the app quits; make the data folder writable to keep a history."
+        )
+        return temporary, RunHistory(temporary.history_path), problem
+
+
+def main() -> int:
+    """The `workbench-gui` entry point: the GUI on the default roots."""
+    return run_gui(extra_roots=[], screenshot=None)
+
+
+async def _main(
+    app: QApplication,
+    services: Services,
+    warm: WarmStarts,
+    screenshot: Path | None,
+    scene: Scene | None,
+    problem: str | None,
+) -> int:
+    window = MainWindow(services, QSettings())
+    window.postures.set_pools(warm.pools, QSettings())
+    done = asyncio.Event()
+    app.aboutToQuit.connect(done.set)
+    window.closed.connect(done.set)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows
+            loop.add_signal_handler(signum, window.close)  # Ctrl+C in a terminal closes cleanly
+    previous_hook = sys.excepthook
+    sys.excepthook = _excepthook(window, previous_hook)
+    try:
+        if screenshot is None:
+            window.restore_state()
+        else:
+            window.resize(1400, 860)
+        window.show()
+        await window.load()
+        if problem is not None:
+            window.show_error(problem)
+        if scene is not None:
+            await stage(window, scene)
+        if screenshot is not None:
+            await asyncio.sleep(0.2)  # let layouts settle before painting
+            if not window.grab().save(str(screenshot), "PNG"):
+                raise WorkbenchError(f"Could not write the screenshot to {screenshot}.")
+            return 0
+        await done.wait()
+    finally:
+        await window.shutdown()
+        await warm.close()  # removes the warm containers it started
+        sys.excepthook = previous_hook
+    return 0
+
+
+def _probe_postures() -> PostureProbe:
+    """What can run here: the machine must allow it and this build must have its executor.
+    Also removes the containers of workbenches killed mid-run (`docker_owner`)."""
+    runtimes = docker_engine_runtimes()
+    if runtimes is not None:
+        reap_killed_sessions()
+    built = implemented_postures()
+    availability = {pid: probe_availability(pid, runtimes) for pid in PostureId}
+    for pid, found in availability.items():
+        if pid not in built:
+            reason = f"{found.reason} But this build has no {pid} executor yet."
+            availability[pid] = Availability(False, reason if found.available else found.reason)
+    return PostureProbe(
+        availability=availability,
+        docker_runtimes=frozenset(runtimes) if runtimes is not None else None,
+    )
+
+
+def _excepthook(window: MainWindow, previous: _Hook) -> _Hook:
+    """A hook that logs an uncaught error and shows it in the window's message bar."""
+
+    def hook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
+        if not issubclass(kind, Exception):
+            previous(kind, error, tb)
+            return
+        log.error("Unexpected error", exc_info=(kind, error, tb))
+        if isinstance(error, WorkbenchError):
+            window.show_error(str(error))
+        else:
+            window.show_error(f"Unexpected error ({kind.__name__}): {error}. Details are logged.")
+
+    return hook
+
+
+_QT_LEVELS = {
+    QtMsgType.QtDebugMsg: logging.DEBUG,
+    QtMsgType.QtInfoMsg: logging.INFO,
+    QtMsgType.QtWarningMsg: logging.WARNING,
+}
+
+
+def _qt_message(kind: QtMsgType, context: QMessageLogContext, message: str) -> None:
+    """Qt's own messages go to the log; the offscreen platform's size-hint notice is noise."""
+    del context
+    if "does not support propagateSizeHints" not in message:
+        logging.getLogger("qt").log(_QT_LEVELS.get(kind, logging.ERROR), message)
+
+
+def _require_display() -> None:
+    """Fail with a clear message instead of Qt's abort when Linux has no display."""
+    if not sys.platform.startswith("linux"):
+        return
+    if any(os.environ.get(name) for name in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")):
+        return
+    raise WorkbenchError(
+        "No display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset). Run it in a "
+        "desktop session or under xvfb-run, or use `workbench gui --screenshot FILE`."
+    )

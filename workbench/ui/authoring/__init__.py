@@ -1,0 +1,1 @@
+"""Authoring in the window: the SKILL.md editor and the New Skill dialog."""

@@ -1,0 +1,346 @@
+"""Authoring in the window: the New Skill dialog and the File menu actions that go with it.
+
+`NewSkillDialog` asks for a name, description, folders and the root to write into. The name
+and description are checked as they are typed with the catalog's own rules, so the dialog shows
+the very message `workbench skills validate` would give, and Create stays off until they pass.
+
+`AuthoringActions` owns New Skill, Save, Export and Import, wires the SKILL.md editor and the
+file watcher into the window (a saved or externally changed skill is reloaded and shown again),
+and guards unsaved edits when the user switches skill or closes the window. Every dialog is
+opened with `.open()`, never `exec()`; blocking work goes through `asyncio.to_thread`.
+"""
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLineEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.authoring.package import SUFFIX, export_skill, import_skill
+from workbench.authoring.template import DEFAULT_FOLDERS, FOLDERS, create_skill
+from workbench.platform.paths import example_skills_dir
+from workbench.skills import Skill
+from workbench.skills.reading import find_skill_md
+from workbench.skills.rules import check_front_matter
+from workbench.ui.authoring.editor import SkillEditor
+from workbench.ui.common.widgets import plain_label, set_status
+from workbench.ui.skills.watch import SkillWatcher
+
+if TYPE_CHECKING:
+    from workbench.ui.mainwindow import MainWindow
+
+Spawn = Callable[[Coroutine[Any, Any, object]], None]
+
+
+def name_problems(root: Path, name: str, description: str) -> list[str]:
+    """What the validator says against this name and description, and a folder in the way."""
+    fields = {"name": name, "description": description}
+    problems = check_front_matter(fields, {}, Path(name or "skill"), Path("SKILL.md"))
+    messages = [problem.message for problem in problems if problem.spec_violation]
+    if name and (root / name).exists():
+        messages.append(f"{root / name} already exists; choose another name.")
+    return messages
+
+
+class NewSkillDialog(QDialog):
+    """Asks for a new skill's name, description, folders and root.
+
+    Signals:
+        create_requested(object, str, str, object): the root `Path`, the name, the
+            description and the `frozenset` of folders, when the user pressed Create.
+    """
+
+    create_requested = Signal(object, str, str, object)
+
+    def __init__(self, roots: list[Path], parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("New Skill")
+        self.setMinimumWidth(520)
+        self.name = QLineEdit(self)
+        self.name.setPlaceholderText("lower-case-with-hyphens")
+        self.name.setAccessibleName("Skill name")
+        self.description = QLineEdit(self)
+        self.description.setPlaceholderText("What the skill does and when to use it")
+        self.description.setAccessibleName("Skill description")
+        self.folders = {folder: QCheckBox(f"{folder}/", self) for folder in FOLDERS}
+        for folder, box in self.folders.items():
+            box.setChecked(folder in DEFAULT_FOLDERS)
+        self.root = QComboBox(self)
+        self.root.setAccessibleName("Folder to create the skill in")
+        for root in roots:
+            self.root.addItem(str(root), root)
+        self._choose = QPushButton("Choose…", self)
+        self.problems = plain_label("", self, wrap=True)
+        set_status(self.problems, "danger")
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel, self
+        )
+        self.create_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        self.create_button.setText("Create")
+
+        folder_row = QHBoxLayout()
+        for box in self.folders.values():
+            folder_row.addWidget(box)
+        folder_row.addStretch(1)
+        root_row = QHBoxLayout()
+        root_row.addWidget(self.root, 1)
+        root_row.addWidget(self._choose)
+        form = QFormLayout()
+        form.addRow("Name:", self.name)
+        form.addRow("Description:", self.description)
+        form.addRow("Folders:", folder_row)
+        form.addRow("Create in:", root_row)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.problems)
+        layout.addWidget(self.buttons)
+        self._connect_signals()
+        self.on_fields_changed()
+
+    def _connect_signals(self) -> None:
+        self.name.textChanged.connect(self.on_fields_changed)
+        self.description.textChanged.connect(self.on_fields_changed)
+        self.root.currentIndexChanged.connect(self.on_fields_changed)
+        self._choose.clicked.connect(self.on_choose_clicked)
+        self.buttons.accepted.connect(self.on_buttons_accepted)
+        self.buttons.rejected.connect(self.reject)
+
+    def chosen_root(self) -> Path | None:
+        """The root the skill will be written into."""
+        root = self.root.currentData()
+        return root if isinstance(root, Path) else None
+
+    def add_root(self, root: Path) -> None:
+        """Offer `root` (if new) and choose it."""
+        index = self.root.findData(root)
+        if index < 0:
+            self.root.addItem(str(root), root)
+            index = self.root.count() - 1
+        self.root.setCurrentIndex(index)
+
+    def on_fields_changed(self) -> None:
+        root = self.chosen_root()
+        problems = name_problems(root or Path(), self.name.text(), self.description.text())
+        if root is None:
+            problems.append("Choose a folder to create the skill in.")
+        untouched = not self.name.text() and not self.description.text()
+        self.problems.setText("" if untouched else "\n".join(problems))
+        self.create_button.setEnabled(not problems)
+
+    def on_choose_clicked(self) -> None:
+        dialog = QFileDialog(self, "Create the skill in")
+        dialog.setFileMode(QFileDialog.FileMode.Directory)
+        dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
+        dialog.fileSelected.connect(lambda path: self.add_root(Path(path)))
+        dialog.finished.connect(dialog.deleteLater)
+        dialog.open()
+
+    def on_buttons_accepted(self) -> None:
+        root = self.chosen_root()
+        if root is None or not self.create_button.isEnabled():
+            return
+        folders = frozenset(name for name, box in self.folders.items() if box.isChecked())
+        self.create_requested.emit(root, self.name.text(), self.description.text(), folders)
+        self.accept()
+
+
+class AuthoringActions(QObject):
+    """New Skill, Save, Export and Import, and the editor and watcher wired into the window."""
+
+    def __init__(
+        self, window: "MainWindow", editor: SkillEditor, spawn: Spawn, load: Callable[[Path], Skill]
+    ) -> None:
+        super().__init__(window)
+        self._window = window
+        self._spawn = spawn
+        self._load = load
+        self._roots: list[Path] = []
+        self.editor = editor
+        self.watcher = SkillWatcher(self)
+        self.new_action = QAction("&New Skill…", self)
+        self.new_action.setShortcut(QKeySequence.StandardKey.New)
+        self.save_action = QAction("&Save SKILL.md", self)
+        self.save_action.setShortcut(QKeySequence.StandardKey.Save)
+        self.export_action = QAction(f"&Export Skill as {SUFFIX}…", self)
+        self.import_action = QAction(f"&Import {SUFFIX}…", self)
+        self._connect_signals()
+
+    def _connect_signals(self) -> None:
+        self.new_action.triggered.connect(self.on_new_action_triggered)
+        self.save_action.triggered.connect(self.on_save_action_triggered)
+        self.export_action.triggered.connect(self.on_export_action_triggered)
+        self.import_action.triggered.connect(self.on_import_action_triggered)
+        self.editor.saved.connect(self.on_editor_saved)
+        self.editor.modified_changed.connect(self.on_editor_modified_changed)
+        self.editor.status_message.connect(self._window.on_view_status_message)
+        self.watcher.skill_changed.connect(self.on_editor_saved)
+        self.watcher.roots_changed.connect(self.on_watcher_roots_changed)
+
+    def actions(self) -> list[QAction]:
+        """The File menu entries, in order."""
+        return [self.new_action, self.save_action, self.export_action, self.import_action]
+
+    def watch_roots(self, roots: list[Path]) -> None:
+        """Watch these catalog roots, and offer them for new and imported skills."""
+        self._roots = list(roots)
+        self.watcher.set_roots(self._roots)
+
+    def writable_roots(self) -> list[Path]:
+        """The roots a new skill can go into: folders of skills, not the bundled examples."""
+        examples = example_skills_dir()
+        return [r for r in self._roots if r != examples and find_skill_md(r) is None]
+
+    def switch_to(self, skill: Skill | None) -> bool:
+        """Edit and watch `skill`; False (nothing changes yet) when unsaved edits to another
+        skill must be saved or discarded first (the question is open; the switch follows)."""
+        current = self.editor.skill()
+        moving = skill is not None and current is not None and skill.path != current.path
+        if moving and self.editor.is_modified():
+            browser = self._window.browser
+            # Both deferred, in order: go back to the edited skill now, forward once settled.
+            QTimer.singleShot(0, lambda: browser.select_path(current.path))
+            self.editor.request_leave(
+                lambda: QTimer.singleShot(0, lambda: browser.select_path(skill.path))
+            )
+            return False
+        if skill is not None:
+            self.editor.show_skill(skill)
+            self.watcher.set_skill(skill.path)
+        return True
+
+    def holds_close(self) -> bool:
+        """True when unsaved edits keep the window open (the question is open; closing
+        follows a Save or Discard); otherwise the watching stops, as the window closes."""
+        if not self.editor.is_modified():
+            self.watcher.set_roots([])
+            self.watcher.set_skill(None)
+            return False
+        self.editor.request_leave(self._window.close)
+        return True
+
+    async def create(
+        self, root: Path, name: str, description: str, folders: frozenset[str]
+    ) -> Path:
+        """Create a skill from the template, list it and open it in the editor."""
+        folder = await asyncio.to_thread(create_skill, root, name, description, folders)
+        await self._open_new(root, folder)
+        return folder
+
+    async def export(self, folder: Path, dest: Path) -> Path:
+        """Write the skill `folder` as a .skill package at `dest`."""
+        target = await asyncio.to_thread(export_skill, folder, dest)
+        self._window.on_view_status_message(f"Exported {folder.name} to {target}")
+        return target
+
+    async def import_package(self, package: Path, root: Path) -> Path:
+        """Unpack a .skill package into `root`, list the skill and open it."""
+        folder = await asyncio.to_thread(import_skill, package, root)
+        await self._open_new(root, folder)
+        return folder
+
+    async def refresh(self, folder: Path) -> None:
+        """Load the skill `folder` again and show it wherever it is shown."""
+        skill = await asyncio.to_thread(self._load, folder)
+        browser = self._window.browser
+        browser.add_skills([skill], select=False)
+        current = browser.current_skill()
+        if current is not None and current.path == folder:
+            tabs = self._window.view.tabs()
+            index = tabs.currentIndex()
+            self._window.on_browser_skill_selected(skill)
+            tabs.setCurrentIndex(index)
+        self.editor.on_disk_changed()
+
+    def on_new_action_triggered(self) -> None:
+        dialog = NewSkillDialog(self.writable_roots(), self._window)
+        dialog.create_requested.connect(self.on_dialog_create_requested)
+        dialog.finished.connect(dialog.deleteLater)
+        dialog.open()
+
+    def on_dialog_create_requested(
+        self, root: Path, name: str, description: str, folders: frozenset[str]
+    ) -> None:
+        self._spawn(self.create(root, name, description, folders))
+
+    def on_editor_modified_changed(self, modified: bool) -> None:
+        tabs = self._window.view.tabs()
+        tabs.setTabText(tabs.indexOf(self.editor), "Edit •" if modified else "Edit")
+
+    def on_save_action_triggered(self) -> None:
+        self.editor.save()
+
+    def on_editor_saved(self, folder: Path) -> None:
+        if _loop_running():
+            self._spawn(self.refresh(folder))
+
+    def on_watcher_roots_changed(self) -> None:
+        if _loop_running():
+            self._spawn(self._window.reload_catalog())
+
+    def on_export_action_triggered(self) -> None:
+        skill = self._window.browser.current_skill()
+        if skill is None:
+            self._window.show_error("Select a skill to export first.")
+            return
+        dialog = QFileDialog(self._window, "Export Skill")
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setNameFilter(f"Skill packages (*{SUFFIX})")
+        dialog.setDefaultSuffix(SUFFIX.lstrip("."))
+        dialog.selectFile(f"{skill.path.name}{SUFFIX}")
+        dialog.fileSelected.connect(lambda path: self._spawn(self.export(skill.path, Path(path))))
+        dialog.finished.connect(dialog.deleteLater)
+        dialog.open()
+
+    def on_import_action_triggered(self) -> None:
+        dialog = QFileDialog(self._window, "Import Skill Package")
+        dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
+        dialog.setNameFilter(f"Skill packages (*{SUFFIX})")
+        dialog.fileSelected.connect(self.on_import_package_selected)
+        dialog.finished.connect(dialog.deleteLater)
+        dialog.open()
+
+    def on_import_package_selected(self, path: str) -> None:
+        roots = self.writable_roots()
+        dialog = QFileDialog(self._window, "Import the skill into")
+        dialog.setFileMode(QFileDialog.FileMode.Directory)
+        dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
+        if roots:
+            dialog.setDirectory(str(roots[0]))
+        dialog.fileSelected.connect(
+            lambda root: self._spawn(self.import_package(Path(path), Path(root)))
+        )
+        dialog.finished.connect(dialog.deleteLater)
+        dialog.open()
+
+    async def _open_new(self, root: Path, folder: Path) -> None:
+        if root in self._roots:
+            self._window.browser.add_skills([await asyncio.to_thread(self._load, folder)])
+        else:
+            await self._window.open_folders([root])
+        self._window.browser.select_path(folder)
+        self._window.view.tabs().setCurrentWidget(self.editor)
+
+
+def _loop_running() -> bool:
+    """Whether the asyncio loop runs (always in the app; not between the steps of a test, nor
+    after the window closed), so a refresh from a file event can be started."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

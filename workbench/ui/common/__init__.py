@@ -1,0 +1,1 @@
+"""Small widgets and wording helpers every page of the window shares."""

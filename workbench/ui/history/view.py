@@ -1,0 +1,479 @@
+"""The history view: past runs, one run's record, re-run, export a report, restore a workspace.
+
+The list shows the newest runs first (time, status, cause, posture, skill, changes; worded as
+`historyrows` says), the newest `PAGE` of them and more on demand; a filter box keeps the runs
+whose skill, posture, status or cause hold every word typed, and the probe lab's runs are
+hidden unless asked for. Selecting a run shows its report as plain text (the same text
+`workbench history show` prints). Re-run runs the same command under the same posture and
+limits in the same workspace (a local run asks first, naming the risk), its output streams into
+the record pane and Stop (Ctrl+.) ends it. Export writes the report as HTML, Markdown or JSON
+to a file chosen in a save dialog opened with `open()`. Restore puts the run's workspace back
+as it was before the run; when the workspace changed since, it asks before throwing those
+changes away. All blocking work (sqlite, hashing, writing) runs in threads; every task is kept
+and its errors shown here.
+"""
+
+import asyncio
+import codecs
+import dataclasses
+import sys
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontDatabase, QKeySequence, QShortcut, QTextCursor
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLineEdit,
+    QMessageBox,
+    QPlainTextEdit,
+    QPushButton,
+    QSplitter,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.errors import WorkbenchError, WorkspaceError
+from workbench.executors.types import CancelToken, OutputChunk, new_run_id
+from workbench.postures.model import Limits, Posture, PostureId, posture_title
+from workbench.runs.record import RunRecord, RunState, plain_text
+from workbench.runs.reports import ExportFormat, export_record
+from workbench.runs.service import RunPlan, RunService
+from workbench.runs.undo import restore_run
+from workbench.ui.common.text import plural
+from workbench.ui.common.widgets import plain_label, set_status
+from workbench.ui.history.rows import (
+    COLUMNS,
+    RUN_ID,
+    cause_text,
+    is_lab_run,
+    matches,
+    run_item,
+    status_look,
+    status_word,
+)
+from workbench.ui.theme import status_colors
+
+EXPORT_FILTERS = {
+    "HTML report (*.html)": ExportFormat.HTML,
+    "Markdown report (*.md)": ExportFormat.MD,
+    "JSON record (*.json)": ExportFormat.JSON,
+}
+PAGE = 200  # runs read from the history at a time
+
+
+class HistoryView(QWidget):
+    """Past runs on the left, the selected run's record on the right, actions above."""
+
+    def __init__(self, service: RunService, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._service = service
+        self._records: dict[str, RunRecord] = {}
+        self._loaded: list[RunRecord] = []
+        self._total = 0
+        self._limit = PAGE
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._dialog: QFileDialog | None = None
+        self._question: QMessageBox | None = None
+        self._rerun_cancel: CancelToken | None = None
+
+        self.refresh_button = QPushButton("Refresh", self)
+        self.refresh_button.setToolTip("Read the run history again")
+        self.rerun_button = QPushButton("Re-run", self)
+        self.rerun_button.setToolTip(
+            "Run the same command under the same posture and limits again, in the same "
+            "workspace; its output shows on the right"
+        )
+        self.stop_button = QPushButton("Stop", self)
+        self.stop_button.setToolTip("Stop the re-run and everything it started (Ctrl+.)")
+        self.export_button = QPushButton("Export report…", self)
+        self.export_button.setToolTip("Save this run's report as HTML, Markdown or JSON")
+        self.restore_button = QPushButton("Restore workspace…", self)
+        self.restore_button.setAccessibleName("Restore workspace")
+        self.restore_button.setToolTip("Put the workspace back as it was before this run")
+        self.filter = QLineEdit(self)
+        self.filter.setAccessibleName("Filter runs")
+        self.filter.setPlaceholderText("Filter: skill, posture, status or cause")
+        self.filter.setClearButtonEnabled(True)
+        self.show_lab = QCheckBox("Show Lab runs", self)
+        self.show_lab.setToolTip("List the runs the probe lab made too")
+        self.older_button = QPushButton(f"Show {PAGE} older runs", self)
+        self.older_button.setToolTip("Read older runs from the history too")
+        self._stop_shortcut = QShortcut(QKeySequence("Ctrl+."), self)
+        self.runs = QTreeWidget(self)
+        self.runs.setAccessibleName("Past runs")
+        self.runs.setHeaderLabels(list(COLUMNS))
+        self.runs.setRootIsDecorated(False)
+        self.runs.setUniformRowHeights(True)
+        self.runs.setAlternatingRowColors(True)
+        header = self.runs.header()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(COLUMNS.index("Cause"), QHeaderView.ResizeMode.Stretch)
+        self.details = QPlainTextEdit(self)
+        self.details.setReadOnly(True)
+        self.details.setAccessibleName("Run record")
+        self.details.setPlaceholderText("Select a run to see its record.")
+        self.details.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.status = plain_label("", self, wrap=True)
+        set_status(self.status, "muted")
+
+        buttons = QHBoxLayout()
+        for button in (
+            self.refresh_button,
+            self.rerun_button,
+            self.stop_button,
+            self.export_button,
+            self.restore_button,
+        ):
+            buttons.addWidget(button)
+        buttons.addSpacing(12)
+        buttons.addWidget(self.filter, 1)
+        buttons.addWidget(self.show_lab)
+        footer = QHBoxLayout()
+        footer.addWidget(self.status, 1)
+        footer.addWidget(self.older_button)
+        splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        splitter.setChildrenCollapsible(False)
+        splitter.addWidget(self.runs)
+        splitter.addWidget(self.details)
+        splitter.setSizes([640, 560])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(buttons)
+        layout.addWidget(splitter, 1)
+        layout.addLayout(footer)
+        self._connect_signals()
+        self._update_buttons()
+
+    def _connect_signals(self) -> None:
+        self.refresh_button.clicked.connect(self.on_refresh_button_clicked)
+        self.rerun_button.clicked.connect(self.on_rerun_button_clicked)
+        self.stop_button.clicked.connect(self.stop)
+        self._stop_shortcut.activated.connect(self.stop)
+        self.filter.textChanged.connect(self.on_filter_changed)
+        self.show_lab.toggled.connect(self.on_filter_changed)
+        self.older_button.clicked.connect(self.on_older_button_clicked)
+        self.export_button.clicked.connect(self.on_export_button_clicked)
+        self.restore_button.clicked.connect(self.on_restore_button_clicked)
+        self.runs.currentItemChanged.connect(self.on_runs_current_item_changed)
+
+    # Public API -------------------------------------------------------------------------
+
+    async def refresh(self) -> None:
+        """Read the newest runs from the history again, keeping the selected run selected."""
+        history = self._service.history
+        self._loaded = await asyncio.to_thread(history.recent, self._limit)
+        self._total = await asyncio.to_thread(history.count)
+        self._show_runs()
+
+    async def show_run(self, run_id: str) -> None:
+        """Read the history again and select the run `run_id` (listing Lab runs if it is one)."""
+        await self.refresh()
+        record = self._records.get(run_id) or next(
+            (r for r in self._loaded if r.run_id == run_id), None
+        )
+        if record is not None and is_lab_run(record) and not self.show_lab.isChecked():
+            self.show_lab.setChecked(True)
+        if not self.select_run(run_id) and record is not None:
+            self.filter.clear()
+            self.select_run(run_id)
+
+    def select_run(self, run_id: str) -> bool:
+        """Select the run `run_id` if it is listed; returns whether it is."""
+        for index in range(self.runs.topLevelItemCount()):
+            item = self.runs.topLevelItem(index)
+            if item.data(0, RUN_ID) == run_id:
+                self.runs.setCurrentItem(item)
+                return True
+        return False
+
+    def current_record(self) -> RunRecord | None:
+        """The selected run's record."""
+        item = self.runs.currentItem()
+        return None if item is None else self._records.get(item.data(0, RUN_ID))
+
+    async def rerun(self, record: RunRecord) -> RunRecord:
+        """Run `record`'s command again under its posture and limits, in its workspace; its
+        output streams into the record pane until it ends (or `stop()` ends it)."""
+        run_id = new_run_id()
+        plan = RunPlan(
+            record.skill_name,
+            record.skill_dir,
+            _posture(record),
+            record.argv,
+            record.workspace,
+            run_id=run_id,
+        )
+        title = posture_title(record.posture)
+        self._rerun_cancel = cancel = CancelToken()
+        self._update_buttons()
+        self.runs.setEnabled(False)  # the record pane shows the re-run's output meanwhile
+        self.details.setPlainText(
+            f"Re-running {record.skill_name} under {title} (Stop or Ctrl+. ends it and all it "
+            "started)…\n\n"
+        )
+        self._say(f"Re-running {record.run_id} under {title}…", "muted")
+        sink = _OutputSink(self.details)
+        try:
+            done = await self._service.run_once(plan, sink, cancel)
+            again = done.record
+        except WorkbenchError:
+            again = await asyncio.to_thread(self._service.history.get, run_id)
+        finally:
+            self._rerun_cancel = None
+            self.runs.setEnabled(True)
+            self._update_buttons()
+        await self.show_run(again.run_id)
+        sentence = f"Re-run {again.run_id}: {status_word(again)}: {cause_text(again)}"
+        self._say(sentence, status_look(again))
+        return again
+
+    def stop(self) -> None:
+        """Stop the re-run in progress (the executor kills everything it started)."""
+        if self._rerun_cancel is not None and not self._rerun_cancel.cancelled:
+            self._rerun_cancel.cancel()
+            self._say("Stopping: killing the command and all it started…", "muted")
+
+    async def restore(self, record: RunRecord, force: bool = False) -> None:
+        """Restore `record`'s workspace; a refusal (it changed since) asks to force it."""
+        try:
+            layout = self._service.layout
+            report = await asyncio.to_thread(restore_run, layout, record, force=force)
+        except WorkspaceError as error:
+            if force:
+                raise
+            self._ask(
+                "Restore anyway?",
+                str(error),
+                "Restore and lose those changes",
+                lambda: self._spawn(self.restore(record, force=True)),
+            )
+            return
+        state = "Restored" if report.complete else "Partly restored"
+        notes = "".join(f" {note}" for note in report.notes)
+        text = f"{state} {record.workspace} as before run {record.run_id}.{notes}"
+        self._say(text, "ok" if report.complete else "warning")
+
+    async def export(self, record: RunRecord, path: Path, fmt: ExportFormat) -> None:
+        """Write `record`'s report in `fmt` to `path`."""
+        text = await asyncio.to_thread(export_record, record, fmt, self._service.layout.blobs)
+        try:
+            await asyncio.to_thread(path.write_text, text, encoding="utf-8")
+        except OSError as error:
+            raise WorkspaceError(f"Cannot write {path}: {error.strerror}.") from None
+        self._say(f"Wrote the report of run {record.run_id} to {path}.", "ok")
+
+    def export_dialog(self) -> QFileDialog | None:
+        """The open "export report" save dialog, if one is open."""
+        return self._dialog
+
+    def question(self) -> QMessageBox | None:
+        """The open question (local re-run, forced restore), if one is open."""
+        return self._question
+
+    async def shutdown(self) -> None:
+        """End every task this view started."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    # Slots ------------------------------------------------------------------------------
+
+    def on_refresh_button_clicked(self) -> None:
+        self._spawn(self.refresh())
+
+    def on_older_button_clicked(self) -> None:
+        self._limit += PAGE
+        self._spawn(self.refresh())
+
+    def on_filter_changed(self, *_args: object) -> None:
+        self._show_runs()
+
+    def on_runs_current_item_changed(self, item: QTreeWidgetItem | None) -> None:
+        record = self.current_record() if item is not None else None
+        if self._rerun_cancel is None:  # else the pane shows the re-run's output
+            text = "" if record is None else export_record(record, ExportFormat.TEXT)
+            self.details.setPlainText(text)
+        self._update_buttons()
+
+    def on_rerun_button_clicked(self) -> None:
+        record = self.current_record()
+        if record is None:
+            return
+        if record.posture != PostureId.LOCAL:
+            self._spawn(self.rerun(record))
+            return
+        self._ask(
+            "Run without a sandbox?",
+            "This run used the local posture: the command runs as you, with access to all "
+            "your files, your network and every secret in your environment.",
+            "Re-run locally — no sandbox",
+            lambda: self._spawn(self.rerun(record)),
+        )
+
+    def on_restore_button_clicked(self) -> None:
+        record = self.current_record()
+        if record is not None:
+            self._spawn(self.restore(record))
+
+    def on_export_button_clicked(self) -> None:
+        record = self.current_record()
+        if record is None or self._dialog is not None:
+            return
+        dialog = QFileDialog(self, "Export Run Report")
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setNameFilters(list(EXPORT_FILTERS))
+        dialog.selectFile(f"run-{record.run_id}.html")
+        dialog.filterSelected.connect(self.on_dialog_filter_selected)
+        dialog.fileSelected.connect(
+            lambda path: self.on_dialog_file_selected(record, dialog.selectedNameFilter(), path)
+        )
+        dialog.finished.connect(self.on_dialog_finished)
+        self._dialog = dialog
+        dialog.open()
+
+    def on_dialog_filter_selected(self, name_filter: str) -> None:
+        if self._dialog is not None:
+            suffix = EXPORT_FILTERS[name_filter].value
+            self._dialog.setDefaultSuffix(suffix)
+
+    def on_dialog_file_selected(self, record: RunRecord, name_filter: str, path: str) -> None:
+        target = Path(path)
+        by_suffix = {fmt.value: fmt for fmt in EXPORT_FILTERS.values()}
+        fmt = by_suffix.get(target.suffix.lstrip(".").lower(), EXPORT_FILTERS.get(name_filter))
+        self._spawn(self.export(record, target, fmt or ExportFormat.HTML))
+
+    def on_dialog_finished(self, _result: int) -> None:
+        if self._dialog is not None:
+            self._dialog.deleteLater()
+            self._dialog = None
+
+    # Internals --------------------------------------------------------------------------
+
+    def on_question_finished(self, _result: int) -> None:
+        self._question = None
+
+    def _show_runs(self) -> None:
+        """List the loaded runs the filter keeps, keeping the selected run selected."""
+        selected = self.current_record()
+        words = self.filter.text().casefold().split()
+        with_lab = self.show_lab.isChecked()
+        lab_hidden = 0 if with_lab else sum(1 for r in self._loaded if is_lab_run(r))
+        shown = [
+            record
+            for record in self._loaded
+            if (with_lab or not is_lab_run(record)) and matches(record, words)
+        ]
+        self._records = {record.run_id: record for record in shown}
+        self.runs.clear()
+        colours = status_colors(self.palette())
+        self.runs.addTopLevelItems([run_item(record, colours) for record in shown])
+        if selected is None or not self.select_run(selected.run_id):
+            self.on_runs_current_item_changed(None)
+        self._say(self._count_sentence(len(shown), lab_hidden), "muted")
+        self.older_button.setVisible(len(self._loaded) < self._total)
+
+    def _count_sentence(self, shown: int, lab_hidden: int) -> str:
+        """`Showing 12 of the newest 200 of 368 runs in the history. 52 Lab runs hidden.`"""
+        loaded, total = len(self._loaded), plural(self._total, "run")
+        listed = f"the newest {loaded:,} of {total}" if loaded < self._total else total
+        if shown == loaded:
+            sentence = f"{listed[0].upper()}{listed[1:]} in the history."
+        else:
+            sentence = f"Showing {shown:,} of {listed} in the history."
+        return sentence + (f" {plural(lab_hidden, 'Lab run')} hidden." if lab_hidden else "")
+
+    def _ask(self, title: str, text: str, accept: str, then: Callable[[], None]) -> None:
+        if self._question is None:
+            self._question = ask(self, title, text, accept, then)
+            self._question.finished.connect(self.on_question_finished)
+
+    def _say(self, text: str, status: str) -> None:
+        self.status.setText(text)
+        set_status(self.status, status)
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        self._update_buttons()
+        task.add_done_callback(self._on_task_done)
+
+    def _on_task_done(self, task: "asyncio.Task[Any]") -> None:
+        self._tasks.discard(task)
+        self._update_buttons()
+        if task.cancelled() or (error := task.exception()) is None:
+            return
+        if isinstance(error, WorkbenchError):
+            self._say(str(error), "danger")
+        else:
+            sys.excepthook(type(error), error, error.__traceback__)
+
+    def _update_buttons(self) -> None:
+        record = self.current_record()
+        busy = bool(self._tasks)
+        finished = record is not None and record.state is not RunState.RUNNING
+        self.refresh_button.setEnabled(not busy)
+        self.older_button.setEnabled(not busy)
+        self.rerun_button.setEnabled(finished and not busy)
+        self.stop_button.setEnabled(self._rerun_cancel is not None)
+        self.restore_button.setEnabled(finished and not busy)
+        self.export_button.setEnabled(record is not None)
+
+
+def _posture(record: RunRecord) -> Posture:
+    """The posture a run used, with its limits (other settings take their safe defaults)."""
+    posture = Posture(PostureId(record.posture))
+    stored = ((record.result or {}).get("card") or {}).get("posture") or {}
+    limits = stored.get("limits")
+    if not isinstance(limits, dict):
+        return posture
+    names = {field.name for field in dataclasses.fields(Limits)}
+    return posture.with_limits(**{k: v for k, v in limits.items() if k in names})
+
+
+class _OutputSink:
+    """Appends a run's output to a text pane as it comes, control characters made visible."""
+
+    def __init__(self, pane: QPlainTextEdit) -> None:
+        self._pane = pane
+        self._decoders: dict[str, codecs.IncrementalDecoder] = {}
+
+    def __call__(self, chunk: OutputChunk) -> None:
+        decoder = self._decoders.setdefault(
+            chunk.stream, codecs.getincrementaldecoder("utf-8")(errors="replace")
+        )
+        cursor = self._pane.textCursor()
+        cursor.movePosition(QTextCursor.MoveOperation.End)
+        cursor.insertText(plain_text(decoder.decode(chunk.data)))
+
+
+def ask(
+    parent: QWidget, title: str, text: str, accept: str, then: Callable[[], None]
+) -> QMessageBox:
+    """Ask a question window-modally, opened with `open()` (never `exec()`); `then()` runs
+    only if the user clicks `accept` (Cancel is the default and Escape answer)."""
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Warning)
+    box.setWindowTitle(title)
+    box.setTextFormat(Qt.TextFormat.PlainText)
+    box.setText(text)
+    yes = box.addButton(accept, QMessageBox.ButtonRole.AcceptRole)
+    keep = box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(keep)
+    box.setEscapeButton(keep)
+
+    def finished(_result: int) -> None:
+        box.deleteLater()
+        if box.clickedButton() is yes:
+            then()
+
+    box.finished.connect(finished)
+    box.open()
+    return box

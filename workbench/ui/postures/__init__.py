@@ -1,0 +1,1 @@
+"""The posture cards and the posture choices of the Compare and Lab pages."""

@@ -1,0 +1,479 @@
+"""The posture picker: one card per executor posture, and the choice between them.
+
+A card says what the posture is, whether it can run here (and why not), what it guarantees,
+what it does not, and the warnings from `postures.assess()`, DANGER ones in the danger
+colour. Until the machine has been probed the cards say "checking…" and cannot be chosen.
+The strongest available posture is chosen by default; choosing `local` asks first, in a
+window-modal message box opened with `open()` (never `exec()`), and only a confirmation
+changes the choice.
+
+`set_skill()` fits the choice to the selected skill: a posture that cannot start the skill's
+command (`unrunnable_postures`: a `.js` command runs only under quickjs) says so on its card,
+and until the user chooses a posture themselves the picker moves to the strongest one that can
+run the skill (never to local). A posture the user chose stays chosen, its card warning in the
+danger colour. The cards form one radio group for the keyboard: Tab lands on the chosen
+posture, the arrow keys choose the next or previous one.
+
+The docker, gvisor and quickjs cards also show their warm pool (`PoolControls`) once
+`set_pools()` hands the pools over, while their posture can run here: its size (remembered in
+the settings) and what it holds now, read from `WarmPool.status()` twice a second. `prime()`
+asks the chosen posture's pool to get ready for the next run of a skill, 0.3 s after the last
+ask (browsing skills fills for the one the user stops at); the pool calls run in tasks the
+picker keeps until `shutdown()`.
+"""
+
+import asyncio
+from collections.abc import Coroutine, Mapping
+from typing import Any
+
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QButtonGroup,
+    QFrame,
+    QHBoxLayout,
+    QMessageBox,
+    QRadioButton,
+    QScrollArea,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.authoring.preview import unrunnable_postures
+from workbench.errors import PostureError
+from workbench.executors.types import SessionSpec, new_run_id
+from workbench.executors.warm.starts import WarmPool
+from workbench.postures.model import (
+    POSTURE_INFO,
+    STRENGTH_ORDER,
+    Availability,
+    Posture,
+    PostureId,
+    Severity,
+    assess,
+    default_posture_id,
+)
+from workbench.runs.layout import DataLayout
+from workbench.skills import Skill
+from workbench.ui.common.text import tooltip
+from workbench.ui.common.widgets import plain_label, set_status
+from workbench.ui.postures.pool import PoolControls
+
+CARD_ORDER = (
+    PostureId.GVISOR,
+    PostureId.DOCKER,
+    PostureId.HARDENED,
+    PostureId.QUICKJS,
+    PostureId.LOCAL,
+)
+FITTING_ORDER = (*STRENGTH_ORDER, PostureId.QUICKJS)  # chosen for a skill, strongest first
+POOL_REFRESH_MS = 500
+PRIME_DELAY_MS = 300
+
+
+class PostureCard(QFrame):
+    """Everything a user should know about one posture, with a radio button to choose it."""
+
+    def __init__(self, posture_id: PostureId, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.posture_id = posture_id
+        info = POSTURE_INFO[posture_id]
+        self.setObjectName("postureCard")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+
+        self.radio = QRadioButton(info.title, self)
+        font = self.radio.font()
+        font.setBold(True)
+        self.radio.setFont(font)
+        self.radio.setEnabled(False)
+        self.radio.setAccessibleName(f"Posture: {info.title}")
+        self.availability = plain_label("checking…", self, wrap=True)
+        set_status(self.availability, "muted")
+        self.unrunnable = plain_label("", self, wrap=True)
+        self.unrunnable.setObjectName("unrunnable")
+        self.unrunnable.hide()
+
+        self.details_button = QToolButton(self)
+        self.details_button.setObjectName("detailsToggle")
+        self.details_button.setText("Guarantees and limits")
+        self.details_button.setCheckable(True)
+        self.details_button.setAutoRaise(True)
+        self.details_button.setArrowType(Qt.ArrowType.RightArrow)
+        self.details_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.details = QWidget(self)
+        details = QVBoxLayout(self.details)
+        details.setContentsMargins(0, 0, 0, 0)
+        details.setSpacing(3)
+        for text in info.guarantees:
+            details.addWidget(_bullet("✓", "ok", text, "", self.details))
+        for text in info.does_not:
+            does_not = f"Does not {text[0].lower()}{text[1:]}"
+            details.addWidget(_bullet("✗", "danger", does_not, "", self.details))
+        self.details.hide()
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(10, 8, 10, 8)
+        layout.setSpacing(3)
+        layout.addWidget(self.radio)
+        layout.addWidget(self.availability)
+        layout.addWidget(self.unrunnable)
+        layout.addWidget(plain_label(info.summary, self, wrap=True))
+        for warning in assess(Posture(posture_id)):
+            status = _WARNING_STATUS[warning.severity]
+            if warning.severity is Severity.INFO:
+                row = _bullet("ℹ", status, warning.text, status, self)
+            else:
+                text = f"{warning.severity.upper()}: {warning.text}"
+                row = _bullet("⚠", status, text, status, self)
+            row.setObjectName(f"warning_{warning.severity}")
+            layout.addWidget(row)
+        noun = "worker" if posture_id is PostureId.QUICKJS else "container"
+        self.pool = PoolControls(info.title, noun, self)
+        self.pool.hide()
+        self._pooled = False  # the posture has a warm pool (shown while the posture can run)
+        self._available = False
+        layout.addWidget(self.pool)
+        layout.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignLeft)
+        layout.addWidget(self.details)
+        self._connect_signals()
+
+    def _connect_signals(self) -> None:
+        self.details_button.toggled.connect(self.on_details_button_toggled)
+
+    def set_expanded(self, expanded: bool) -> None:
+        """Show or hide the guarantees and non-guarantees."""
+        self.details_button.setChecked(expanded)
+
+    def on_details_button_toggled(self, checked: bool) -> None:
+        self.details.setVisible(checked)
+        arrow = Qt.ArrowType.DownArrow if checked else Qt.ArrowType.RightArrow
+        self.details_button.setArrowType(arrow)
+
+    def set_availability(self, availability: Availability) -> None:
+        """Show whether the posture can run here, and allow choosing it only if it can."""
+        state = "Available" if availability.available else "Unavailable"
+        reason = availability.reason
+        self.availability.setText(
+            reason if state.lower() in reason.lower() else f"{state} — {reason}"
+        )
+        set_status(self.availability, "ok" if availability.available else "muted")
+        self.radio.setEnabled(availability.available)
+        self._available = availability.available
+        self.pool.setVisible(self._pooled and self._available)
+
+    def show_pool(self) -> None:
+        """Show the warm pool's row (while the posture can run here)."""
+        self._pooled = True
+        self.pool.setVisible(self._available)
+
+    def show_unrunnable(self, skill_name: str, reason: str, chosen: bool) -> None:
+        """Say that this posture cannot run the selected skill ("" `reason` when it can): why,
+        in the danger colour, on the chosen posture's card; briefly (why in the tool tip) on
+        the others."""
+        warning = f"Cannot run {skill_name}" + (f": {reason}." if chosen else ".")
+        self.unrunnable.setText(warning if reason else "")
+        self.unrunnable.setToolTip(tooltip(reason) if reason else "")
+        self.unrunnable.setVisible(bool(reason))
+        set_status(self.unrunnable, "danger" if chosen else "warning")
+
+
+class PosturePicker(QScrollArea):
+    """A scrollable column of posture cards; exactly one posture is chosen at a time.
+
+    Signals:
+        posture_changed(object): the newly chosen `PostureId`.
+    """
+
+    posture_changed = Signal(object)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._chosen: PostureId | None = None
+        self._user_chose = False  # the user picked a posture: skills no longer move the choice
+        self._availability: dict[PostureId, Availability] = {}
+        self._default: PostureId | None = None
+        self._skill: Skill | None = None
+        self._unrunnable: dict[PostureId, str] = {}
+        self._confirm: QMessageBox | None = None
+        self._group = QButtonGroup(self)
+        self._cards: dict[PostureId, PostureCard] = {}
+        self._pools: dict[PostureId, WarmPool] = {}
+        self._settings: QSettings | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._pool_timer = QTimer(self)
+        self._pool_timer.setInterval(POOL_REFRESH_MS)
+        self._prime_timer = QTimer(self)  # browsing skills primes once, for the last one
+        self._prime_timer.setSingleShot(True)
+        self._prime_timer.setInterval(PRIME_DELAY_MS)
+        self._primed: tuple[WarmPool, Posture, SessionSpec] | None = None
+
+        inner = QWidget(self)
+        layout = QVBoxLayout(inner)
+        layout.setContentsMargins(2, 2, 8, 2)
+        layout.setSpacing(8)
+        heading = plain_label("Executor posture", inner)
+        font = heading.font()
+        font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * 1.15)
+        heading.setFont(font)
+        layout.addWidget(heading)
+        self._hint = plain_label("Checking what this machine can run…", inner, wrap=True)
+        layout.addWidget(self._hint)
+        for posture_id in CARD_ORDER:
+            card = PostureCard(posture_id, inner)
+            self._cards[posture_id] = card
+            self._group.addButton(card.radio)
+            card.radio.installEventFilter(self)
+            layout.addWidget(card)
+        layout.addStretch(1)
+        self.setWidget(inner)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setAccessibleName("Executor postures")
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._connect_signals()
+
+    def _connect_signals(self) -> None:
+        self._group.buttonClicked.connect(self.on_group_button_clicked)
+        self._pool_timer.timeout.connect(self.on_pool_timer_timeout)
+        self._prime_timer.timeout.connect(self.on_prime_timer_timeout)
+        for card in self._cards.values():
+            card.pool.size_box.valueChanged.connect(self.on_pool_size_value_changed)
+
+    # Public API -------------------------------------------------------------------------
+
+    def chosen(self) -> PostureId | None:
+        """The chosen posture, or None before the probe answers (or when none can run)."""
+        return self._chosen
+
+    def card(self, posture_id: PostureId) -> PostureCard:
+        """The card of `posture_id`."""
+        return self._cards[posture_id]
+
+    def confirmation_box(self) -> QMessageBox | None:
+        """The open "run without a sandbox?" question, if one is open."""
+        return self._confirm
+
+    def set_availability(self, availability: dict[PostureId, Availability]) -> None:
+        """Show the probe's answer and choose the default posture (or the one that fits the
+        selected skill) unless the user chose one that is still available."""
+        self._availability = dict(availability)
+        for posture_id, card in self._cards.items():
+            card.set_availability(availability[posture_id])
+        try:
+            self._default = default_posture_id(availability)
+        except PostureError as error:
+            self._default = None
+            self._hint.setText(str(error))
+        self._fit_choice()
+
+    def set_skill(self, skill: Skill | None) -> None:
+        """Fit the choice to `skill`: warn on the cards of the postures that cannot start its
+        command, and move off them unless the user chose the posture."""
+        self._skill = skill
+        self._unrunnable = unrunnable_postures(skill) if skill is not None else {}
+        self._fit_choice()
+
+    def choose(self, posture_id: PostureId) -> None:
+        """Choose `posture_id` as if its card were clicked (local still asks first)."""
+        card = self._cards[posture_id]
+        if card.radio.isEnabled():
+            self.on_group_button_clicked(card.radio)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Arrow keys on a posture's radio button choose the next or previous posture that
+        can be chosen (Qt would only move the focus between the cards)."""
+        if isinstance(event, QKeyEvent) and event.type() == QEvent.Type.KeyPress:
+            step = _ARROW_STEPS.get(Qt.Key(event.key()))
+            if step is not None and event.modifiers() == Qt.KeyboardModifier.NoModifier:
+                self._step_choice(watched, step)
+                return True
+        return super().eventFilter(watched, event)
+
+    def set_pools(self, pools: Mapping[PostureId, WarmPool], settings: QSettings) -> None:
+        """Show and drive the warm pools of the postures that have one, at the sizes the
+        settings remember."""
+        self._pools, self._settings = dict(pools), settings
+        for posture_id, pool in self._pools.items():
+            card = self._cards[posture_id]
+            card.pool.set_size(settings.value(f"pool/{posture_id}", 0))
+            card.show_pool()
+            self._spawn(pool.resize(card.pool.size_box.value()))
+        self.on_pool_timer_timeout()
+        self._pool_timer.start()
+
+    def prime(self, skill: Skill, posture: Posture, layout: DataLayout) -> None:
+        """Get `posture`'s pool ready for the next run of `skill` (in a fresh workspace)."""
+        pool = self._pools.get(posture.id)
+        if pool is None:
+            return
+        workspace = layout.fresh_workspace(new_run_id())
+        session = SessionSpec(skill.path, skill.name, workspace, layout.runs_root)
+        self._primed = (pool, posture, session)
+        self._prime_timer.start()
+
+    async def shutdown(self) -> None:
+        """Wait for the pool calls in progress (the app closes the pools after)."""
+        self._pool_timer.stop()
+        self._prime_timer.stop()
+        self._primed = None
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    # Slots ------------------------------------------------------------------------------
+
+    def on_pool_size_value_changed(self, size: int) -> None:
+        card = next(c for c in self._cards.values() if c.pool.size_box is self.sender())
+        pool = self._pools.get(card.posture_id)
+        if pool is None or self._settings is None:
+            return
+        self._settings.setValue(f"pool/{card.posture_id}", size)
+        self._spawn(pool.resize(size))
+        card.pool.show_status(pool.status())
+
+    def on_prime_timer_timeout(self) -> None:
+        if self._primed is not None:
+            pool, posture, session = self._primed
+            self._primed = None
+            self._spawn(pool.prime(posture, session))
+
+    def on_pool_timer_timeout(self) -> None:
+        for posture_id, pool in self._pools.items():
+            self._cards[posture_id].pool.show_status(pool.status())
+
+    def on_group_button_clicked(self, button: QAbstractButton) -> None:
+        posture_id = next(p for p, card in self._cards.items() if card.radio is button)
+        if posture_id is self._chosen:
+            return
+        if posture_id is not PostureId.LOCAL:
+            self._user_chose = True
+            self._set_chosen(posture_id)
+            return
+        self._set_chosen(self._chosen)  # keep the old choice until the user confirms
+        self._ask_local()
+
+    def on_confirm_finished(self, _result: int) -> None:
+        box = self._confirm
+        self._confirm = None
+        if box is None:
+            return
+        if box.buttonRole(box.clickedButton()) == QMessageBox.ButtonRole.AcceptRole:
+            self._user_chose = True
+            self._set_chosen(PostureId.LOCAL)
+        box.deleteLater()
+
+    # Internals --------------------------------------------------------------------------
+
+    def _fit_choice(self) -> None:
+        """Keep the user's choice while it is available; otherwise choose the default, or the
+        strongest available posture that can run the selected skill."""
+        chosen = self._chosen
+        kept = self._user_chose and chosen is not None and self._can_choose(chosen)
+        if not kept:  # a choice the machine can no longer run is the user's no more
+            self._user_chose = False
+            fitting = [
+                p for p in FITTING_ORDER if self._can_choose(p) and p not in self._unrunnable
+            ]
+            chosen = self._default
+            if self._default in self._unrunnable and fitting:
+                chosen = fitting[0]
+        self._set_chosen(chosen)
+        self._show_hint()
+
+    def _can_choose(self, posture_id: PostureId) -> bool:
+        availability = self._availability.get(posture_id)
+        return availability is not None and availability.available
+
+    def _show_hint(self) -> None:
+        name = self._skill.name if self._skill is not None else ""
+        for posture_id, card in self._cards.items():
+            chosen = posture_id is self._chosen
+            card.show_unrunnable(name, self._unrunnable.get(posture_id, ""), chosen)
+            if chosen and card.unrunnable.text():
+                self.ensureWidgetVisible(card.unrunnable)
+        if self._default is None:
+            return  # the hint says why no posture can be chosen
+        default = POSTURE_INFO[self._default].title
+        if self._chosen in (self._default, None) or self._user_chose or self._skill is None:
+            self._hint.setText(f"Default: {default}, the strongest posture available here.")
+        else:
+            title = POSTURE_INFO[self._chosen].title
+            why = self._unrunnable.get(self._default, "")
+            self._hint.setText(f"{title} chosen for {self._skill.name}: {why}.")
+
+    def _step_choice(self, radio: QObject, step: int) -> None:
+        """Choose the posture `step` cards after (or before) the one of `radio`, skipping
+        those that cannot be chosen here."""
+        order = [card for card in self._cards.values() if card.radio.isEnabled()]
+        current = next((i for i, card in enumerate(order) if card.radio is radio), None)
+        if current is None or not order:
+            return
+        card = order[(current + step) % len(order)]
+        card.radio.setFocus(Qt.FocusReason.TabFocusReason)
+        self.ensureWidgetVisible(card.radio)
+        self.choose(card.posture_id)
+
+    def _ask_local(self) -> None:
+        if self._confirm is not None:
+            return
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Warning)
+        box.setWindowTitle("Run without a sandbox?")
+        box.setTextFormat(Qt.TextFormat.PlainText)
+        box.setText("The local posture runs skills with NO SANDBOX.")
+        box.setInformativeText(
+            "The skill runs as you: it can read, change and delete any of your files, "
+            "reach the network, and read every secret in your environment. "
+            "Only use it for skills you wrote yourself or have read line by line."
+        )
+        box.addButton("Use local — no sandbox", QMessageBox.ButtonRole.AcceptRole)
+        keep = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(keep)
+        box.setEscapeButton(keep)
+        box.finished.connect(self.on_confirm_finished)
+        self._confirm = box
+        box.open()
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _set_chosen(self, posture_id: PostureId | None) -> None:
+        changed = posture_id is not self._chosen
+        self._chosen = posture_id
+        self._group.setExclusive(posture_id is not None)
+        for card_id, card in self._cards.items():
+            card.radio.setChecked(card_id is posture_id)
+            tab_stop = card_id is posture_id or (posture_id is None and card_id is CARD_ORDER[0])
+            card.radio.setFocusPolicy(  # Tab lands on the chosen posture, as in a radio group
+                Qt.FocusPolicy.StrongFocus if tab_stop else Qt.FocusPolicy.ClickFocus
+            )
+            if changed:
+                card.set_expanded(card_id is posture_id)
+            card.setProperty("chosen", card_id is posture_id)
+            card.style().unpolish(card)
+            card.style().polish(card)
+        if changed and posture_id is not None:
+            self.posture_changed.emit(posture_id)
+
+
+_ARROW_STEPS = {Qt.Key.Key_Down: 1, Qt.Key.Key_Right: 1, Qt.Key.Key_Up: -1, Qt.Key.Key_Left: -1}
+_WARNING_STATUS = {Severity.DANGER: "danger", Severity.CAUTION: "warning", Severity.INFO: "muted"}
+
+
+def _bullet(mark: str, mark_status: str, text: str, text_status: str, parent: QWidget) -> QWidget:
+    """One line of a card: a coloured mark and wrapped text beside it."""
+    row = QWidget(parent)
+    layout = QHBoxLayout(row)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.setSpacing(6)
+    mark_label = plain_label(mark, row)
+    set_status(mark_label, mark_status)
+    text_label = plain_label(text, row, wrap=True)
+    if text_status:
+        set_status(text_label, text_status)
+    layout.addWidget(mark_label, 0, Qt.AlignmentFlag.AlignTop)
+    layout.addWidget(text_label, 1)
+    return row

@@ -1,0 +1,1 @@
+"""The Skills page's parts: the browser, one skill's view and files, and watching them on disk."""
