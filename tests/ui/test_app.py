@@ -51,7 +51,7 @@ def test_excepthook_shows_errors_in_the_window(window: MainWindow) -> None:
 
 
 def test_pyside_survives_many_void_calls() -> None:
-    """PySide6 6.12 on CPython 3.11 aborts after ~5,000 void calls (see ARCHITECTURE.md)."""
+    """PySide6 6.12 on CPython 3.11 aborts after ~5,000 void calls (see docs/ARCHITECTURE.md)."""
     script = textwrap.dedent(
         """
         from PySide6.QtWidgets import QApplication, QLabel

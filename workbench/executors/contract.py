@@ -2,7 +2,7 @@
 
 An executor serves one session (a skill and its workspace). `start()` prepares it, `run()` runs
 one command and reports the outcome as a `RunResult`, and `stop()` ends everything the session
-started; it is idempotent. See ARCHITECTURE.md, "The executor contract".
+started; it is idempotent. See docs/ARCHITECTURE.md, "Contracts".
 """
 
 from typing import Protocol
