@@ -31,10 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from workbench.executors.quickjs.worker import main as worker
-
 from workbench.executors.quickjs.executor import WORKER_MODULE, QuickJsExecutor
 from workbench.executors.quickjs.run import STACK_LIMIT_BYTES, worker_rlimits
+from workbench.executors.quickjs.worker import main as worker
 from workbench.executors.quickjs.worker.protocol import MessageDecoder
 from workbench.executors.types import CancelToken, OutputChunk, RunRequest, SessionSpec
 from workbench.executors.warm.quickjs import QuickJsWorkerPool

@@ -39,8 +39,8 @@ from docker.utils.socket import STDERR, STDOUT, frames_iter
 from requests.exceptions import RequestException
 
 from workbench.errors import ExecutorError
-from workbench.executors.docker.engine import missing_image
 from workbench.executors.docker import gvisor_seccomp
+from workbench.executors.docker.engine import missing_image
 from workbench.executors.docker.sampler import CgroupFiles
 from workbench.executors.docker.spec import LABEL_APP, LABEL_SESSION, SWEEP_SIGNAL
 from workbench.executors.types import Stream

@@ -30,8 +30,8 @@ from pathlib import Path
 import psutil
 
 from workbench.errors import ExecutorError
-from workbench.executors.hardened.environ import scrub_env
 from workbench.executors.hardened import limits_exec
+from workbench.executors.hardened.environ import scrub_env
 from workbench.executors.hardened.leftovers import sweep
 from workbench.executors.process.local import describe_user
 from workbench.executors.process.outcome import format_bytes
