@@ -77,7 +77,7 @@ def test_the_package_comes_from_the_fresh_venv(venv: Path) -> None:
     done = run([str(venv / "bin" / "python"), "-c", code], cwd=venv.parent)
     module, resources = done.stdout.splitlines()
     assert Path(module).is_relative_to(venv)
-    assert Path(resources) == Path(module).parent / "resources"
+    assert Path(resources) == Path(module).parents[1] / "resources"  # workbench/resources
     assert workbench(venv, "--version").stdout == "workbench 0.1.0\n"
 
 
