@@ -2,6 +2,7 @@
 
 The window gets the real catalog (bundled examples plus a temporary root the test fills) and
 a posture probe that answers at once: local, hardened and quickjs available, no Docker engine.
+A test fails when a background task of the window failed unexpectedly (`task_errors`).
 """
 
 import os
@@ -10,6 +11,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import asyncio
 import gc
+import logging
 import shutil
 import tempfile
 from collections.abc import Callable, Coroutine, Iterator
@@ -28,6 +30,7 @@ from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.service import RunService
 from workbench.skills import discover, load_skill
+from workbench.ui.common import tasks
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import PostureProbe, Services
 
@@ -39,6 +42,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(item.path).parent == Path(__file__).parent:
             item.add_marker(pytest.mark.qt_log_ignore("does not support propagateSizeHints"))
+
+
+class _Keep(logging.Handler):
+    def __init__(self, records: list[logging.LogRecord]) -> None:
+        super().__init__(logging.ERROR)
+        self.records = records
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture(autouse=True)
+def task_errors() -> Iterator[list[logging.LogRecord]]:
+    """The unexpected errors the window's background tasks logged. The test fails on any it
+    leaves in this list (a test that expects one takes it out), as it fails on an exception
+    raised in a slot."""
+    records: list[logging.LogRecord] = []
+    keep = _Keep(records)
+    logger = logging.getLogger(tasks.__name__)
+    logger.addHandler(keep)
+    yield records
+    logger.removeHandler(keep)
+    if records:
+        pytest.fail("A background task failed:\n" + "\n".join(map(keep.format, records)))
 
 
 @pytest.fixture
