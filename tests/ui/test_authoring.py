@@ -201,7 +201,7 @@ def test_a_hostile_package_is_refused_in_the_message_bar_and_writes_nothing(
     before = sorted(extra_root.rglob("*"))
 
     async def attempt() -> None:
-        window._spawn(window.authoring.import_package(package, extra_root))
+        window.tasks.spawn(window.authoring.import_package(package, extra_root))
         await _until(window.message_bar.isVisible)
 
     run(attempt())

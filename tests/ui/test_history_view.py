@@ -110,7 +110,7 @@ def test_export_writes_the_chosen_format_through_a_non_blocking_dialog(
         target = tmp_path / name
         dialog.selectFile(str(target))
         dialog.accept()
-        run(_until(lambda target=target: target.exists() and not view._tasks))
+        run(_until(lambda target=target: target.exists() and not view.tasks.busy()))
         assert check(target.read_text(encoding="utf-8")), name
         assert view.export_dialog() is None
     assert str(tmp_path / "report.html") in view.status.text()
@@ -139,7 +139,7 @@ def test_restore_puts_the_workspace_back_and_asks_before_losing_later_changes(
     run(_until(view.question))
     assert "changed after run" in view.question().text()  # type: ignore[union-attr]
     _answer_yes(view.question())
-    run(_until(lambda: not (workspace / "later.txt").exists() and not view._tasks))
+    run(_until(lambda: not (workspace / "later.txt").exists() and not view.tasks.busy()))
     assert (workspace / "kept.txt").read_text() == "original\n"
 
 
@@ -154,7 +154,7 @@ def test_rerun_of_a_local_run_asks_then_runs_it_again_in_the_same_workspace(
     box = view.question()
     assert box is not None and "local posture" in box.text()
     _answer_yes(box)
-    run(_until(lambda: view.runs.topLevelItemCount() == 2 and not view._tasks))
+    run(_until(lambda: view.runs.topLevelItemCount() == 2 and not view.tasks.busy()))
     again = view.current_record()
     assert again is not None and again.run_id != record.run_id
     assert (again.posture, again.argv, again.workspace) == ("local", record.argv, workspace)
@@ -181,7 +181,7 @@ def test_says_how_many_runs_it_lists_of_all_and_reads_older_ones_on_demand(
     assert view.status.text() == f"The newest {PAGE} of {PAGE + 3} runs in the history."
     assert view.older_button.isVisibleTo(view)
     view.older_button.click()
-    run(_until(lambda: view.runs.topLevelItemCount() == PAGE + 3 and not view._tasks))
+    run(_until(lambda: view.runs.topLevelItemCount() == PAGE + 3 and not view.tasks.busy()))
     assert view.status.text() == f"{PAGE + 3} runs in the history."
     assert not view.older_button.isVisibleTo(view)
 
@@ -238,7 +238,7 @@ def test_rerun_streams_its_output_and_stop_ends_it(
     window.activateWindow()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
     qtbot.keyClick(view.filter, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
-    run(_until(lambda: not view._tasks))
+    run(_until(lambda: not view.tasks.busy()))
     again = view.current_record()
     assert again is not None and again.run_id != record.run_id
     assert again.outcome == "cancelled"

@@ -46,6 +46,7 @@ from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.service import RunService
 from workbench.skills import default_roots, discover, load_skill
+from workbench.ui.common.tasks import user_message
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.scene import Scene as Scene  # re-exported for `workbench gui --run`
 from workbench.ui.scene import stage
@@ -190,10 +191,7 @@ def _excepthook(window: MainWindow, previous: _Hook) -> _Hook:
             previous(kind, error, tb)
             return
         log.error("Unexpected error", exc_info=(kind, error, tb))
-        if isinstance(error, WorkbenchError):
-            window.show_error(str(error))
-        else:
-            window.show_error(f"Unexpected error ({kind.__name__}): {error}. Details are logged.")
+        window.show_error(user_message(error))
 
     return hook
 

@@ -1,18 +1,13 @@
 """The main window: composes the skill browser, skill view, run panel and posture picker.
 
 It owns the menus, drag and drop of skill folders and the saved window layout (in the injected
-`QSettings`; Open Recent is `RecentFolders`, the status bar's labels `StatusLine`), and the
-background tasks that call the blocking services through `asyncio.to_thread`. Every task is
-started by `_spawn`, which keeps a reference and shows its errors in the message bar;
-`shutdown()` ends them all.
+`QSettings`; Open Recent is `RecentFolders`, the status bar's labels `StatusLine`), and wires
+its parts together in `_connect_signals()`. Every part starts its background work through its
+own `Tasks`, whose errors this window shows in the message bar; `shutdown()` ends them all.
 """
 
 import asyncio
-import logging
-import sys
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
@@ -27,13 +22,13 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.ansi import reveal_bidi
-from workbench.errors import WorkbenchError
 from workbench.postures.model import PostureId
 from workbench.runs.service import CompletedRun
 from workbench.skills import Skill
 from workbench.ui.authoring.editor import SkillEditor
 from workbench.ui.authoring.newskill import AuthoringActions
 from workbench.ui.common.messagebar import MessageBar
+from workbench.ui.common.tasks import Tasks
 from workbench.ui.compare.view import CompareView
 from workbench.ui.history.view import HistoryView
 from workbench.ui.lab.view import LabView
@@ -45,8 +40,6 @@ from workbench.ui.skills.recent import RecentFolders, dropped_folders
 from workbench.ui.skills.view import SkillView
 from workbench.ui.statusline import StatusLine
 from workbench.ui.theme import icon
-
-log = logging.getLogger(__name__)
 
 STATE_VERSION = 1
 TITLE = "Skill Workbench"
@@ -68,7 +61,7 @@ class MainWindow(QMainWindow):
         self._services = services
         self._settings = settings
         self._roots: list[Path] = list(services.roots)
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.tasks = Tasks(self)
         self.setWindowTitle(TITLE)
         self.setWindowIcon(icon("workbench"))
         self.setAcceptDrops(True)
@@ -117,7 +110,7 @@ class MainWindow(QMainWindow):
 
         self.status_line = StatusLine(self.statusBar())
         self.recent = RecentFolders(settings, self)
-        self.authoring = AuthoringActions(self, self.editor, self._spawn, services.load_skill)
+        self.authoring = AuthoringActions(self, self.editor, self.tasks.spawn, services.load_skill)
         self._build_actions()
         self._connect_signals()
 
@@ -154,9 +147,19 @@ class MainWindow(QMainWindow):
         self.find_action.triggered.connect(self.on_find_action_triggered)
         self.quit_action.triggered.connect(self.close)
         self.recent.folder_chosen.connect(self.on_recent_folder_chosen)
+        # Errors
+        for tasks in (
+            self.tasks,
+            self.run_panel.tasks,
+            self.postures.tasks,
+            self.history.tasks,
+            self.compare.tasks,
+            self.lab.tasks,
+        ):
+            tasks.failed.connect(self.message_bar.show_error)
+        self.browser.skill_gone.connect(self.message_bar.show_error)
         # Panes
         self.browser.skill_selected.connect(self.on_browser_skill_selected)
-        self.browser.skill_gone.connect(self.message_bar.show_error)
         self.view.status_message.connect(self.on_view_status_message)
         self.postures.posture_changed.connect(self.on_postures_posture_changed)
         self.run_panel.run_finished.connect(self.on_run_panel_run_finished)
@@ -177,7 +180,7 @@ class MainWindow(QMainWindow):
         )
         for result in results:
             if isinstance(result, Exception):
-                self._report(result)
+                self.tasks.report(result)
 
     async def reload_catalog(self) -> None:
         """Discover every skill under the current roots again."""
@@ -219,9 +222,7 @@ class MainWindow(QMainWindow):
         )
         await self.history.shutdown()
         await self.postures.shutdown()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.tasks.close()
 
     def restore_state(self) -> None:
         """Restore the window geometry, splitter sizes and page saved by the last session; the
@@ -268,7 +269,7 @@ class MainWindow(QMainWindow):
         folders = dropped_folders(event.mimeData().urls())
         if folders:
             event.acceptProposedAction()
-            self._spawn(self.open_folders(folders))
+            self.tasks.spawn(self.open_folders(folders))
 
     # Slots ------------------------------------------------------------------------------
 
@@ -281,13 +282,13 @@ class MainWindow(QMainWindow):
         dialog.open()
 
     def on_open_dialog_file_selected(self, path: str) -> None:
-        self._spawn(self.open_folders([Path(path)]))
+        self.tasks.spawn(self.open_folders([Path(path)]))
 
     def on_recent_folder_chosen(self, folder: Path) -> None:
-        self._spawn(self.open_folders([folder]))
+        self.tasks.spawn(self.open_folders([folder]))
 
     def on_reload_action_triggered(self) -> None:
-        self._spawn(self.reload_catalog())
+        self.tasks.spawn(self.reload_catalog())
 
     def on_find_action_triggered(self) -> None:
         self.browser.focus_search()
@@ -314,18 +315,18 @@ class MainWindow(QMainWindow):
     def on_engine_check_requested(self) -> None:
         """Probe anew on "Check again", or after a refused run (its engine may have gone)."""
         self.status_line.show_engine_checking()
-        self._spawn(self._probe_postures())
+        self.tasks.spawn(self._probe_postures())
 
     def on_run_panel_limits_changed(self) -> None:
         self._prime_pool()
 
     def on_pages_current_changed(self, index: int) -> None:
         if self.pages.widget(index) is self.history:
-            self._spawn(self.history.refresh())
+            self.tasks.spawn(self.history.refresh())
 
     def on_compare_run_activated(self, run_id: str) -> None:
         self.pages.setCurrentWidget(self.history)
-        self._spawn(self.history.show_run(run_id))
+        self.tasks.spawn(self.history.show_run(run_id))
 
     def on_postures_posture_changed(self, posture_id: PostureId) -> None:
         self.run_panel.set_posture(posture_id)
@@ -340,23 +341,6 @@ class MainWindow(QMainWindow):
         if skill is not None and posture_id is not None:
             posture = self.run_panel.limits.posture(posture_id)
             self.postures.prime(skill, posture, self._services.runs.layout)
-
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._on_task_done)
-
-    def _on_task_done(self, task: asyncio.Task[None]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and (error := task.exception()) is not None:
-            self._report(error)
-
-    def _report(self, error: BaseException) -> None:
-        """Show a user-facing error as it is; send anything else to the excepthook."""
-        if isinstance(error, WorkbenchError):
-            self.show_error(str(error))
-        else:
-            sys.excepthook(type(error), error, error.__traceback__)
 
     async def _probe_postures(self) -> None:
         probe: PostureProbe = await asyncio.to_thread(self._services.probe_postures)

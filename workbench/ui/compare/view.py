@@ -150,7 +150,7 @@ class CompareView(PostureJobPage):
             self.command.setCursorPosition(0)
             if self._skill is None or self._runs_js() != was_js:
                 self._tick_defaults()
-            if self._task is None:  # another skill's comparison is not this one's
+            if not self.is_running():  # another skill's comparison is not this one's
                 self._records = []
                 self.table.setColumnCount(0)
                 self._show(HINT, "muted")
@@ -250,7 +250,7 @@ class CompareView(PostureJobPage):
             self.table.item(0, column + 1).setText("running…")
 
     def _update_buttons(self) -> None:
-        running = self._task is not None
+        running = self.is_running()
         ready = (
             self._skill is not None and bool(self.chosen()) and bool(self.command.text().strip())
         )

@@ -9,17 +9,15 @@ limits in the same workspace (a local run asks first, naming the risk), its outp
 the record pane and Stop (Ctrl+.) ends it. Export writes the report as HTML, Markdown or JSON
 to a file chosen in a save dialog opened with `open()`. Restore puts the run's workspace back
 as it was before the run; when the workspace changed since, it asks before throwing those
-changes away. All blocking work (sqlite, hashing, writing) runs in threads; every task is kept
-and its errors shown here.
+changes away. All blocking work (sqlite, hashing, writing) runs in threads, in tasks kept by
+`Tasks`; their `WorkbenchError`s show in this view's status line.
 """
 
 import asyncio
 import codecs
 import dataclasses
-import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase, QKeySequence, QShortcut, QTextCursor
@@ -46,6 +44,7 @@ from workbench.runs.record import RunRecord, RunState, plain_text
 from workbench.runs.reports import ExportFormat, export_record
 from workbench.runs.service import RunPlan, RunService
 from workbench.runs.undo import restore_run
+from workbench.ui.common.tasks import Tasks
 from workbench.ui.common.text import plural
 from workbench.ui.common.widgets import plain_label, set_status
 from workbench.ui.history.rows import (
@@ -78,7 +77,7 @@ class HistoryView(QWidget):
         self._loaded: list[RunRecord] = []
         self._total = 0
         self._limit = PAGE
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.tasks = Tasks(self, explain=self.on_tasks_explain)
         self._dialog: QFileDialog | None = None
         self._question: QMessageBox | None = None
         self._rerun_cancel: CancelToken | None = None
@@ -163,6 +162,7 @@ class HistoryView(QWidget):
         self.export_button.clicked.connect(self.on_export_button_clicked)
         self.restore_button.clicked.connect(self.on_restore_button_clicked)
         self.runs.currentItemChanged.connect(self.on_runs_current_item_changed)
+        self.tasks.busy_changed.connect(self._update_buttons)
 
     # Public API -------------------------------------------------------------------------
 
@@ -253,7 +253,7 @@ class HistoryView(QWidget):
                 "Restore anyway?",
                 str(error),
                 "Restore and lose those changes",
-                lambda: self._spawn(self.restore(record, force=True)),
+                lambda: self.tasks.spawn(self.restore(record, force=True)),
             )
             return
         state = "Restored" if report.complete else "Partly restored"
@@ -280,18 +280,16 @@ class HistoryView(QWidget):
 
     async def shutdown(self) -> None:
         """End every task this view started."""
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.tasks.close()
 
     # Slots ------------------------------------------------------------------------------
 
     def on_refresh_button_clicked(self) -> None:
-        self._spawn(self.refresh())
+        self.tasks.spawn(self.refresh())
 
     def on_older_button_clicked(self) -> None:
         self._limit += PAGE
-        self._spawn(self.refresh())
+        self.tasks.spawn(self.refresh())
 
     def on_filter_changed(self, *_args: object) -> None:
         self._show_runs()
@@ -308,20 +306,20 @@ class HistoryView(QWidget):
         if record is None:
             return
         if record.posture != PostureId.LOCAL:
-            self._spawn(self.rerun(record))
+            self.tasks.spawn(self.rerun(record))
             return
         self._ask(
             "Run without a sandbox?",
             "This run used the local posture: the command runs as you, with access to all "
             "your files, your network and every secret in your environment.",
             "Re-run locally — no sandbox",
-            lambda: self._spawn(self.rerun(record)),
+            lambda: self.tasks.spawn(self.rerun(record)),
         )
 
     def on_restore_button_clicked(self) -> None:
         record = self.current_record()
         if record is not None:
-            self._spawn(self.restore(record))
+            self.tasks.spawn(self.restore(record))
 
     def on_export_button_clicked(self) -> None:
         record = self.current_record()
@@ -348,7 +346,7 @@ class HistoryView(QWidget):
         target = Path(path)
         by_suffix = {fmt.value: fmt for fmt in EXPORT_FILTERS.values()}
         fmt = by_suffix.get(target.suffix.lstrip(".").lower(), EXPORT_FILTERS.get(name_filter))
-        self._spawn(self.export(record, target, fmt or ExportFormat.HTML))
+        self.tasks.spawn(self.export(record, target, fmt or ExportFormat.HTML))
 
     def on_dialog_finished(self, _result: int) -> None:
         if self._dialog is not None:
@@ -359,6 +357,9 @@ class HistoryView(QWidget):
 
     def on_question_finished(self, _result: int) -> None:
         self._question = None
+
+    def on_tasks_explain(self, error: WorkbenchError) -> None:
+        self._say(str(error), "danger")
 
     def _show_runs(self) -> None:
         """List the loaded runs the filter keeps, keeping the selected run selected."""
@@ -399,25 +400,9 @@ class HistoryView(QWidget):
         self.status.setText(text)
         set_status(self.status, status)
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.ensure_future(coroutine)
-        self._tasks.add(task)
-        self._update_buttons()
-        task.add_done_callback(self._on_task_done)
-
-    def _on_task_done(self, task: "asyncio.Task[Any]") -> None:
-        self._tasks.discard(task)
-        self._update_buttons()
-        if task.cancelled() or (error := task.exception()) is None:
-            return
-        if isinstance(error, WorkbenchError):
-            self._say(str(error), "danger")
-        else:
-            sys.excepthook(type(error), error, error.__traceback__)
-
     def _update_buttons(self) -> None:
         record = self.current_record()
-        busy = bool(self._tasks)
+        busy = self.tasks.busy()
         finished = record is not None and record.state is not RunState.RUNNING
         self.refresh_button.setEnabled(not busy)
         self.older_button.setEnabled(not busy)

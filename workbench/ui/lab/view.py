@@ -180,7 +180,7 @@ class LabView(PostureJobPage):
         self.progress.setText(f"cell {self._done} of {total}")
 
     def _update_buttons(self) -> None:
-        running = self._task is not None
+        running = self.is_running()
         self.run_button.setEnabled(bool(self.chosen()) and not running)
         self.stop_button.setEnabled(running)
 

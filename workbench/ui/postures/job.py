@@ -3,14 +3,13 @@ the user ticked.
 
 Run (Ctrl+Return) starts the job (after asking, with `.open()`, when `local` is ticked), Stop
 (Ctrl+.) cancels it through its `CancelToken`, `shutdown()` stops it and waits for it to clean
-up, a job's `WorkbenchError` shows in the status line, and activating a table cell opens its
-run (the run id is the cell's `RUN_ID` data). Subclasses build the widgets named below and say
-what they run (`_job`), what the question asks (`LOCAL_QUESTION`) and when Run is possible
-(`_update_buttons`).
+up, a job's `WorkbenchError` shows in the status line (its other errors go through `Tasks` to
+the message bar), and activating a table cell opens its run (the run id is the cell's `RUN_ID`
+data). Subclasses build the widgets named below and say what they run (`_job`), what the
+question asks (`LOCAL_QUESTION`) and when Run is possible (`_update_buttons`).
 """
 
 import asyncio
-import sys
 from collections.abc import Coroutine
 from typing import Any
 
@@ -28,6 +27,7 @@ from PySide6.QtWidgets import (
 from workbench.errors import WorkbenchError
 from workbench.executors.types import CancelToken
 from workbench.postures.model import Availability, PostureId
+from workbench.ui.common.tasks import Tasks
 from workbench.ui.common.widgets import set_status
 from workbench.ui.history.view import ask
 from workbench.ui.postures.checks import PostureChecks
@@ -59,7 +59,7 @@ class PostureJobPage(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._cancel: CancelToken | None = None
-        self._task: asyncio.Task[None] | None = None
+        self.tasks = Tasks(self, explain=self.on_tasks_explain)  # the job in progress
         self._question: QMessageBox | None = None
         self._run_shortcut = QShortcut(QKeySequence("Ctrl+Return"), self)
         self._stop_shortcut = QShortcut(QKeySequence("Ctrl+."), self)
@@ -73,6 +73,10 @@ class PostureJobPage(QWidget):
         """The ticked postures, strongest first."""
         return self.postures.chosen()
 
+    def is_running(self) -> bool:
+        """Whether a job is in progress."""
+        return self.tasks.busy()
+
     def question(self) -> QMessageBox | None:
         """The open "run without a sandbox?" question, if one is open."""
         return self._question
@@ -84,10 +88,10 @@ class PostureJobPage(QWidget):
             self._show(self.STOPPING, "muted")
 
     async def shutdown(self, grace_s: float = 15.0) -> None:
-        """Stop the job in progress and wait (at most `grace_s`) for it to clean up."""
-        if self._task is not None:
-            self.stop()
-            await asyncio.wait([self._task], timeout=grace_s)
+        """Stop the job in progress and wait (at most `grace_s`, then cancel it) for it to
+        clean up."""
+        self.stop()
+        await self.tasks.close(grace_s)
 
     # Slots ------------------------------------------------------------------------------
 
@@ -111,6 +115,14 @@ class PostureJobPage(QWidget):
         if isinstance(run_id, str):
             self.run_activated.emit(run_id)
 
+    def on_tasks_busy_changed(self, running: bool) -> None:
+        if not running:
+            self._cancel = None
+            self._update_buttons()
+
+    def on_tasks_explain(self, error: WorkbenchError) -> None:
+        self._show(f"{self.FAILED}: {error}", "danger")
+
     # For subclasses ---------------------------------------------------------------------
 
     def _connect_job_signals(self) -> None:
@@ -121,6 +133,7 @@ class PostureJobPage(QWidget):
         self._stop_shortcut.activated.connect(self.on_stop_button_clicked)
         self.table.itemActivated.connect(self.on_table_item_activated)
         self.postures.changed.connect(self._update_buttons)
+        self.tasks.busy_changed.connect(self.on_tasks_busy_changed)
 
     def start(self) -> "asyncio.Task[None] | None":
         """Start the job (what Run does, after `local` was confirmed); None when it cannot."""
@@ -131,10 +144,9 @@ class PostureJobPage(QWidget):
         if job is None:
             return None
         self._cancel = cancel
-        self._task = asyncio.ensure_future(job)
-        self._task.add_done_callback(self._on_task_done)
+        task = self.tasks.spawn(job)
         self._update_buttons()
-        return self._task
+        return task
 
     def _job(self, cancel: CancelToken) -> Job | None:
         """The job to run now, watching `cancel`; None (with the reason shown) when none."""
@@ -142,17 +154,6 @@ class PostureJobPage(QWidget):
 
     def _update_buttons(self) -> None:
         raise NotImplementedError
-
-    def _on_task_done(self, task: "asyncio.Task[None]") -> None:
-        self._task = None
-        self._cancel = None
-        self._update_buttons()
-        if task.cancelled() or (error := task.exception()) is None:
-            return
-        if isinstance(error, WorkbenchError):
-            self._show(f"{self.FAILED}: {error}", "danger")
-        else:
-            sys.excepthook(type(error), error, error.__traceback__)
 
     def _show(self, text: str, status: str) -> None:
         self.status.setText(text)

@@ -18,13 +18,11 @@ The docker, gvisor and quickjs cards also show their warm pool (`PoolControls`) 
 `set_pools()` hands the pools over, while their posture can run here: its size (remembered in
 the settings) and what it holds now, read from `WarmPool.status()` twice a second. `prime()`
 asks the chosen posture's pool to get ready for the next run of a skill, 0.3 s after the last
-ask (browsing skills fills for the one the user stops at); the pool calls run in tasks the
-picker keeps until `shutdown()`.
+ask (browsing skills fills for the one the user stops at); the pool calls run in the picker's
+`Tasks`, which reports their errors, until `shutdown()`.
 """
 
-import asyncio
-from collections.abc import Coroutine, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QKeyEvent
@@ -57,6 +55,7 @@ from workbench.postures.model import (
 )
 from workbench.runs.layout import DataLayout
 from workbench.skills import Skill
+from workbench.ui.common.tasks import Tasks
 from workbench.ui.common.text import tooltip
 from workbench.ui.common.widgets import plain_label, set_status
 from workbench.ui.postures.pool import PoolControls
@@ -201,7 +200,7 @@ class PosturePicker(QScrollArea):
         self._cards: dict[PostureId, PostureCard] = {}
         self._pools: dict[PostureId, WarmPool] = {}
         self._settings: QSettings | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.tasks = Tasks(self)  # the pool calls
         self._pool_timer = QTimer(self)
         self._pool_timer.setInterval(POOL_REFRESH_MS)
         self._prime_timer = QTimer(self)  # browsing skills primes once, for the last one
@@ -300,7 +299,7 @@ class PosturePicker(QScrollArea):
             card = self._cards[posture_id]
             card.pool.set_size(settings.value(f"pool/{posture_id}", 0))
             card.show_pool()
-            self._spawn(pool.resize(card.pool.size_box.value()))
+            self.tasks.spawn(pool.resize(card.pool.size_box.value()))
         self.on_pool_timer_timeout()
         self._pool_timer.start()
 
@@ -319,7 +318,7 @@ class PosturePicker(QScrollArea):
         self._pool_timer.stop()
         self._prime_timer.stop()
         self._primed = None
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.tasks.close(grace_s=None)
 
     # Slots ------------------------------------------------------------------------------
 
@@ -329,14 +328,14 @@ class PosturePicker(QScrollArea):
         if pool is None or self._settings is None:
             return
         self._settings.setValue(f"pool/{card.posture_id}", size)
-        self._spawn(pool.resize(size))
+        self.tasks.spawn(pool.resize(size))
         card.pool.show_status(pool.status())
 
     def on_prime_timer_timeout(self) -> None:
         if self._primed is not None:
             pool, posture, session = self._primed
             self._primed = None
-            self._spawn(pool.prime(posture, session))
+            self.tasks.spawn(pool.prime(posture, session))
 
     def on_pool_timer_timeout(self) -> None:
         for posture_id, pool in self._pools.items():
@@ -434,11 +433,6 @@ class PosturePicker(QScrollArea):
         box.finished.connect(self.on_confirm_finished)
         self._confirm = box
         box.open()
-
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     def _set_chosen(self, posture_id: PostureId | None) -> None:
         changed = posture_id is not self._chosen

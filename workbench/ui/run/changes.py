@@ -15,7 +15,6 @@ characters), as the CLI and the reports show them.
 """
 
 import asyncio
-import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -36,6 +35,7 @@ from PySide6.QtWidgets import (
 from workbench.errors import WorkbenchError, WorkspaceError
 from workbench.runs.service import CompletedRun, RunService
 from workbench.runs.undo import restore_run
+from workbench.ui.common.tasks import Tasks
 from workbench.ui.common.text import format_size, plural, tooltip
 from workbench.ui.common.widgets import plain_label, set_status
 from workbench.ui.history.view import ask
@@ -91,7 +91,7 @@ class ChangesView(QWidget):
         super().__init__(parent)
         self._service = service
         self._done: CompletedRun | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.tasks = Tasks(self)
         self._shown: FileChange | None = None
         self._confirm: QMessageBox | None = None
         self._watched: Path | None = None
@@ -174,7 +174,7 @@ class ChangesView(QWidget):
         self.set_run(None)
         self._watched, self._watch_started = workspace, time.monotonic()
         self._baseline, self._first_seen, self._live_shown = None, {}, ()
-        self._spawn(self._poll(workspace))
+        self.tasks.spawn(self._poll(workspace))
         self._watch_timer.start()
 
     def stop_watching(self) -> None:
@@ -184,30 +184,29 @@ class ChangesView(QWidget):
 
     async def settle(self) -> None:
         """Wait for the diffs and restores in progress (for tests and screenshots)."""
-        while self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.tasks.settle()
 
     def restore_now(self) -> "asyncio.Task[None] | None":
         """Restore the workspace without asking (what a confirmed Restore does)."""
         if self._done is None:
             return None
         self.restore_button.setEnabled(False)
-        return self._spawn(self._restore(self._done))
+        return self.tasks.spawn(self._restore(self._done))
 
     # Slots ------------------------------------------------------------------------------
 
     def on_watch_timer_timeout(self) -> None:
         if self._watched is not None and not self._polling:
-            self._spawn(self._poll(self._watched))
+            self.tasks.spawn(self._poll(self._watched))
 
     def on_tree_current_item_changed(self, item: QTreeWidgetItem | None, _old: object) -> None:
         change = item.data(0, CHANGE_ROLE) if item is not None else None
         if isinstance(change, FileChange):
-            self._spawn(self._show(change, full=False))
+            self.tasks.spawn(self._show(change, full=False))
 
     def on_diff_show_anyway(self) -> None:
         if self._shown is not None:
-            self._spawn(self._show(self._shown, full=True))
+            self.tasks.spawn(self._show(self._shown, full=True))
 
     def on_restore_button_clicked(self) -> None:
         if self._done is None or self._confirm is not None:
@@ -356,22 +355,11 @@ class ChangesView(QWidget):
     def _ask_force(self, done: CompletedRun, reason: str) -> None:
         def force() -> None:
             self.restore_button.setEnabled(False)
-            self._spawn(self._restore(done, force=True))
+            self.tasks.spawn(self._restore(done, force=True))
 
         box = ask(self, "Restore anyway?", reason, "Restore and lose those changes", force)
         box.finished.connect(self.on_force_question_finished)
         self._confirm = box
-
-    def _spawn(self, coroutine: object) -> "asyncio.Task[None]":
-        task: asyncio.Task[None] = asyncio.ensure_future(coroutine)  # type: ignore[arg-type]
-        self._tasks.add(task)
-        task.add_done_callback(self._on_task_done)
-        return task
-
-    def _on_task_done(self, task: "asyncio.Task[None]") -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and (error := task.exception()) is not None:
-            sys.excepthook(type(error), error, error.__traceback__)
 
 
 def _describe(item: QTreeWidgetItem, change: FileChange, colours: StatusColors) -> None:

@@ -15,7 +15,6 @@ Ctrl+Return, Stop is Ctrl+.; nothing here blocks the event loop.
 
 import asyncio
 import shlex
-import sys
 import time
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from workbench.monitor.sample import ResourceSample
 from workbench.postures.model import POSTURE_INFO, Posture, PostureId
 from workbench.runs.service import CompletedRun, RunPlan, RunService
 from workbench.skills import Skill
+from workbench.ui.common.tasks import Tasks
 from workbench.ui.common.widgets import plain_label, set_status
 from workbench.ui.run.banner import OutcomeBanner
 from workbench.ui.run.card import CardView
@@ -77,7 +77,7 @@ class RunPanel(QWidget):
         self._skill: Skill | None = None
         self._posture: PostureId | None = None
         self._cancel: CancelToken | None = None
-        self._task: asyncio.Task[None] | None = None
+        self.tasks = Tasks(self)  # the run in progress
         self._started = 0.0
         self._timeout = 0.0
         self._browse = -1  # position in the command history while browsing with Up/Down
@@ -176,6 +176,8 @@ class RunPanel(QWidget):
         self.command.textChanged.connect(self._update_buttons)
         self.limits.changed.connect(self.on_limits_changed)
         self._countdown_timer.timeout.connect(self.on_countdown_timer_timeout)
+        self.tasks.busy_changed.connect(self.on_tasks_busy_changed)
+        self.changes.tasks.failed.connect(self.tasks.failed)
 
     # Public API -------------------------------------------------------------------------
 
@@ -211,7 +213,7 @@ class RunPanel(QWidget):
 
     def is_running(self) -> bool:
         """Whether a run is in progress."""
-        return self._task is not None
+        return self.tasks.busy()
 
     def start(self) -> "asyncio.Task[None] | None":
         """Start running the command (what Run does); None when nothing can run now, or when
@@ -226,12 +228,11 @@ class RunPanel(QWidget):
             return None
         self._cancel = CancelToken()
         posture = self.limits.posture(posture_id)
-        self._task = asyncio.ensure_future(
+        task = self.tasks.spawn(
             self._run(skill, posture, self.command.text().strip(), folder, self._cancel)
         )
-        self._task.add_done_callback(self._on_task_done)
         self._update_buttons()
-        return self._task
+        return task
 
     def stop(self) -> None:
         """Stop the run in progress (the executor kills everything it started)."""
@@ -240,11 +241,10 @@ class RunPanel(QWidget):
             self.banner.show_message("Stopping: killing the command and all it started…", "muted")
 
     async def shutdown(self, grace_s: float = 15.0) -> None:
-        """Stop the run in progress and wait (at most `grace_s`) until it has been cleaned up."""
-        task = self._task
-        if task is not None:
-            self.stop()
-            await asyncio.wait([task], timeout=grace_s)
+        """Stop the run in progress and wait (at most `grace_s`, then cancel it) until it has
+        been cleaned up."""
+        self.stop()
+        await self.tasks.close(grace_s)
         await self.changes.settle()
 
     # Slots ------------------------------------------------------------------------------
@@ -266,6 +266,12 @@ class RunPanel(QWidget):
         self.loosened.setText(text)
         set_status(self.loosened, status)
         self.loosened.setVisible(bool(text))
+
+    def on_tasks_busy_changed(self, running: bool) -> None:
+        if not running:
+            self._cancel = None
+            self._update_run_title()
+            self._update_buttons()
 
     def on_countdown_timer_timeout(self) -> None:
         elapsed = time.monotonic() - self._started
@@ -347,16 +353,8 @@ class RunPanel(QWidget):
         self.run_title.setText(f"{lead}: {self._run_words}{suffix}")
         set_status(self.run_title, "warning" if other else "muted")
 
-    def _on_task_done(self, task: "asyncio.Task[None]") -> None:
-        self._task = None
-        self._cancel = None
-        self._update_run_title()
-        self._update_buttons()
-        if not task.cancelled() and (error := task.exception()) is not None:
-            sys.excepthook(type(error), error, error.__traceback__)
-
     def _update_buttons(self) -> None:
-        running = self._task is not None
+        running = self.tasks.busy()
         ready = self._skill is not None and self._posture is not None
         self.run_button.setEnabled(not running and ready and bool(self.command.text().strip()))
         self.stop_button.setEnabled(running)
