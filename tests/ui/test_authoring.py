@@ -66,12 +66,14 @@ async def _run_skill(window: MainWindow) -> None:
     assert task is not None
     await task
     await panel.changes.settle()
+    await _until(panel.output.is_idle)  # the pane draws the last output on its next ticks
 
 
 def test_create_break_fix_save_run_package_and_reimport(
     window: MainWindow, run: Run, extra_root: Path, tmp_path: Path, qtbot
 ) -> None:
     folder = run(window.authoring.create(extra_root, "hello-skill", "Says hello.", {"scripts"}))
+    run(window.tasks.settle())  # the window lists and opens it
     assert window.browser.current_skill().path == folder
     assert window.view.tabs().currentWidget() is window.editor
     editor = window.editor
@@ -101,6 +103,7 @@ def test_create_break_fix_save_run_package_and_reimport(
     package = run(window.authoring.export(folder, tmp_path / "hello.skill"))
     elsewhere = tmp_path / "imported"
     imported = run(window.authoring.import_package(package, elsewhere))
+    run(window.tasks.settle())
     assert imported == elsewhere / "hello-skill"
     assert _tree(imported) == _tree(folder)
     assert window.browser.current_skill().path == imported
@@ -201,7 +204,7 @@ def test_a_hostile_package_is_refused_in_the_message_bar_and_writes_nothing(
     before = sorted(extra_root.rglob("*"))
 
     async def attempt() -> None:
-        window.tasks.spawn(window.authoring.import_package(package, extra_root))
+        window.authoring.tasks.spawn(window.authoring.import_package(package, extra_root))
         await _until(window.message_bar.isVisible)
 
     run(attempt())

@@ -20,6 +20,7 @@ from workbench.ui.services import Services
 
 PARTS = (
     "tasks",
+    "authoring.tasks",
     "run_panel.tasks",
     "run_panel.changes.tasks",
     "postures.tasks",

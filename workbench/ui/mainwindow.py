@@ -2,8 +2,9 @@
 
 It owns the menus, drag and drop of skill folders and the saved window layout (in the injected
 `QSettings`; Open Recent is `RecentFolders`, the status bar's labels `StatusLine`), and wires
-its parts together in `_connect_signals()`. Every part starts its background work through its
-own `Tasks`, whose errors this window shows in the message bar; `shutdown()` ends them all.
+its parts together in `_connect_signals()`: the parts never call each other. Every part starts
+its background work through its own `Tasks`, whose errors this window shows in the message bar;
+`shutdown()` ends them all.
 """
 
 import asyncio
@@ -28,7 +29,7 @@ from workbench.skills import Skill
 from workbench.ui.authoring.editor import SkillEditor
 from workbench.ui.authoring.newskill import AuthoringActions
 from workbench.ui.common.messagebar import MessageBar
-from workbench.ui.common.tasks import Tasks
+from workbench.ui.common.tasks import Tasks, loop_running
 from workbench.ui.compare.view import CompareView
 from workbench.ui.history.view import HistoryView
 from workbench.ui.lab.view import LabView
@@ -110,7 +111,7 @@ class MainWindow(QMainWindow):
 
         self.status_line = StatusLine(self.statusBar())
         self.recent = RecentFolders(settings, self)
-        self.authoring = AuthoringActions(self, self.editor, self.tasks.spawn, services.load_skill)
+        self.authoring = AuthoringActions(self.editor, self)
         self._build_actions()
         self._connect_signals()
 
@@ -150,6 +151,7 @@ class MainWindow(QMainWindow):
         # Errors
         for tasks in (
             self.tasks,
+            self.authoring.tasks,
             self.run_panel.tasks,
             self.postures.tasks,
             self.history.tasks,
@@ -158,6 +160,16 @@ class MainWindow(QMainWindow):
         ):
             tasks.failed.connect(self.message_bar.show_error)
         self.browser.skill_gone.connect(self.message_bar.show_error)
+        self.authoring.refused.connect(self.message_bar.show_error)
+        # Authoring
+        self.authoring.skill_written.connect(self.on_authoring_skill_written)
+        self.authoring.skill_changed.connect(self.on_authoring_skill_changed)
+        self.authoring.catalog_changed.connect(self.on_authoring_catalog_changed)
+        self.authoring.select_requested.connect(self.browser.select_path)
+        self.authoring.close_requested.connect(self.close)
+        self.authoring.status_message.connect(self.on_view_status_message)
+        self.editor.status_message.connect(self.on_view_status_message)
+        self.editor.modified_changed.connect(self.on_editor_modified_changed)
         # Panes
         self.browser.skill_selected.connect(self.on_browser_skill_selected)
         self.view.status_message.connect(self.on_view_status_message)
@@ -215,6 +227,27 @@ class MainWindow(QMainWindow):
         self.authoring.watch_roots(self._roots)
         self._update_count()
 
+    async def open_new_skill(self, root: Path, folder: Path) -> None:
+        """List the skill just written into `folder` under `root`, select it and edit it."""
+        if root in self._roots:
+            self.browser.add_skills([await asyncio.to_thread(self._services.load_skill, folder)])
+        else:
+            await self.open_folders([root])
+        self.browser.select_path(folder)
+        self.view.tabs().setCurrentWidget(self.editor)
+
+    async def refresh_skill(self, folder: Path) -> None:
+        """Load the skill `folder` again and show it wherever it is shown."""
+        skill = await asyncio.to_thread(self._services.load_skill, folder)
+        self.browser.add_skills([skill], select=False)
+        current = self.browser.current_skill()
+        if current is not None and current.path == folder:
+            tabs = self.view.tabs()
+            index = tabs.currentIndex()
+            self.on_browser_skill_selected(skill)
+            tabs.setCurrentIndex(index)
+        self.editor.on_disk_changed()
+
     async def shutdown(self) -> None:
         """Stop the run in progress and end every background task (after the window closed)."""
         await asyncio.gather(
@@ -222,6 +255,7 @@ class MainWindow(QMainWindow):
         )
         await self.history.shutdown()
         await self.postures.shutdown()
+        await self.authoring.tasks.close()
         await self.tasks.close()
 
     def restore_state(self) -> None:
@@ -306,6 +340,21 @@ class MainWindow(QMainWindow):
 
     def on_view_status_message(self, message: str) -> None:
         self.statusBar().showMessage(message, 6000)
+
+    def on_authoring_skill_written(self, root: Path, folder: Path) -> None:
+        self.tasks.spawn(self.open_new_skill(root, folder))
+
+    def on_authoring_skill_changed(self, folder: Path) -> None:
+        if loop_running():
+            self.tasks.spawn(self.refresh_skill(folder))
+
+    def on_authoring_catalog_changed(self) -> None:
+        if loop_running():
+            self.tasks.spawn(self.reload_catalog())
+
+    def on_editor_modified_changed(self, modified: bool) -> None:
+        tabs = self.view.tabs()
+        tabs.setTabText(tabs.indexOf(self.editor), "Edit •" if modified else "Edit")
 
     def on_run_panel_run_finished(self, done: CompletedRun) -> None:
         QApplication.alert(self)

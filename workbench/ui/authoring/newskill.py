@@ -4,16 +4,15 @@
 and description are checked as they are typed with the catalog's own rules, so the dialog shows
 the very message `workbench skills validate` would give, and Create stays off until they pass.
 
-`AuthoringActions` owns New Skill, Save, Export and Import, wires the SKILL.md editor and the
-file watcher into the window (a saved or externally changed skill is reloaded and shown again),
-and guards unsaved edits when the user switches skill or closes the window. Every dialog is
-opened with `.open()`, never `exec()`; blocking work goes through `asyncio.to_thread`.
+`AuthoringActions` owns New Skill, Save, Export and Import and the skill watcher, and guards
+unsaved edits when the user switches skill or closes the window; it tells the window what
+happened (a skill written, saved or changed on disk, a root changed) through signals, and the
+window shows it. Every dialog is opened with `.open()`, never `exec()`; blocking work goes
+through `asyncio.to_thread`.
 """
 
 import asyncio
-from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
@@ -38,13 +37,9 @@ from workbench.skills import Skill
 from workbench.skills.reading import find_skill_md
 from workbench.skills.rules import check_front_matter
 from workbench.ui.authoring.editor import SkillEditor
+from workbench.ui.common.tasks import Tasks
 from workbench.ui.common.widgets import plain_label, set_status
 from workbench.ui.skills.watch import SkillWatcher
-
-if TYPE_CHECKING:
-    from workbench.ui.mainwindow import MainWindow
-
-Spawn = Callable[[Coroutine[Any, Any, object]], None]
 
 
 def name_problems(root: Path, name: str, description: str) -> list[str]:
@@ -160,17 +155,35 @@ class NewSkillDialog(QDialog):
 
 
 class AuthoringActions(QObject):
-    """New Skill, Save, Export and Import, and the editor and watcher wired into the window."""
+    """New Skill, Save, Export and Import, the skill watcher, and the unsaved-edits guard.
 
-    def __init__(
-        self, window: "MainWindow", editor: SkillEditor, spawn: Spawn, load: Callable[[Path], Skill]
-    ) -> None:
-        super().__init__(window)
-        self._window = window
-        self._spawn = spawn
-        self._load = load
+    Signals:
+        skill_written(object, object): a skill was created or imported: the root `Path` it
+            went into and its folder's `Path`.
+        skill_changed(object): the `Path` of a skill folder saved here or changed on disk.
+        catalog_changed(): a watched root gained or lost a skill.
+        select_requested(object): the `Path` of the skill to select (back to the edited one,
+            then on once its edits are saved or discarded).
+        close_requested(): the edits that held the window open are saved or discarded.
+        status_message(str): a short message for the status bar.
+        refused(str): why an action cannot be done now.
+    """
+
+    skill_written = Signal(object, object)
+    skill_changed = Signal(object)
+    catalog_changed = Signal()
+    select_requested = Signal(object)
+    close_requested = Signal()
+    status_message = Signal(str)
+    refused = Signal(str)
+
+    def __init__(self, editor: SkillEditor, parent: QWidget) -> None:
+        super().__init__(parent)
+        self._dialog_parent = parent
         self._roots: list[Path] = []
+        self._selected: Skill | None = None
         self.editor = editor
+        self.tasks = Tasks(self)
         self.watcher = SkillWatcher(self)
         self.new_action = QAction("&New Skill…", self)
         self.new_action.setShortcut(QKeySequence.StandardKey.New)
@@ -185,11 +198,9 @@ class AuthoringActions(QObject):
         self.save_action.triggered.connect(self.on_save_action_triggered)
         self.export_action.triggered.connect(self.on_export_action_triggered)
         self.import_action.triggered.connect(self.on_import_action_triggered)
-        self.editor.saved.connect(self.on_editor_saved)
-        self.editor.modified_changed.connect(self.on_editor_modified_changed)
-        self.editor.status_message.connect(self._window.on_view_status_message)
-        self.watcher.skill_changed.connect(self.on_editor_saved)
-        self.watcher.roots_changed.connect(self.on_watcher_roots_changed)
+        self.editor.saved.connect(self.skill_changed)
+        self.watcher.skill_changed.connect(self.skill_changed)
+        self.watcher.roots_changed.connect(self.catalog_changed)
 
     def actions(self) -> list[QAction]:
         """The File menu entries, in order."""
@@ -209,15 +220,16 @@ class AuthoringActions(QObject):
         """Edit and watch `skill`; False (nothing changes yet) when unsaved edits to another
         skill must be saved or discarded first (the question is open; the switch follows)."""
         current = self.editor.skill()
-        moving = skill is not None and current is not None and skill.path != current.path
-        if moving and self.editor.is_modified():
-            browser = self._window.browser
-            # Both deferred, in order: go back to the edited skill now, forward once settled.
-            QTimer.singleShot(0, lambda: browser.select_path(current.path))
+        back = current.path if current is not None else None
+        on = skill.path if skill is not None else None
+        if back is not None and on is not None and back != on and self.editor.is_modified():
+            # Both deferred, in order: go back to the edited skill now, on once settled.
+            QTimer.singleShot(0, lambda: self.select_requested.emit(back))
             self.editor.request_leave(
-                lambda: QTimer.singleShot(0, lambda: browser.select_path(skill.path))
+                lambda: QTimer.singleShot(0, lambda: self.select_requested.emit(on))
             )
             return False
+        self._selected = skill
         if skill is not None:
             self.editor.show_skill(skill)
             self.watcher.set_skill(skill.path)
@@ -230,44 +242,31 @@ class AuthoringActions(QObject):
             self.watcher.set_roots([])
             self.watcher.set_skill(None)
             return False
-        self.editor.request_leave(self._window.close)
+        self.editor.request_leave(self.close_requested.emit)
         return True
 
     async def create(
         self, root: Path, name: str, description: str, folders: frozenset[str]
     ) -> Path:
-        """Create a skill from the template, list it and open it in the editor."""
+        """Create a skill from the template (the window then lists and opens it)."""
         folder = await asyncio.to_thread(create_skill, root, name, description, folders)
-        await self._open_new(root, folder)
+        self.skill_written.emit(root, folder)
         return folder
 
     async def export(self, folder: Path, dest: Path) -> Path:
         """Write the skill `folder` as a .skill package at `dest`."""
         target = await asyncio.to_thread(export_skill, folder, dest)
-        self._window.on_view_status_message(f"Exported {folder.name} to {target}")
+        self.status_message.emit(f"Exported {folder.name} to {target}")
         return target
 
     async def import_package(self, package: Path, root: Path) -> Path:
-        """Unpack a .skill package into `root`, list the skill and open it."""
+        """Unpack a .skill package into `root` (the window then lists and opens the skill)."""
         folder = await asyncio.to_thread(import_skill, package, root)
-        await self._open_new(root, folder)
+        self.skill_written.emit(root, folder)
         return folder
 
-    async def refresh(self, folder: Path) -> None:
-        """Load the skill `folder` again and show it wherever it is shown."""
-        skill = await asyncio.to_thread(self._load, folder)
-        browser = self._window.browser
-        browser.add_skills([skill], select=False)
-        current = browser.current_skill()
-        if current is not None and current.path == folder:
-            tabs = self._window.view.tabs()
-            index = tabs.currentIndex()
-            self._window.on_browser_skill_selected(skill)
-            tabs.setCurrentIndex(index)
-        self.editor.on_disk_changed()
-
     def on_new_action_triggered(self) -> None:
-        dialog = NewSkillDialog(self.writable_roots(), self._window)
+        dialog = NewSkillDialog(self.writable_roots(), self._dialog_parent)
         dialog.create_requested.connect(self.on_dialog_create_requested)
         dialog.finished.connect(dialog.deleteLater)
         dialog.open()
@@ -275,39 +274,29 @@ class AuthoringActions(QObject):
     def on_dialog_create_requested(
         self, root: Path, name: str, description: str, folders: frozenset[str]
     ) -> None:
-        self._spawn(self.create(root, name, description, folders))
-
-    def on_editor_modified_changed(self, modified: bool) -> None:
-        tabs = self._window.view.tabs()
-        tabs.setTabText(tabs.indexOf(self.editor), "Edit •" if modified else "Edit")
+        self.tasks.spawn(self.create(root, name, description, folders))
 
     def on_save_action_triggered(self) -> None:
         self.editor.save()
 
-    def on_editor_saved(self, folder: Path) -> None:
-        if _loop_running():
-            self._spawn(self.refresh(folder))
-
-    def on_watcher_roots_changed(self) -> None:
-        if _loop_running():
-            self._spawn(self._window.reload_catalog())
-
     def on_export_action_triggered(self) -> None:
-        skill = self._window.browser.current_skill()
+        skill = self._selected
         if skill is None:
-            self._window.show_error("Select a skill to export first.")
+            self.refused.emit("Select a skill to export first.")
             return
-        dialog = QFileDialog(self._window, "Export Skill")
+        dialog = QFileDialog(self._dialog_parent, "Export Skill")
         dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
         dialog.setNameFilter(f"Skill packages (*{SUFFIX})")
         dialog.setDefaultSuffix(SUFFIX.lstrip("."))
         dialog.selectFile(f"{skill.path.name}{SUFFIX}")
-        dialog.fileSelected.connect(lambda path: self._spawn(self.export(skill.path, Path(path))))
+        dialog.fileSelected.connect(
+            lambda path: self.tasks.spawn(self.export(skill.path, Path(path)))
+        )
         dialog.finished.connect(dialog.deleteLater)
         dialog.open()
 
     def on_import_action_triggered(self) -> None:
-        dialog = QFileDialog(self._window, "Import Skill Package")
+        dialog = QFileDialog(self._dialog_parent, "Import Skill Package")
         dialog.setFileMode(QFileDialog.FileMode.ExistingFile)
         dialog.setNameFilter(f"Skill packages (*{SUFFIX})")
         dialog.fileSelected.connect(self.on_import_package_selected)
@@ -316,31 +305,13 @@ class AuthoringActions(QObject):
 
     def on_import_package_selected(self, path: str) -> None:
         roots = self.writable_roots()
-        dialog = QFileDialog(self._window, "Import the skill into")
+        dialog = QFileDialog(self._dialog_parent, "Import the skill into")
         dialog.setFileMode(QFileDialog.FileMode.Directory)
         dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
         if roots:
             dialog.setDirectory(str(roots[0]))
         dialog.fileSelected.connect(
-            lambda root: self._spawn(self.import_package(Path(path), Path(root)))
+            lambda root: self.tasks.spawn(self.import_package(Path(path), Path(root)))
         )
         dialog.finished.connect(dialog.deleteLater)
         dialog.open()
-
-    async def _open_new(self, root: Path, folder: Path) -> None:
-        if root in self._roots:
-            self._window.browser.add_skills([await asyncio.to_thread(self._load, folder)])
-        else:
-            await self._window.open_folders([root])
-        self._window.browser.select_path(folder)
-        self._window.view.tabs().setCurrentWidget(self.editor)
-
-
-def _loop_running() -> bool:
-    """Whether the asyncio loop runs (always in the app; not between the steps of a test, nor
-    after the window closed), so a refresh from a file event can be started."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
