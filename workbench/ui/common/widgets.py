@@ -1,7 +1,9 @@
-"""Tiny widget helpers shared by the views: literal labels and status colouring."""
+"""Tiny widget helpers shared by the views: literal labels, status colouring, questions."""
+
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QWidget
+from PySide6.QtWidgets import QLabel, QMessageBox, QWidget
 
 
 def plain_label(text: str = "", parent: QWidget | None = None, wrap: bool = False) -> QLabel:
@@ -18,3 +20,28 @@ def set_status(widget: QWidget, status: str) -> None:
     widget.setProperty("status", status)
     widget.style().unpolish(widget)
     widget.style().polish(widget)
+
+
+def ask(
+    parent: QWidget, title: str, text: str, accept: str, then: Callable[[], object]
+) -> QMessageBox:
+    """Ask a question window-modally, opened with `open()` (never `exec()`); `then()` runs
+    only if the user clicks `accept` (Cancel is the default and Escape answer)."""
+    box = QMessageBox(parent)
+    box.setIcon(QMessageBox.Icon.Warning)
+    box.setWindowTitle(title)
+    box.setTextFormat(Qt.TextFormat.PlainText)
+    box.setText(text)
+    yes = box.addButton(accept, QMessageBox.ButtonRole.AcceptRole)
+    keep = box.addButton(QMessageBox.StandardButton.Cancel)
+    box.setDefaultButton(keep)
+    box.setEscapeButton(keep)
+
+    def finished(_result: int) -> None:
+        box.deleteLater()
+        if box.clickedButton() is yes:
+            then()
+
+    box.finished.connect(finished)
+    box.open()
+    return box

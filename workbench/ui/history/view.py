@@ -46,7 +46,7 @@ from workbench.runs.service import RunPlan, RunService
 from workbench.runs.undo import restore_run
 from workbench.ui.common.tasks import Tasks
 from workbench.ui.common.text import plural
-from workbench.ui.common.widgets import plain_label, set_status
+from workbench.ui.common.widgets import ask, plain_label, set_status
 from workbench.ui.history.rows import (
     COLUMNS,
     RUN_ID,
@@ -391,7 +391,7 @@ class HistoryView(QWidget):
             sentence = f"Showing {shown:,} of {listed} in the history."
         return sentence + (f" {plural(lab_hidden, 'Lab run')} hidden." if lab_hidden else "")
 
-    def _ask(self, title: str, text: str, accept: str, then: Callable[[], None]) -> None:
+    def _ask(self, title: str, text: str, accept: str, then: Callable[[], object]) -> None:
         if self._question is None:
             self._question = ask(self, title, text, accept, then)
             self._question.finished.connect(self.on_question_finished)
@@ -437,28 +437,3 @@ class _OutputSink:
         cursor = self._pane.textCursor()
         cursor.movePosition(QTextCursor.MoveOperation.End)
         cursor.insertText(plain_text(decoder.decode(chunk.data)))
-
-
-def ask(
-    parent: QWidget, title: str, text: str, accept: str, then: Callable[[], None]
-) -> QMessageBox:
-    """Ask a question window-modally, opened with `open()` (never `exec()`); `then()` runs
-    only if the user clicks `accept` (Cancel is the default and Escape answer)."""
-    box = QMessageBox(parent)
-    box.setIcon(QMessageBox.Icon.Warning)
-    box.setWindowTitle(title)
-    box.setTextFormat(Qt.TextFormat.PlainText)
-    box.setText(text)
-    yes = box.addButton(accept, QMessageBox.ButtonRole.AcceptRole)
-    keep = box.addButton(QMessageBox.StandardButton.Cancel)
-    box.setDefaultButton(keep)
-    box.setEscapeButton(keep)
-
-    def finished(_result: int) -> None:
-        box.deleteLater()
-        if box.clickedButton() is yes:
-            then()
-
-    box.finished.connect(finished)
-    box.open()
-    return box

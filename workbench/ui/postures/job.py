@@ -28,8 +28,7 @@ from workbench.errors import WorkbenchError
 from workbench.executors.types import CancelToken
 from workbench.postures.model import Availability, PostureId
 from workbench.ui.common.tasks import Tasks
-from workbench.ui.common.widgets import set_status
-from workbench.ui.history.view import ask
+from workbench.ui.common.widgets import ask, set_status
 from workbench.ui.postures.checks import PostureChecks
 
 RUN_ID = Qt.ItemDataRole.UserRole

@@ -37,8 +37,7 @@ from workbench.runs.service import CompletedRun, RunService
 from workbench.runs.undo import restore_run
 from workbench.ui.common.tasks import Tasks
 from workbench.ui.common.text import format_size, plural, tooltip
-from workbench.ui.common.widgets import plain_label, set_status
-from workbench.ui.history.view import ask
+from workbench.ui.common.widgets import ask, plain_label, set_status
 from workbench.ui.run.diff import DiffView
 from workbench.ui.theme import StatusColors, status_colors
 from workbench.workspace.changes import ChangeKind, EntryType, FileChange, path_text

@@ -43,8 +43,7 @@ from workbench.postures.model import (
     assess,
 )
 from workbench.ui.common.text import tooltip
-from workbench.ui.common.widgets import set_status
-from workbench.ui.history.view import ask
+from workbench.ui.common.widgets import ask, set_status
 
 _Spin = TypeVar("_Spin", QSpinBox, QDoubleSpinBox)
 MAX_HISTORY = 20
