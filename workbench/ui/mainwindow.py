@@ -273,7 +273,8 @@ class MainWindow(QMainWindow):
             value = self._settings.value(key)
             if isinstance(value, QByteArray):
                 restore(value)
-        self.pages.setCurrentIndex(self._settings.value("window/page", 0, type=int))
+        page = self._settings.value("window/page", 0, type=int)
+        self.pages.setCurrentIndex(page if isinstance(page, int) else 0)
 
     def show_error(self, message: str) -> None:
         """Show an error in the message bar (never a modal dialog)."""

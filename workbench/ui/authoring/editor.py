@@ -144,11 +144,15 @@ class SkillEditor(QWidget):
     def show_skill(self, skill: Skill | None) -> None:
         """Edit `skill`'s SKILL.md; the same skill keeps the buffer unless it changed on disk
         and has no unsaved edits."""
-        same = skill is not None and self._skill is not None and skill.path == self._skill.path
-        self._skill = skill
-        if same and (self.is_modified() or fingerprint(skill.skill_md) == self._loaded):
-            return
-        self._load()
+        previous, self._skill = self._skill, skill
+        kept = (
+            skill is not None
+            and previous is not None
+            and skill.path == previous.path
+            and (self.is_modified() or fingerprint(skill.skill_md) == self._loaded)
+        )
+        if not kept:
+            self._load()
 
     def skill(self) -> Skill | None:
         """The skill being edited."""

@@ -202,12 +202,12 @@ class CompareView(PostureJobPage):
         for column in range(len(request.runs)):
             for row in range(len(FIGURES)):
                 self.table.setItem(row, column, QTableWidgetItem("waiting…" if row == 0 else ""))
-        self.table.item(0, 0).setText("running…")
+        self._set_head(0, "running…")
         self._show(f"Comparing under {plural(len(request.runs), 'posture')}…", "muted")
         records = await run_compare(self._service, request, cancel, self._on_record)
         stopped = len(records) < len(request.runs)
         for column in range(len(records), len(request.runs)):
-            self.table.item(0, column).setText("skipped (stopped)")
+            self._set_head(column, "skipped (stopped)")
         ok = sum(1 for r in records if r.outcome == RunStatus.OK)
         self._show(
             f"{'Stopped: ' if stopped else ''}{ok} of {plural(len(records), 'run')} ended ok. "
@@ -247,7 +247,13 @@ class CompareView(PostureJobPage):
                 item.setForeground(status_colour(record, status_colors(self.palette())))
             self.table.setItem(index, column, item)
         if column + 1 < self.table.columnCount():
-            self.table.item(0, column + 1).setText("running…")
+            self._set_head(column + 1, "running…")
+
+    def _set_head(self, column: int, text: str) -> None:
+        """Say `text` in the first row of `column` (a posture waiting, running or skipped)."""
+        item = self.table.item(0, column)
+        if item is not None:
+            item.setText(text)
 
     def _update_buttons(self) -> None:
         running = self.is_running()

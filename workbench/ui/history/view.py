@@ -189,7 +189,7 @@ class HistoryView(QWidget):
         """Select the run `run_id` if it is listed; returns whether it is."""
         for index in range(self.runs.topLevelItemCount()):
             item = self.runs.topLevelItem(index)
-            if item.data(0, RUN_ID) == run_id:
+            if item is not None and item.data(0, RUN_ID) == run_id:
                 self.runs.setCurrentItem(item)
                 return True
         return False

@@ -151,7 +151,7 @@ class LineChart(QWidget):
 def nice_ceiling(value: float, unit: float = 1.0) -> float:
     """The smallest round number of `unit`s (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 x 10^k) >= value."""
     scaled = max(value / unit, 1e-9)
-    power = 10 ** math.floor(math.log10(scaled))
+    power = 10.0 ** math.floor(math.log10(scaled))
     step = next(s for s in (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10) if s * power >= scaled)
     return step * power * unit
 

@@ -222,7 +222,7 @@ class WorkspaceChoice(QWidget):
         """Whether the user already agreed to runs changing files in `folder`."""
         return str(folder) in settings_strings(self._settings, CONFIRMED_KEY)
 
-    def ask(self, folder: Path, then: Callable[[], None]) -> None:
+    def ask(self, folder: Path, then: Callable[[], object]) -> None:
         """Ask once whether skills may change the files in `folder`; `then` runs on yes."""
         if self._question is not None:
             return
@@ -320,8 +320,12 @@ def _flag(loosened: bool) -> str:
 
 
 def _spin(box: _Spin, low: float, high: float, value: float, suffix: str) -> _Spin:
-    box.setRange(low, high)
-    box.setValue(value)
+    if isinstance(box, QSpinBox):  # whole numbers
+        box.setRange(int(low), int(high))
+        box.setValue(int(value))
+    else:
+        box.setRange(low, high)
+        box.setValue(value)
     box.setSuffix(suffix)
     box.setKeyboardTracking(False)
     return box

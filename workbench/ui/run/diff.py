@@ -217,9 +217,10 @@ def _paint(editor: QPlainTextEdit, marks: list[QTextBlockFormat | None]) -> None
     for i in range(1, len(marks) + 1):
         if i < len(marks) and marks[i] is marks[start]:
             continue
-        if marks[start] is not None:
+        mark = marks[start]
+        if mark is not None:
             cursor = QTextCursor(document.findBlockByNumber(start))
             end = document.findBlockByNumber(i - 1)
             cursor.setPosition(end.position(), QTextCursor.MoveMode.KeepAnchor)
-            cursor.setBlockFormat(marks[start])
+            cursor.setBlockFormat(mark)
         start = i

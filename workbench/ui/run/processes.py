@@ -216,8 +216,8 @@ class ProcessTreeView(QWidget):
         # (is deleted) with it.
         dropped = [self._items.pop(pid) for pid in gone]
         for item in dropped:
-            parent = item.parent()
-            if not isinstance(parent, ProcessItem) or parent.pid not in gone:
+            holder = item.parent()
+            if not isinstance(holder, ProcessItem) or holder.pid not in gone:
                 self._detach(item)
 
     def _attach(self, item: ProcessItem, parent: ProcessItem | None) -> None:

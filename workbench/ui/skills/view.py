@@ -264,9 +264,9 @@ class SkillView(QWidget):
             ("Not in the sandbox image", list(result.missing_tools)),
             ("Not read", list(result.skipped)),
         )
-        for title, lines in groups:
-            item = QTreeWidgetItem(self._capabilities, [f"{title} ({len(lines)})"])
-            item.addChildren([_line_item(line) for line in lines])
+        for title, texts in groups:
+            item = QTreeWidgetItem(self._capabilities, [f"{title} ({len(texts)})"])
+            item.addChildren([_line_item(text) for text in texts])
         self._capabilities.expandAll()
 
     def skill(self) -> Skill | None:
