@@ -2,7 +2,9 @@
 
 The window gets the real catalog (bundled examples plus a temporary root the test fills) and
 a posture probe that answers at once: local, hardened and quickjs available, no Docker engine.
-A test fails when a background task of the window failed unexpectedly (`task_errors`).
+A test fails when a background task of the window failed unexpectedly (`task_errors`). The
+helpers at the end find what a test reads (tree items, table cells and headers, the modal
+dialog, a menu); a lookup that finds nothing fails the test there.
 """
 
 import os
@@ -14,14 +16,23 @@ import gc
 import logging
 import shutil
 import tempfile
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import qasync
 from PySide6.QtCore import QSettings
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import (
+    QApplication,
+    QMainWindow,
+    QMenu,
+    QTableWidget,
+    QTableWidgetItem,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QWidget,
+)
 
 from workbench.executors import build_executor
 from workbench.platform.paths import example_skills_dir
@@ -34,7 +45,8 @@ from workbench.ui.common import tasks
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import PostureProbe, Services
 
-Run = Callable[[Coroutine[Any, Any, Any]], Any]
+Run = Callable[[Awaitable[Any]], Any]
+W = TypeVar("W", bound=QWidget)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -90,10 +102,10 @@ def loop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
 
 @pytest.fixture
 def run(loop: qasync.QEventLoop) -> Run:
-    """Run a coroutine on the Qt loop until it finishes (10 s at most)."""
+    """Run a coroutine (or wait for a task) on the Qt loop until it finishes (10 s at most)."""
 
-    def run_coroutine(coroutine: Coroutine[Any, Any, Any]) -> Any:
-        return loop.run_until_complete(asyncio.wait_for(coroutine, 10))
+    def run_coroutine(awaitable: Awaitable[Any]) -> Any:
+        return loop.run_until_complete(asyncio.wait_for(awaitable, 10))
 
     return run_coroutine
 
@@ -186,3 +198,39 @@ def traversable_tmp_path() -> Iterator[Path]:
     folder.chmod(0o755)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def items(parent: QTreeWidget | QTreeWidgetItem) -> list[QTreeWidgetItem]:
+    """A tree's top-level items, or an item's children, in order."""
+    if isinstance(parent, QTreeWidget):
+        found = [parent.topLevelItem(i) for i in range(parent.topLevelItemCount())]
+    else:
+        found = [parent.child(i) for i in range(parent.childCount())]
+    return [item for item in found if item is not None]
+
+
+def cell(table: QTableWidget, row: int, column: int) -> QTableWidgetItem:
+    """The item in a table's cell."""
+    item = table.item(row, column)
+    assert item is not None, f"no item at row {row}, column {column}"
+    return item
+
+
+def headers(table: QTableWidget) -> list[str]:
+    """The titles of a table's columns."""
+    found = (table.horizontalHeaderItem(i) for i in range(table.columnCount()))
+    return [item.text() if item is not None else "" for item in found]
+
+
+def modal(kind: type[W]) -> W:
+    """The modal window on show, which must be a `kind`."""
+    widget = QApplication.activeModalWidget()
+    assert isinstance(widget, kind), widget
+    return widget
+
+
+def menu(window: QMainWindow, title: str) -> QMenu:
+    """The menu bar's menu called `title` (with its `&`)."""
+    found = next(action.menu() for action in window.menuBar().actions() if action.text() == title)
+    assert isinstance(found, QMenu)
+    return found

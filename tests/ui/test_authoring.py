@@ -9,19 +9,17 @@ throwaway uid, which cannot enter pytest's 0700 tmp_path.
 import asyncio
 import stat
 import zipfile
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from tests.ui.conftest import Run, items, modal
 from workbench.postures.model import PostureId
-from workbench.skills import Code
+from workbench.skills import Code, Skill
 from workbench.ui.authoring.newskill import NewSkillDialog
 from workbench.ui.mainwindow import MainWindow
-
-Run = Callable[[Coroutine[Any, Any, Any]], Any]
 
 
 @pytest.fixture
@@ -48,6 +46,18 @@ def _edit_line(window: MainWindow, line: int, text: str) -> None:
     cursor.insertText(text)
 
 
+def _selected(window: MainWindow) -> Skill:
+    skill = window.browser.current_skill()
+    assert skill is not None
+    return skill
+
+
+def _editing(window: MainWindow) -> Skill:
+    skill = window.editor.skill()
+    assert skill is not None
+    return skill
+
+
 async def _until(predicate: Callable[[], object]) -> None:
     """Wait with the loop running (file events start refreshes only then)."""
     while not predicate():
@@ -56,7 +66,7 @@ async def _until(predicate: Callable[[], object]) -> None:
 
 async def _save(window: MainWindow) -> None:
     window.authoring.save_action.trigger()
-    await _until(lambda: "writes hello.txt" in window.browser.current_skill().description)
+    await _until(lambda: "writes hello.txt" in _selected(window).description)
 
 
 async def _run_skill(window: MainWindow) -> None:
@@ -72,9 +82,11 @@ async def _run_skill(window: MainWindow) -> None:
 def test_create_break_fix_save_run_package_and_reimport(
     window: MainWindow, run: Run, extra_root: Path, tmp_path: Path, qtbot
 ) -> None:
-    folder = run(window.authoring.create(extra_root, "hello-skill", "Says hello.", {"scripts"}))
+    folder = run(
+        window.authoring.create(extra_root, "hello-skill", "Says hello.", frozenset({"scripts"}))
+    )
     run(window.tasks.settle())  # the window lists and opens it
-    assert window.browser.current_skill().path == folder
+    assert _selected(window).path == folder
     assert window.view.tabs().currentWidget() is window.editor
     editor = window.editor
     assert editor.text.document().findBlockByNumber(1).text() == "name: hello-skill"
@@ -106,7 +118,7 @@ def test_create_break_fix_save_run_package_and_reimport(
     run(window.tasks.settle())
     assert imported == elsewhere / "hello-skill"
     assert _tree(imported) == _tree(folder)
-    assert window.browser.current_skill().path == imported
+    assert _selected(window).path == imported
 
 
 def test_switching_skill_with_unsaved_edits_asks_and_can_stay(
@@ -119,15 +131,15 @@ def test_switching_skill_with_unsaved_edits_asks_and_can_stay(
     _edit_line(window, 3, "description: Edited.")
     window.browser.select_path(second)
     qtbot.waitUntil(lambda: isinstance(QApplication.activeModalWidget(), QMessageBox))
-    QApplication.activeModalWidget().button(QMessageBox.StandardButton.Cancel).click()
-    qtbot.waitUntil(lambda: window.browser.current_skill().path == first)
-    assert window.editor.skill().path == first
+    modal(QMessageBox).button(QMessageBox.StandardButton.Cancel).click()
+    qtbot.waitUntil(lambda: _selected(window).path == first)
+    assert _editing(window).path == first
     assert window.editor.text.document().findBlockByNumber(2).text() == "description: Edited."
 
     window.browser.select_path(second)
     qtbot.waitUntil(lambda: isinstance(QApplication.activeModalWidget(), QMessageBox))
-    QApplication.activeModalWidget().button(QMessageBox.StandardButton.Save).click()
-    qtbot.waitUntil(lambda: window.editor.skill().path == second)
+    modal(QMessageBox).button(QMessageBox.StandardButton.Save).click()
+    qtbot.waitUntil(lambda: _editing(window).path == second)
     assert "description: Edited." in (first / "SKILL.md").read_text(encoding="utf-8")
 
 
@@ -140,8 +152,8 @@ def test_an_external_edit_refreshes_the_browser_and_the_editor(
     (folder / "SKILL.md").write_text("---\nname: Outside\ndescription: After.\n---\n")
 
     run(_until(lambda: "After." in window.editor.text.toPlainText()))
-    run(_until(lambda: not window.browser.current_skill().valid))
-    assert window.browser.current_skill().description == "After."
+    run(_until(lambda: not _selected(window).valid))
+    assert _selected(window).description == "After."
     assert any(d.code is Code.NAME_CASE for d in window.editor.diagnostics())
 
 
@@ -159,20 +171,14 @@ def test_the_capability_preview_is_labelled_a_prediction_and_names_what_is_block
     assert tree.topLevelItemCount() == 0  # read only when its tab is shown
     window.view.tabs().setCurrentWidget(window.view._capabilities_page)
     assert window.view._prediction.text().startswith("PREDICTION, NOT A SECURITY CONTROL")
-    rows = {
-        tree.topLevelItem(i).text(0): [
-            tree.topLevelItem(i).child(j).text(0) for j in range(tree.topLevelItem(i).childCount())
-        ]
-        for i in range(tree.topLevelItemCount())
-    }
+    rows = {group.text(0): [line.text(0) for line in items(group)] for group in items(tree)}
     docker = next(children for title, children in rows.items() if title.startswith("Docker c"))
     assert any(line.startswith("blocked:") and "network" in line for line in docker)
     found = next(children for title, children in rows.items() if title.startswith("What the"))
     assert any("scripts/fetch.py:2" in line for line in found)
     other = next(s for s in window.browser.skills() if s.name == "workspace-report")
     assert window.browser.select_path(other.path)  # the tab stays; the preview follows the skill
-    texts = [tree.topLevelItem(i).child(j).text(0) for i in range(tree.topLevelItemCount())
-             for j in range(tree.topLevelItem(i).childCount())]  # fmt: skip
+    texts = [line.text(0) for group in items(tree) for line in items(group)]
     assert texts and not any("fetch.py" in text for text in texts)
 
 
@@ -185,11 +191,11 @@ def test_closing_with_unsaved_edits_asks_and_cancel_keeps_the_window(
     _edit_line(window, 3, "description: Not yet saved.")
     window.close()
     qtbot.waitUntil(lambda: isinstance(QApplication.activeModalWidget(), QMessageBox))
-    QApplication.activeModalWidget().button(QMessageBox.StandardButton.Cancel).click()
+    modal(QMessageBox).button(QMessageBox.StandardButton.Cancel).click()
     assert window.isVisible() and window.editor.is_modified()
     window.close()
     qtbot.waitUntil(lambda: isinstance(QApplication.activeModalWidget(), QMessageBox))
-    QApplication.activeModalWidget().button(QMessageBox.StandardButton.Discard).click()
+    modal(QMessageBox).button(QMessageBox.StandardButton.Discard).click()
     qtbot.waitUntil(lambda: not window.isVisible())
     assert "Not yet saved" not in (folder / "SKILL.md").read_text(encoding="utf-8")
 
@@ -218,7 +224,7 @@ def test_file_new_skill_creates_lists_and_opens_it_in_the_editor(
 ) -> None:
     window.authoring.new_action.trigger()
     qtbot.waitUntil(lambda: isinstance(QApplication.activeModalWidget(), NewSkillDialog))
-    dialog = QApplication.activeModalWidget()
+    dialog = modal(NewSkillDialog)
     dialog.add_root(extra_root)
     dialog.name.setText("from-the-menu")
     dialog.description.setText("Made with File > New Skill.")
@@ -226,7 +232,7 @@ def test_file_new_skill_creates_lists_and_opens_it_in_the_editor(
     async def create() -> None:
         dialog.create_button.click()
         await _until(
-            lambda: window.editor.skill() and window.editor.skill().name == "from-the-menu"
+            lambda: (skill := window.editor.skill()) is not None and skill.name == "from-the-menu"
         )
 
     run(create())

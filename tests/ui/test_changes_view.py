@@ -1,6 +1,5 @@
 """The changes view: badges and counts, diffs and placeholders, and Restore workspace."""
 
-from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -8,14 +7,13 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QMessageBox, QSplitter, QTreeWidgetItem
 
+from tests.ui.conftest import Run, items
 from workbench.executors.types import CancelToken, OutputChunk
 from workbench.postures.model import Posture, PostureId
 from workbench.runs.service import CompletedRun, RunPlan
 from workbench.ui.run.changes import CHANGE_ROLE, ChangesView, losses, summary
 from workbench.ui.run.diff import DiffView, split_rows
 from workbench.ui.services import Services
-
-Run = Callable[[Coroutine[Any, Any, Any]], Any]
 
 COMMAND = (
     "echo new > keep.txt; rm gone.txt; printf 'x\\000y' > blob.bin; mkdir sub;"
@@ -55,11 +53,11 @@ def _items(view: ChangesView) -> dict[str, QTreeWidgetItem]:
     def walk(item: QTreeWidgetItem, prefix: str) -> None:
         path = f"{prefix}{item.text(0)}"
         found[path] = item
-        for i in range(item.childCount()):
-            walk(item.child(i), f"{path}/")
+        for child in items(item):
+            walk(child, f"{path}/")
 
-    for i in range(view.tree.topLevelItemCount()):
-        walk(view.tree.topLevelItem(i), "")
+    for top in items(view.tree):
+        walk(top, "")
     return found
 
 

@@ -1,18 +1,17 @@
 """The compare view: posture choices, one command under each, the table, links to the history."""
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from tests.ui.conftest import Run, cell, headers
 from workbench.postures.model import POSTURE_INFO, PostureId
 from workbench.ui.compare.view import FIGURES, CompareView
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.scene import Scene, stage
-
-Run = Callable[[Coroutine[Any, Any, Any]], Any]
 
 
 async def _until(condition: Callable[[], object]) -> None:
@@ -21,7 +20,7 @@ async def _until(condition: Callable[[], object]) -> None:
 
 
 def _column(view: CompareView, column: int) -> dict[str, str]:
-    return {figure: view.table.item(row, column).text() for row, figure in enumerate(FIGURES)}
+    return {figure: cell(view.table, row, column).text() for row, figure in enumerate(FIGURES)}
 
 
 def _activate(window: MainWindow, qtbot: Any) -> None:
@@ -87,8 +86,10 @@ def test_compares_side_by_side_and_a_cell_opens_its_run_in_the_history(
     yes.click()
     run(_until(lambda: len(view.records()) == 2 and view.stop_button.isEnabled() is False))
 
-    titles = [view.table.horizontalHeaderItem(i).text() for i in range(2)]
-    assert titles == [POSTURE_INFO[PostureId.QUICKJS].title, POSTURE_INFO[PostureId.LOCAL].title]
+    assert headers(view.table) == [
+        POSTURE_INFO[PostureId.QUICKJS].title,
+        POSTURE_INFO[PostureId.LOCAL].title,
+    ]
     quickjs, local = _column(view, 0), _column(view, 1)
     assert quickjs["Status"] == "Could not run" and "JavaScript" in quickjs["Cause"]
     assert quickjs["Changed files"] == "0" and quickjs["Wall time"] == "-"  # it never ran
@@ -122,8 +123,8 @@ def test_stop_ends_the_run_in_progress_and_skips_the_rest(window: MainWindow, ru
 
     task = run(start())
     assert task is not None and not view.run_button.isEnabled()
-    run(_until(lambda: view.table.item(0, 0).text() == "running…"))
-    assert view.table.item(0, 1).text() == "waiting…"
+    run(_until(lambda: cell(view.table, 0, 0).text() == "running…"))
+    assert cell(view.table, 0, 1).text() == "waiting…"
     run(click_stop())
     run(task)
     assert _column(view, 0)["Status"] == "Cancelled"
@@ -169,7 +170,7 @@ def test_ctrl_period_on_the_compare_page_stops_the_comparison(
 
     task = run(start())
     assert task is not None
-    run(_until(lambda: view.table.item(0, 0).text() == "running…"))
+    run(_until(lambda: cell(view.table, 0, 0).text() == "running…"))
     _activate(window, qtbot)
     qtbot.keyClick(view.table, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
     run(task)

@@ -1,19 +1,16 @@
 """The main window's pages (run, history, compare): names for assistive tools, saved state."""
 
 import asyncio
-from collections.abc import Callable, Coroutine
-from typing import Any
 
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QAccessible, QKeySequence
 from PySide6.QtWidgets import QAbstractSpinBox, QLabel, QSplitter, QTabWidget, QWidget
 
+from tests.ui.conftest import Run, menu
 from workbench.platform.paths import example_skills_dir
 from workbench.postures.model import PostureId
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import Services
-
-Run = Callable[[Coroutine[Any, Any, Any]], Any]
 
 
 def _accessible_name(widget: QWidget) -> str:
@@ -59,7 +56,7 @@ def test_every_focusable_widget_on_every_page_and_tab_has_an_accessible_name(
 
 
 def test_view_menu_shortcuts_switch_pages(window: MainWindow) -> None:
-    view_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&View")
+    view_menu = menu(window, "&View")
     shortcuts = {a.text(): a.shortcut() for a in view_menu.actions()}
     assert shortcuts == {
         "Run": QKeySequence("Ctrl+1"),

@@ -5,24 +5,25 @@ import json
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 
+from tests.ui.conftest import Run, items
 from workbench.executors.types import CancelToken, RunStatus
 from workbench.postures.model import Posture, PostureId
 from workbench.runs.record import RunRecord
 from workbench.runs.reports import INTERRUPTED_CAUSE
 from workbench.runs.service import RunPlan
-from workbench.ui.history.view import COLUMNS, PAGE, HistoryView
+from workbench.ui.history.rows import COLUMNS
+from workbench.ui.history.view import PAGE, HistoryView
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.scene import Scene, stage
 from workbench.ui.services import Services
 
-Run = Callable[[Coroutine[Any, Any, Any]], Any]
 HOSTILE = "<b>bold</b><img src=x>"
 SCRIPT = f"echo '{HOSTILE}'; echo new > made.txt; echo changed >> kept.txt; exit 3"
 
@@ -60,8 +61,7 @@ def _write_record(
 
 
 def _rows(view: HistoryView) -> list[dict[str, str]]:
-    items = (view.runs.topLevelItem(i) for i in range(view.runs.topLevelItemCount()))
-    return [{c: item.text(i) for i, c in enumerate(COLUMNS)} for item in items]
+    return [{c: item.text(i) for i, c in enumerate(COLUMNS)} for item in items(view.runs)]
 
 
 def _answer_yes(box: QMessageBox | None) -> None:
@@ -77,7 +77,7 @@ def test_lists_runs_newest_first_and_shows_a_record_as_plain_text(
     second = _record_run(services, run, tmp_path / "ws")
     view = _open_history(window, run)
     assert view.runs.topLevelItemCount() == 2
-    top = view.runs.topLevelItem(0)
+    top = items(view.runs)[0]
     row = dict(zip(COLUMNS, (top.text(i) for i in range(len(COLUMNS))), strict=True))
     assert row["Status"] == "Failed" and row["Cause"] == "exited with code 3"
     assert (row["Posture"], row["Skill"], row["Changes"]) == ("Local (no sandbox)", "demo", "2")
@@ -99,18 +99,19 @@ def test_export_writes_the_chosen_format_through_a_non_blocking_dialog(
     record = _record_run(services, run, tmp_path / "ws")
     view = _open_history(window, run)
     assert view.select_run(record.run_id)
-    for name, check in (
-        ("report.md", lambda text: text.startswith("# Run ") and "made.txt" in text),
-        ("report.json", lambda text: json.loads(text)["run_id"] == record.run_id),
-        ("report.html", lambda text: "&lt;b&gt;bold&lt;/b&gt;" in text and HOSTILE not in text),
-    ):
+    checks: dict[str, Callable[[str], bool]] = {
+        "report.md": lambda text: text.startswith("# Run ") and "made.txt" in text,
+        "report.json": lambda text: json.loads(text)["run_id"] == record.run_id,
+        "report.html": lambda text: "&lt;b&gt;bold&lt;/b&gt;" in text and HOSTILE not in text,
+    }
+    for name, check in checks.items():
         view.export_button.click()
         dialog = view.export_dialog()
         assert isinstance(dialog, QFileDialog) and dialog.isVisible()  # opened, not exec()'d
         target = tmp_path / name
         dialog.selectFile(str(target))
         dialog.accept()
-        run(_until(lambda target=target: target.exists() and not view.tasks.busy()))
+        run(view.tasks.settle())
         assert check(target.read_text(encoding="utf-8")), name
         assert view.export_dialog() is None
     assert str(tmp_path / "report.html") in view.status.text()

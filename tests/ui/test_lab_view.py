@@ -8,6 +8,7 @@ import qasync
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from tests.ui.conftest import cell, headers, menu
 from workbench.postures.model import POSTURE_INFO, PostureId
 from workbench.probes.catalogue import ProbeId
 from workbench.probes.lab import LAB_LIMITS, Cell, Scoreboard
@@ -17,8 +18,7 @@ from workbench.ui.mainwindow import MainWindow
 
 
 def _open_lab(window: MainWindow) -> LabView:
-    view_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&View")
-    (lab_action,) = [a for a in view_menu.actions() if a.text() == "Lab"]
+    (lab_action,) = [a for a in menu(window, "&View").actions() if a.text() == "Lab"]
     assert lab_action.shortcut().toString() == "Ctrl+4"
     lab_action.trigger()
     assert window.pages.currentWidget() is window.lab
@@ -62,12 +62,15 @@ def test_shows_the_scoreboard_and_a_cell_opens_its_run(
     assert board.postures == (PostureId.HARDENED, PostureId.QUICKJS)
     assert len(board.cells) == 2 * len(ProbeId) and not board.interrupted
     assert view.progress.text() == f"cell {len(board.cells)} of {len(board.cells)}"
-    titles = [view.table.horizontalHeaderItem(i).text() for i in range(2)]
-    assert titles == [POSTURE_INFO[PostureId.HARDENED].title, POSTURE_INFO[PostureId.QUICKJS].title]
-    for cell in board.cells:
-        item = view.table.item(list(ProbeId).index(cell.probe), board.postures.index(cell.posture))
-        assert item.text() == cell_text(cell)
-        assert cell.run_id in item.toolTip()
+    assert headers(view.table) == [
+        POSTURE_INFO[PostureId.HARDENED].title,
+        POSTURE_INFO[PostureId.QUICKJS].title,
+    ]
+    for probe_cell in board.cells:
+        row = list(ProbeId).index(probe_cell.probe)
+        item = cell(view.table, row, board.postures.index(probe_cell.posture))
+        assert item.text() == cell_text(probe_cell)
+        assert probe_cell.run_id in item.toolTip()
     # What the postures promise and the headless lab finds: hardened reads host files,
     # QuickJS has no host file API.
     hardened = board.cell(PostureId.HARDENED, ProbeId.READ_OUTSIDE)
@@ -75,12 +78,12 @@ def test_shows_the_scoreboard_and_a_cell_opens_its_run(
     assert hardened is not None and hardened.verdict is Verdict.NOT_CONTAINED
     assert quickjs is not None and quickjs.verdict is Verdict.CONTAINED
     row = list(ProbeId).index(ProbeId.READ_OUTSIDE)
-    assert view.table.item(row, 0).text() == "not contained (as documented)"  # it warns so
-    assert view.table.item(row, 1).text() == "contained"
+    assert cell(view.table, row, 0).text() == "not contained (as documented)"  # it warns so
+    assert cell(view.table, row, 1).text() == "contained"
     cpu = list(ProbeId).index(ProbeId.CPU)
-    assert view.table.item(cpu, 1).text().startswith("stopped: ")  # what stops a busy loop
+    assert cell(view.table, cpu, 1).text().startswith("stopped: ")  # what stops a busy loop
     escape = list(ProbeId).index(ProbeId.ESCAPE)
-    assert view.table.item(escape, 1).text() == "n/a: about display, not the posture"
+    assert cell(view.table, escape, 1).text() == "n/a: about display, not the posture"
     assert view.status.text().startswith(f"{summary_sentence(board)} ")
     assert not board.unexpected() and "every verdict is the one" in view.status.text()
 

@@ -1,20 +1,19 @@
 """The main window: the catalog list, search, the skill view, hostile text, folders, layout."""
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QMenuBar, QScrollBar, QTabBar, QWidget
 
+from tests.ui.conftest import Run, items
 from workbench.platform.paths import example_skills_dir
 from workbench.skills import discover
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import Services
 
-Run = Callable[[Coroutine[Any, Any, Any]], Any]
 WriteSkill = Callable[..., Path]
 
 
@@ -56,7 +55,7 @@ def test_selecting_a_skill_shows_body_front_matter_diagnostics_and_files(
     assert "```" not in view.body_view().toPlainText()  # rendered, not raw Markdown
     assert view.diagnostics_view().topLevelItemCount() >= 1
     files = view.files_view()
-    names = [files.tree().topLevelItem(i).text(0) for i in range(files.tree().topLevelItemCount())]
+    names = [item.text(0) for item in items(files.tree())]
     assert "SKILL.md" in names and "scripts" in names
     assert files.select_relative(Path("SKILL.md"))
     assert files.preview_text().startswith("---\nname: workspace-report")
@@ -72,7 +71,7 @@ def test_a_skill_with_errors_opens_on_its_diagnostics(
     assert window.browser.select_path(folder)
     view = window.view
     assert view.tabs().currentIndex() == view.tabs().indexOf(view._diagnostics_page)
-    first = view.diagnostics_view().topLevelItem(0)
+    first = items(view.diagnostics_view())[0]
     assert first.text(0).startswith("SKILL.md:")
     assert first.text(2) == "yaml-syntax"
     assert (

@@ -10,14 +10,13 @@ that must reach its workspace (pytest's tmp_path is private to its owner).
 import asyncio
 import shutil
 import tempfile
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from tests.ui.conftest import PROBE
+from tests.ui.conftest import PROBE, Run, items, menu
 from workbench.executors import build_executor
 from workbench.platform.paths import example_skills_dir
 from workbench.postures.model import PostureId
@@ -28,7 +27,6 @@ from workbench.skills import discover, load_skill
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import Services
 
-Run = Callable[[Coroutine[Any, Any, Any]], Any]
 pytestmark = pytest.mark.slow
 
 
@@ -83,7 +81,7 @@ def _check_changes(window: MainWindow, done: CompletedRun) -> None:
     assert done.record.outcome == "ok", done.record.cause
     assert [c.path for c in done.result.changes] == ["report.md"]
     changes = window.run_panel.changes
-    assert changes.tree.topLevelItem(0).text(0) == "report.md"
+    assert items(changes.tree)[0].text(0) == "report.md"
     assert "report.md" in changes.diff.title.text()
     assert "+# Workspace report" in changes.diff.unified.toPlainText()
     assert (done.record.workspace / "report.md").is_file()
@@ -115,7 +113,7 @@ def test_a_newcomer_runs_the_python_example_under_two_postures(
     run(window.run_panel.changes.settle())
     assert list(hardened.record.workspace.iterdir()) == []  # as before the run: empty
 
-    view_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "&View")
+    view_menu = menu(window, "&View")
     next(a for a in view_menu.actions() if a.text() == "History").trigger()
     assert window.pages.currentWidget() is window.history
     history = window.history

@@ -151,8 +151,11 @@ def test_tab_lands_on_the_chosen_posture_and_arrows_choose(
     picker.choose(PostureId.HARDENED)
     hardened = picker.card(PostureId.HARDENED).radio
     before = picker.card(CARD_ORDER[0]).radio.previousInFocusChain()  # just before the cards
-    while not (before.focusPolicy() & Qt.FocusPolicy.TabFocus and before.isVisible()):
+    while before is not None and not (
+        before.focusPolicy() & Qt.FocusPolicy.TabFocus and before.isVisible()
+    ):
         before = before.previousInFocusChain()
+    assert before is not None
     window.activateWindow()
     before.setFocus(Qt.FocusReason.TabFocusReason)
     for _ in range(20):

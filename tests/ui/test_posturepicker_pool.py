@@ -212,7 +212,8 @@ def test_a_quickjs_run_in_the_app_adopts_the_warm_worker(
         assert task is not None
         run(task)
         done = window.run_panel.last_run
-        assert done is not None and done.result.status is RunStatus.OK, done.result.cause
+        assert done is not None
+        assert done.result.status is RunStatus.OK, done.result.cause
         assert done.result.card.started.startswith("warm worker: started")
         assert (done.record.workspace / "data.md").read_text().startswith("|")
     finally:

@@ -1,13 +1,13 @@
 """The process tree view: shape, in-place updates that keep selection and expansion, the cap
 of a fork bomb, "not visible" reasons, hostile names, the end of a run, and a real run."""
 
-from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
 
+from tests.ui.conftest import Run, items
 from workbench.executors.docker.sampler import GVISOR_TREE
 from workbench.executors.types import RunResult, RunStatus
 from workbench.monitor.sample import ProcessRow, ProcessTable, ResourceSample
@@ -15,7 +15,6 @@ from workbench.postures.model import PostureId
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.run.processes import COMMAND, CPU, NAME, PID, ProcessTreeView
 
-Run = Callable[[Coroutine[Any, Any, Any]], Any]
 MIB = 1024 * 1024
 
 
@@ -46,10 +45,10 @@ def test_a_table_shows_as_a_parent_with_its_children(view: ProcessTreeView) -> N
     view.add_sample(sample(*family()))
     tree = view.tree
     assert tree.topLevelItemCount() == 1
-    root = tree.topLevelItem(0)
+    root = items(tree)[0]
     assert (root.text(PID), root.text(NAME), root.text(COMMAND)) == ("10", "sh", "sh -c x")
     assert root.isExpanded()
-    assert [root.child(i).text(PID) for i in range(root.childCount())] == ["11", "12"]
+    assert [child.text(PID) for child in items(root)] == ["11", "12"]
     assert view.status.text() == "3 processes · host PIDs"
 
 
@@ -66,8 +65,8 @@ def test_updates_keep_items_selection_expansion_and_sort_order(view: ProcessTree
     assert view.item(10) is root and view.item(12) is child
     assert root.text(CPU) == "80 %"
     assert view.tree.currentItem() is child and not root.isExpanded()
-    assert [view.tree.topLevelItem(i).text(PID) for i in range(2)] == ["13", "10"]
-    assert [root.child(i).text(PID) for i in range(2)] == ["12", "11"]  # still descending
+    assert [item.text(PID) for item in items(view.tree)] == ["13", "10"]
+    assert [item.text(PID) for item in items(root)] == ["12", "11"]  # still descending
     view.add_sample(sample(row(10, 0, "sh"), row(12, 0)))  # 11 ended; 12 lost its parent
     view.on_timer_timeout()
     assert view.item(11) is None and view.item_count() == 2
@@ -81,7 +80,7 @@ def test_a_parent_and_its_children_ending_together_leave_the_tree(view: ProcessT
         view.on_timer_timeout()
         assert [p for p in pids if view.item(p)] == list(pids) and view.item_count() == len(pids)
         assert view.tree.topLevelItemCount() == 1
-        assert view.tree.topLevelItem(0).childCount() == len(pids) - 1
+        assert len(items(items(view.tree)[0])) == len(pids) - 1
 
 
 def test_updates_are_coalesced_to_a_calm_rate(view: ProcessTreeView) -> None:
@@ -166,8 +165,7 @@ def test_a_real_run_shows_its_shell_and_two_children(
     run(task)
     view = panel.processes
     assert view.status.text().startswith("At the end ("), view.status.text()
-    roots = [view.tree.topLevelItem(i) for i in range(view.tree.topLevelItemCount())]
+    roots = items(view.tree)
     assert [item.text(NAME) for item in roots] == ["sh"]
-    children = [roots[0].child(i) for i in range(roots[0].childCount())]
-    assert [item.text(COMMAND) for item in children] == ["sleep 1", "sleep 1"]
+    assert [item.text(COMMAND) for item in items(roots[0])] == ["sleep 1", "sleep 1"]
     assert view.isVisible() and view.tree.isVisible()  # placed in the window, not hidden

@@ -1,7 +1,6 @@
 """The run panel: command and history, limits, live output, outcome banner and Stop."""
 
 import asyncio
-from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QScrollBar, QTabBar, QWidget
 
+from tests.ui.conftest import Run, items
 from workbench.ansi import BASIC_COLOURS
 from workbench.executors.types import CapturedOutput, PostureCard, RunResult, RunStatus
 from workbench.postures.model import Network, Posture, PostureId
@@ -16,8 +16,6 @@ from workbench.ui.mainwindow import MainWindow
 from workbench.ui.run.banner import OutcomeBanner
 from workbench.ui.run.card import CardView
 from workbench.ui.theme import status_colors
-
-Run = Callable[[Coroutine[Any, Any, Any]], Any]
 
 
 def _select(window: MainWindow, name: str) -> None:
@@ -232,12 +230,12 @@ def test_the_banner_and_the_card_of_a_killed_run(qtbot: Any) -> None:
     qtbot.addWidget(view)
     view.set_card(card)
     assert view.heading.text().startswith("Hardened local: 1 of 2 checks held")
-    checks = view.tree.topLevelItem(0)
-    assert [checks.child(i).text(0) for i in range(2)] == [
+    checks = items(view.tree)[0]
+    assert [child.text(0) for child in items(checks)] == [
         "✓  RLIMIT_AS 256 MiB",
         "✗  CPU share 1 core(s) (needs a cgroup)",
     ]
-    assert view.tree.topLevelItem(1).text(0) == "Ran as: uid 61234 (throwaway)"
-    dropped = view.tree.topLevelItem(3)
+    assert items(view.tree)[1].text(0) == "Ran as: uid 61234 (throwaway)"
+    dropped = items(view.tree)[3]
     assert dropped.text(0).endswith(": 2")
-    assert dropped.child(1).text(0) == "<b>X</b>"
+    assert items(dropped)[1].text(0) == "<b>X</b>"

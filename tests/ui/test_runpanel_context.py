@@ -4,7 +4,7 @@ leaving the command aimed at a skill the user does not see."""
 
 import asyncio
 import shutil
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +12,12 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QMessageBox
 
+from tests.ui.conftest import Run
 from workbench.postures.model import PostureId
 from workbench.runs.service import CompletedRun
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.run.controls import WORKSPACE_FRESH, WorkspaceChoice
 from workbench.ui.run.panel import RunPanel
-
-Run = Callable[[Coroutine[Any, Any, Any]], Any]
 
 
 def _select(window: MainWindow, name: str) -> None:

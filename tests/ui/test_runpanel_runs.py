@@ -7,21 +7,18 @@ tmp_path is mode 0700, which the hardened posture's throwaway uid cannot enter.
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
 
 import pytest
 import qasync
 from PySide6.QtCore import QTimer
 
+from tests.ui.conftest import Run, items
 from workbench.errors import UsageError
 from workbench.postures.model import PostureId
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.run.panel import CARD_TAB, CHANGES_TAB, RunPanel
 from workbench.ui.scene import Scene, stage
-
-Run = Callable[[Coroutine[Any, Any, Any]], Any]
 
 COMMAND = (
     'python3 -c "import time; b = bytearray(48 << 20); time.sleep(1.0)";'
@@ -83,10 +80,9 @@ def test_a_run_shows_samples_output_outcome_changes_diff_and_card(
     assert card.tree.topLevelItemCount() == 4
     if posture is PostureId.HARDENED:
         assert "Hardened local" in card.heading.text()
-        checks = card.tree.topLevelItem(0)
-        texts = [checks.child(i).text(0) for i in range(checks.childCount())]
+        texts = [check.text(0) for check in items(items(card.tree)[0])]
         assert any("RLIMIT_AS" in text and text.startswith("✓") for text in texts), texts
-        dropped = card.tree.topLevelItem(3).text(0)
+        dropped = items(card.tree)[3].text(0)
         assert dropped.startswith("Environment dropped")
 
     workspace = panel.last_run.record.workspace if panel.last_run else None
@@ -143,8 +139,7 @@ def test_changed_files_are_listed_while_the_run_goes(window: MainWindow, run: Ru
     panel = _prepare(window, PostureId.LOCAL, command)
 
     def listed() -> list[str]:
-        tree = panel.changes.tree
-        return [tree.topLevelItem(i).text(0) for i in range(tree.topLevelItemCount())]
+        return [item.text(0) for item in items(panel.changes.tree)]
 
     async def watch() -> None:
         task = panel.start()
@@ -154,7 +149,7 @@ def test_changed_files_are_listed_while_the_run_goes(window: MainWindow, run: Ru
         assert panel.is_running()
         assert listed() == ["one.txt"]
         assert panel.changes.counts.text().startswith("Running: 1 path changed so far")
-        assert panel.changes.tree.topLevelItem(0).text(2).startswith("seen at ")
+        assert items(panel.changes.tree)[0].text(2).startswith("seen at ")
         await task
         await panel.changes.settle()
 

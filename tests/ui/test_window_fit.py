@@ -3,17 +3,17 @@ an elided header, a first launch cut to the screen, room for SKILL.md and its ed
 front matter explained where the fields would be."""
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QSettings
 
+from tests.ui.conftest import Run, items
 from workbench.platform.paths import example_skills_dir
 from workbench.ui.mainwindow import FIRST_SIZE, MainWindow
 from workbench.ui.services import Services
 
-Run = Callable[[Coroutine[Any, Any, Any]], Any]
 WriteSkill = Callable[..., Path]
 LONG_NAME = "a-very-long-skill-name-that-goes-on-and-on-" + "and-on-" * 6 + "past-any-width"
 
@@ -78,13 +78,13 @@ def test_broken_front_matter_is_explained_in_its_tab(
 
     view.tabs().setCurrentWidget(view._diagnostics_page)
     assert view.diagnostics_view().wordWrap()  # the message wraps instead of being cut
-    first = view.diagnostics_view().topLevelItem(0)
+    first = items(view.diagnostics_view())[0]
     assert "not valid YAML" in first.toolTip(1)
 
     assert window.browser.select_path(example_skills_dir() / "workspace-report")
     view.tabs().setCurrentWidget(view._front_page)
     assert view._front.isVisible() and not message.isVisible()
-    assert view._front.topLevelItem(0).text(0) == "name"
+    assert items(view._front)[0].text(0) == "name"
     run(window.shutdown())  # ends a reload a watched folder's change may have started
 
 
