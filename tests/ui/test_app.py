@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import SkillError
-from workbench.ui.app import _data_layout, _excepthook
+from workbench.ui.app import _excepthook, _open_services
 from workbench.ui.mainwindow import MainWindow
 
 
@@ -76,7 +76,8 @@ def test_an_unwritable_data_folder_opens_the_window_with_a_temporary_history(
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")  # unwritable even for root: a file in the path
     monkeypatch.setenv("XDG_DATA_HOME", str(blocker / "data"))
-    layout, history, problem = _data_layout()
+    services, problem = _open_services()
+    layout, history = services.layout, services.history
     try:
         assert problem is not None
         assert problem.startswith(f"Cannot create the run history at {blocker / 'data'}")

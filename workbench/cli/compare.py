@@ -59,11 +59,8 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
 def _compare(args: argparse.Namespace) -> int:
     import asyncio
 
-    from workbench.executors import build_executor
     from workbench.runs.compare import CompareRequest, compare_row
-    from workbench.runs.history import RunHistory
-    from workbench.runs.layout import DataLayout
-    from workbench.runs.service import RunService
+    from workbench.runs.services import RunServices
 
     argv = command_argv(args, "compare")
     posture_ids = _posture_ids(args.postures, argv)
@@ -78,9 +75,7 @@ def _compare(args: argparse.Namespace) -> int:
     source = None if args.workspace is None else args.workspace.absolute()
     runs = tuple((posture, argv) for posture in postures)
     request = CompareRequest(skill.name, skill.path, runs, source)
-    layout = DataLayout.default()
-    service = RunService(layout, RunHistory(layout.history_path), build_executor)
-    records = asyncio.run(_compare_with_signals(service, request))
+    records = asyncio.run(_compare_with_signals(RunServices.open().runs, request))
     rows = [compare_row(record) for record in records]
     if args.json:
         emit_json(

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.cli.output import emit_json, warn
 from workbench.errors import WorkspaceError
-from workbench.runs.layout import DataLayout
 from workbench.runs.record import RunRecord, plain_text, record_to_dict
 
 if TYPE_CHECKING:  # the rest is imported by the handlers that use it: every command loads us
     from workbench.runs.history import RunHistory
+    from workbench.runs.layout import DataLayout
 
 EXPORT_FORMATS = ("html", "json", "md")
 
@@ -48,10 +48,10 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
 
 
 def _open() -> "tuple[DataLayout, RunHistory]":
-    from workbench.runs.history import RunHistory
+    from workbench.runs.services import RunServices
 
-    layout = DataLayout.default()
-    return layout, RunHistory(layout.history_path)
+    services = RunServices.open()
+    return services.layout, services.history
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -2,7 +2,7 @@
 
 `fill` starts containers for one key (a skill, a workspace or fresh workspaces, a posture and
 its limits, the options of `workbench run`) and exits; they wait in the engine until a run
-of that key claims one (`workbench run` does, via `run_warm`, and has a detached `pool fill`
+of that key claims one (`workbench run` does, via `RunServices.run`, and has a detached `pool fill`
 start a replacement so the pool keeps its size) or `drain` removes them: they belong to no
 process, so they stay when the command exits. `status` lists what waits in the engine, of any
 key and process (the app's own pool containers too, which go when the app does). A run of
@@ -11,8 +11,6 @@ another key starts cold, as without a pool.
 
 import argparse
 import contextlib
-import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,14 +19,10 @@ from workbench.cli.run import add_posture_options, posture_from_args
 from workbench.errors import UsageError, WorkbenchError
 from workbench.executors.types import SessionSpec, new_run_id
 from workbench.postures.model import CONTAINER_POSTURES, PostureId
-from workbench.runs.layout import DataLayout
 from workbench.skills import default_roots, find_skill
 
 if TYPE_CHECKING:  # docker-py is heavy, and every command loads us
     import docker
-
-    from workbench.executors.types import CancelToken, OutputSink
-    from workbench.runs.service import CompletedRun, RunPlan, RunService
 
 MAX_SIZE = 16
 
@@ -91,12 +85,13 @@ def _fill(args: argparse.Namespace) -> int:
     import asyncio
 
     from workbench.executors.warm.containers import ContainerPool
+    from workbench.runs.services import RunServices
 
     if not 1 <= args.size <= MAX_SIZE:
         raise UsageError(f"workbench pool fill: --size must be 1 to {MAX_SIZE}")
     posture = posture_from_args(PostureId(args.posture), args, "pool fill")
     skill = find_skill(args.skill, default_roots())
-    layout = DataLayout.default()
+    layout = RunServices.open().layout
     fresh = layout.fresh_workspace(new_run_id())
     workspace = args.workspace.absolute() if args.workspace else fresh
     if args.workspace is not None:
@@ -105,7 +100,7 @@ def _fill(args: argparse.Namespace) -> int:
         except OSError as error:
             raise WorkbenchError(f"Cannot make the workspace {workspace}: {error}") from None
     session = SessionSpec(skill.path, skill.name, workspace, layout.runs_root)
-    pool = ContainerPool(spares_dir=fresh.parent, owned=False)  # stays after we exit
+    pool = ContainerPool(layout.fresh_workspaces, owned=False)  # stays after we exit
 
     async def fill() -> None:
         await pool.resize(args.size)
@@ -143,56 +138,6 @@ def _drain(args: argparse.Namespace) -> int:
     else:
         print(f"Removed {removed} pooled container(s).")
     return 0
-
-
-async def run_warm(
-    service: "RunService", plan: "RunPlan", sink: "OutputSink", cancel: "CancelToken"
-) -> "CompletedRun":
-    """Run `plan`, in a warm container when the engine holds some for its key (then a
-    detached `workbench pool fill` starts a replacement, so the pool keeps its size and this
-    command need not wait for it); otherwise as `service` would."""
-    if plan.posture.id not in CONTAINER_POSTURES:
-        return await service.run_once(plan, sink, cancel)
-    from workbench.executors.warm.containers import ContainerPool
-    from workbench.executors.warm.starts import WarmStarts
-    from workbench.runs.service import RunService
-
-    pool = ContainerPool(
-        spares_dir=service.layout.fresh_workspace(plan.run_id).parent, refill=False
-    )
-    size = await pool.adopt(plan.posture, _session(service, plan))
-    if not size:
-        await pool.detach()
-        return await service.run_once(plan, sink, cancel)
-    warm = WarmStarts({plan.posture.id: pool})
-    pooled = RunService(service.layout, service.history, warm.build_executor, service.limits)
-    try:
-        return await pooled.run_once(plan, sink, cancel)
-    finally:
-        fresh = pool.key(plan.posture, _session(service, plan)).fresh
-        await pool.detach()
-        _refill_detached(plan, size, fresh)
-
-
-def _refill_detached(plan: "RunPlan", size: int, fresh: bool) -> None:
-    """Start `workbench pool fill` for `plan`'s key in its own session, output nowhere; it
-    outlives this command (nothing waits for it)."""
-    limits = plan.posture.limits
-    argv = [sys.executable, "-m", "workbench", "pool", "fill", "--skill", str(plan.skill_dir)]
-    argv += [] if fresh else ["--workspace", str(plan.workspace)]
-    argv += ["--posture", plan.posture.id.value, "--network", plan.posture.network.value]
-    argv += ["--timeout", repr(limits.timeout_s), "--memory", str(limits.memory_bytes)]
-    argv += ["--cpus", repr(limits.cpus), "--pids", str(limits.pids), "--size", str(size)]
-    null = (os.devnull, os.O_RDWR, 0)
-    files = [(os.POSIX_SPAWN_OPEN, fd, *null) for fd in (0, 1, 2)]
-    with contextlib.suppress(OSError):  # no refill: the next run starts cold
-        os.posix_spawn(sys.executable, argv, os.environ, file_actions=files, setsid=True)
-
-
-def _session(service: "RunService", plan: "RunPlan") -> SessionSpec:
-    """The session `RunService` starts for `plan`."""
-    workspace = plan.workspace.absolute()
-    return SessionSpec(plan.skill_dir, plan.skill_name, workspace, service.layout.runs_root)
 
 
 def _engine() -> "docker.DockerClient":

@@ -12,21 +12,19 @@ interrupted.
 
 import argparse
 import asyncio
-import signal
 from typing import Any
 
 from workbench.cli.output import emit_json, warn
 from workbench.cli.postures import probe_all
+from workbench.cli.run import cancel_on_signals
 from workbench.errors import PostureError, UsageError
-from workbench.executors import build_executor, implemented_postures
-from workbench.executors.types import CancelToken
+from workbench.executors import implemented_postures
 from workbench.postures.model import PostureId, parse_posture_id
 from workbench.probes.lab import Cell, Scoreboard, run_lab, scoreboard_to_dict
 from workbench.probes.verdict import Verdict
-from workbench.runs.history import RunHistory
-from workbench.runs.layout import DataLayout
 from workbench.runs.record import plain_text
 from workbench.runs.service import RunService
+from workbench.runs.services import RunServices
 
 EXIT_UNEXPECTED = 1
 EXIT_INTERRUPTED = 130
@@ -82,8 +80,7 @@ def _probe(args: argparse.Namespace) -> int:
         warn(f"skipped {posture_id}: {reason}")
     if not chosen:
         raise UsageError("workbench probe: none of the chosen postures can run here")
-    layout = DataLayout.default()
-    service = RunService(layout, RunHistory(layout.history_path), build_executor)
+    service = RunServices.open().runs
     warn(f"probing {', '.join(chosen)}; every probe is a recorded run (workbench history)")
     board = asyncio.run(_run_with_signals(chosen, service))
     if args.json:
@@ -98,15 +95,8 @@ def _probe(args: argparse.Namespace) -> int:
 
 
 async def _run_with_signals(chosen: list[PostureId], service: RunService) -> Scoreboard:
-    cancel = CancelToken()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, cancel.cancel)
-    try:
+    with cancel_on_signals() as cancel:
         return await run_lab(chosen, service, cancel=cancel, on_cell=_progress)
-    finally:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
 
 
 def _progress(cell: Cell) -> None:

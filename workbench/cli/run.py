@@ -1,6 +1,6 @@
 """`workbench run`: run a skill's command under a posture, streaming its output live.
 
-The handler only parses options and builds objects; `RunService.run_once` does the run. The
+The handler only parses options and builds objects; `RunServices.run` does the run. The
 posture's warnings go to stderr before every run (DANGER ones loudly). Without `--json` the
 command's stdout and stderr stream to ours as they arrive and a summary (outcome, cause,
 workspace changes) follows on stderr; with `--json` nothing is streamed and stdout holds
@@ -25,14 +25,14 @@ from workbench.cli.output import emit_json, warn
 from workbench.errors import PostureError, UsageError, WorkbenchError
 from workbench.executors.types import new_run_id
 from workbench.postures.model import Network, Posture, PostureId, Severity, assess, parse_posture_id
-from workbench.runs.layout import DataLayout
 from workbench.runs.record import plain_text, record_to_dict
 from workbench.skills import default_roots, find_skill
 from workbench.workspace.changes import path_text
 
 if TYPE_CHECKING:  # imported when a run happens: they are heavy, and every command loads us
     from workbench.executors.types import CancelToken, OutputChunk, RunResult
-    from workbench.runs.service import CompletedRun, RunPlan, RunService
+    from workbench.runs.service import CompletedRun, RunPlan
+    from workbench.runs.services import RunServices
 
 EXIT_TIMEOUT = 124
 EXIT_NOT_RUN = 125
@@ -88,25 +88,23 @@ def add_posture_options(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from workbench.executors import build_executor
-    from workbench.runs.history import RunHistory
-    from workbench.runs.service import RunPlan, RunService
+    from workbench.runs.service import RunPlan
+    from workbench.runs.services import RunServices
 
     argv = command_argv(args, "run")
     posture = posture_from_args(_posture_id(args.posture), args, "run")
     skill = find_skill(args.skill, default_roots())
     if not skill.usable:
         warn(f"warning: skill {skill.name} has errors (`workbench skills show`); running anyway")
-    layout = DataLayout.default()
-    service = RunService(layout, RunHistory(layout.history_path), build_executor)
+    services = RunServices.open()
     run_id = new_run_id()
-    workspace = args.workspace or layout.fresh_workspace(run_id)
+    workspace = args.workspace or services.layout.fresh_workspace(run_id)
     if args.workspace is None:
         warn(f"workspace: {workspace} (a fresh folder; use --workspace DIR for your own)")
     plan = RunPlan(skill.name, skill.path, posture, argv, workspace.absolute(), run_id=run_id)
     warn_posture(posture)
     try:
-        done = asyncio.run(_run_with_signals(service, plan, live=not args.json))
+        done = asyncio.run(_run_with_signals(services, plan, live=not args.json))
     except WorkbenchError as error:
         if args.json:  # still exactly one document; main() prints the error and exits 125
             emit_json("run", {"run_id": run_id, "outcome": "error", "cause": str(error)})
@@ -161,11 +159,12 @@ def posture_from_args(posture_id: PostureId, args: argparse.Namespace, name: str
     return posture.with_limits(**limits)
 
 
-async def _run_with_signals(service: "RunService", plan: "RunPlan", live: bool) -> "CompletedRun":
-    from workbench.cli.pool import run_warm
-
+async def _run_with_signals(services: "RunServices", plan: "RunPlan", live: bool) -> "CompletedRun":
     with cancel_on_signals() as cancel:
-        return await run_warm(service, plan, LiveOutput() if live else _no_output, cancel)
+        try:
+            return await services.run(plan, LiveOutput() if live else _no_output, cancel)
+        finally:
+            await services.close()
 
 
 @contextlib.contextmanager

@@ -44,17 +44,23 @@ class DataLayout:
         """One run's folder: its workspace snapshots and the executor's logs and home."""
         return self.runs_root / run_id
 
-    def fresh_workspace(self, run_id: str) -> Path:
-        """The workspace folder made for a run that was not given one.
+    @property
+    def fresh_workspaces(self) -> Path:
+        """The folder of the workspaces made for runs that were not given one (and of a
+        container pool's spare folders).
 
         It sits in the data folder, except when the app runs as root and other users cannot
         enter the data folder (root's home is private): the hardened posture then runs the
-        command as a throwaway uid, which must reach the workspace, so it goes under
+        command as a throwaway uid, which must reach the workspace, so it is
         /var/tmp/skill-workbench/workspaces instead.
         """
         if os.geteuid() == 0 and not can_reach(_existing(self.root), NOBODY, NOBODY):
-            return SHARED_WORKSPACES / run_id
-        return self.root / "workspaces" / run_id
+            return SHARED_WORKSPACES
+        return self.root / "workspaces"
+
+    def fresh_workspace(self, run_id: str) -> Path:
+        """The workspace folder made for a run that was not given one."""
+        return self.fresh_workspaces / run_id
 
 
 def _existing(path: Path) -> Path:

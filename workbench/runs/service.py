@@ -81,6 +81,11 @@ class RunService:
         self.build_executor = build_executor
         self.limits = limits
 
+    def session(self, plan: RunPlan) -> SessionSpec:
+        """The session `run_once` starts the executor of `plan` in."""
+        workspace = plan.workspace.absolute()
+        return SessionSpec(plan.skill_dir, plan.skill_name, workspace, self.layout.runs_root)
+
     async def run_once(
         self,
         plan: RunPlan,
@@ -184,14 +189,7 @@ class RunService:
     ) -> RunResult:
         executor = self.build_executor(plan.posture)
         try:
-            await executor.start(
-                SessionSpec(
-                    skill_dir=plan.skill_dir,
-                    skill_name=plan.skill_name,
-                    workspace=plan.workspace,
-                    runs_dir=self.layout.runs_root,
-                )
-            )
+            await executor.start(self.session(plan))
             request = RunRequest(
                 argv=plan.argv, run_id=plan.run_id, env=dict(plan.env), on_sample=on_sample
             )

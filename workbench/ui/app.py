@@ -1,7 +1,7 @@
 """The GUI composition root: QApplication, the one qasync loop, the services and the window.
 
-`run_gui()` builds the catalog, the posture probe, the warm pools (containers, QuickJS workers;
-closed, what they started removed, when the app quits) and the run service, the main window,
+`run_gui()` builds the catalog, the posture probe, the run services with the app's own warm
+pools (`RunServices.open`; closed, what they started removed, when the app quits), the main window,
 and an excepthook that logs and shows errors in the window, then runs the window on a single
 qasync event loop until the window closes (or, with `screenshot`, until it has been saved as a
 PNG). When the data folder cannot hold the run history (read-only, say), the window opens all
@@ -36,15 +36,10 @@ from workbench.errors import HistoryError, WorkbenchError
 from workbench.executors import implemented_postures
 from workbench.executors.availability import docker_engine_runtimes, probe_availability
 from workbench.executors.docker.owner import reap_killed_sessions
-from workbench.executors.types import new_run_id
-from workbench.executors.warm.containers import ContainerPool
-from workbench.executors.warm.quickjs import QuickJsWorkerPool
-from workbench.executors.warm.starts import WarmStarts
 from workbench.platform import desktop_entry, paths
 from workbench.postures.model import Availability, PostureId
-from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
-from workbench.runs.service import RunService
+from workbench.runs.services import RunServices
 from workbench.skills import default_roots, discover, load_skill
 from workbench.ui.common.tasks import user_message
 from workbench.ui.mainwindow import MainWindow
@@ -78,35 +73,27 @@ def run_gui(extra_roots: list[Path], screenshot: Path | None, scene: Scene | Non
     app.setApplicationDisplayName("Skill Workbench")
     app.setQuitOnLastWindowClosed(False)  # the main coroutine ends the loop, not Qt
     apply_theme(app)
-    layout, history, problem = _data_layout()
-    spares = layout.fresh_workspace(new_run_id()).parent  # runs in the app get fresh ones
-    warm = WarmStarts(
-        {
-            **{pid: ContainerPool(spares) for pid in (PostureId.DOCKER, PostureId.GVISOR)},
-            PostureId.QUICKJS: QuickJsWorkerPool(),
-        }
-    )
+    run_services, problem = _open_services()
     services = Services(
         roots=tuple(default_roots(extra_roots)),
         discover=discover,
         load_skill=load_skill,
         probe_postures=_probe_postures,
-        runs=RunService(layout, history, warm.build_executor),
+        runs=run_services.runs,
     )
     try:
-        code: int = qasync.run(_main(app, services, warm, screenshot, scene, problem))
+        code: int = qasync.run(_main(app, services, run_services, screenshot, scene, problem))
     finally:
         if problem is not None:  # the session's temporary data folder
-            shutil.rmtree(layout.root, ignore_errors=True)
+            shutil.rmtree(run_services.layout.root, ignore_errors=True)
     return code
 
 
-def _data_layout() -> tuple[DataLayout, RunHistory, str | None]:
-    """The user's data folder and its history; or, when the history cannot be created there,
-    a temporary folder for this session and the sentence that says so."""
-    layout = DataLayout.default()
+def _open_services() -> tuple[RunServices, str | None]:
+    """The run services over the user's data folder; or, when the history cannot be created
+    there, over a temporary folder for this session, and the sentence that says so."""
     try:
-        return layout, RunHistory(layout.history_path), None
+        return RunServices.open(own_pools=True), None
     except HistoryError as error:
         log.warning("%s", error)
         temporary = DataLayout(Path(tempfile.mkdtemp(prefix="skill-workbench-")))
@@ -114,7 +101,7 @@ def _data_layout() -> tuple[DataLayout, RunHistory, str | None]:
             f"{error}. This session keeps its runs in {temporary.root} instead, which is "
             "deleted when the app quits; make the data folder writable to keep a history."
         )
-        return temporary, RunHistory(temporary.history_path), problem
+        return RunServices.open(temporary, own_pools=True), problem
 
 
 def main() -> int:
@@ -125,13 +112,13 @@ def main() -> int:
 async def _main(
     app: QApplication,
     services: Services,
-    warm: WarmStarts,
+    run_services: RunServices,
     screenshot: Path | None,
     scene: Scene | None,
     problem: str | None,
 ) -> int:
     window = MainWindow(services, QSettings())
-    window.postures.set_pools(warm.pools, QSettings())
+    window.postures.set_pools(run_services.warm.pools, QSettings())
     done = asyncio.Event()
     app.aboutToQuit.connect(done.set)
     window.closed.connect(done.set)
@@ -160,7 +147,7 @@ async def _main(
         await done.wait()
     finally:
         await window.shutdown()
-        await warm.close()  # removes the warm containers it started
+        await run_services.close()  # removes the warm containers and workers it started
         sys.excepthook = previous_hook
     return 0
 
