@@ -6,16 +6,15 @@ The temporary folder is world-traversable: the hardened posture runs the command
 throwaway uid, which cannot enter pytest's 0700 tmp_path.
 """
 
-import asyncio
 import stat
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from tests.ui.conftest import Run, items, modal
+from tests.waiting import until
 from workbench.postures.model import PostureId
 from workbench.skills import Code, Skill
 from workbench.ui.authoring.newskill import NewSkillDialog
@@ -58,15 +57,9 @@ def _editing(window: MainWindow) -> Skill:
     return skill
 
 
-async def _until(predicate: Callable[[], object]) -> None:
-    """Wait with the loop running (file events start refreshes only then)."""
-    while not predicate():
-        await asyncio.sleep(0.02)
-
-
 async def _save(window: MainWindow) -> None:
     window.authoring.save_action.trigger()
-    await _until(lambda: "writes hello.txt" in _selected(window).description)
+    await until(lambda: "writes hello.txt" in _selected(window).description)
 
 
 async def _run_skill(window: MainWindow) -> None:
@@ -76,7 +69,7 @@ async def _run_skill(window: MainWindow) -> None:
     assert task is not None
     await task
     await panel.changes.settle()
-    await _until(panel.output.is_idle)  # the pane draws the last output on its next ticks
+    await until(panel.output.is_idle)  # the pane draws the last output on its next ticks
 
 
 def test_create_break_fix_save_run_package_and_reimport(
@@ -93,13 +86,13 @@ def test_create_break_fix_save_run_package_and_reimport(
     assert editor.diagnostics() == ()
 
     _edit_line(window, 2, "name: Hello-Skill")
-    run(_until(lambda: any(d.code is Code.NAME_CASE for d in editor.diagnostics())))
+    run(until(lambda: any(d.code is Code.NAME_CASE for d in editor.diagnostics())))
     assert {d.line for d in editor.diagnostics()} == {2}
     assert "capital letters" in " ".join(editor.text.line_messages(2))
     assert window.editor.is_modified()
 
     _edit_line(window, 2, "name: hello-skill")
-    run(_until(lambda: editor.diagnostics() == ()))
+    run(until(lambda: editor.diagnostics() == ()))
     _edit_line(window, 3, "description: Says hello, and writes hello.txt.")
     run(_save(window))
     assert not editor.is_modified()
@@ -151,8 +144,8 @@ def test_an_external_edit_refreshes_the_browser_and_the_editor(
     assert window.browser.select_path(folder)
     (folder / "SKILL.md").write_text("---\nname: Outside\ndescription: After.\n---\n")
 
-    run(_until(lambda: "After." in window.editor.text.toPlainText()))
-    run(_until(lambda: not _selected(window).valid))
+    run(until(lambda: "After." in window.editor.text.toPlainText()))
+    run(until(lambda: not _selected(window).valid))
     assert _selected(window).description == "After."
     assert any(d.code is Code.NAME_CASE for d in window.editor.diagnostics())
 
@@ -211,7 +204,7 @@ def test_a_hostile_package_is_refused_in_the_message_bar_and_writes_nothing(
 
     async def attempt() -> None:
         window.authoring.tasks.spawn(window.authoring.import_package(package, extra_root))
-        await _until(window.message_bar.isVisible)
+        await until(window.message_bar.isVisible)
 
     run(attempt())
     assert "evil/../../escaped.txt" in window.message_bar.text()
@@ -231,7 +224,7 @@ def test_file_new_skill_creates_lists_and_opens_it_in_the_editor(
 
     async def create() -> None:
         dialog.create_button.click()
-        await _until(
+        await until(
             lambda: (skill := window.editor.skill()) is not None and skill.name == "from-the-menu"
         )
 

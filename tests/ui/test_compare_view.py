@@ -1,22 +1,17 @@
 """The compare view: posture choices, one command under each, the table, links to the history."""
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from tests.ui.conftest import Run, cell, headers
+from tests.waiting import until
 from workbench.postures.model import POSTURE_INFO, PostureId
 from workbench.ui.compare.view import FIGURES, CompareView
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.scene import Scene, stage
-
-
-async def _until(condition: Callable[[], object]) -> None:
-    while not condition():
-        await asyncio.sleep(0.02)
 
 
 def _column(view: CompareView, column: int) -> dict[str, str]:
@@ -84,7 +79,7 @@ def test_compares_side_by_side_and_a_cell_opens_its_run_in_the_history(
     assert box is not None and box.isVisible() and "local posture" in box.text()
     (yes,) = [b for b in box.buttons() if box.buttonRole(b) == QMessageBox.ButtonRole.AcceptRole]
     yes.click()
-    run(_until(lambda: len(view.records()) == 2 and view.stop_button.isEnabled() is False))
+    run(until(lambda: len(view.records()) == 2 and view.stop_button.isEnabled() is False))
 
     assert headers(view.table) == [
         POSTURE_INFO[PostureId.QUICKJS].title,
@@ -102,7 +97,7 @@ def test_compares_side_by_side_and_a_cell_opens_its_run_in_the_history(
 
     local_run = view.records()[1]
     view.table.itemActivated.emit(view.table.item(FIGURES.index("Cause"), 1))
-    run(_until(lambda: window.history.current_record() is not None))
+    run(until(lambda: window.history.current_record() is not None))
     assert window.pages.currentWidget() is window.history
     assert window.history.current_record() == local_run
 
@@ -123,7 +118,7 @@ def test_stop_ends_the_run_in_progress_and_skips_the_rest(window: MainWindow, ru
 
     task = run(start())
     assert task is not None and not view.run_button.isEnabled()
-    run(_until(lambda: cell(view.table, 0, 0).text() == "running…"))
+    run(until(lambda: cell(view.table, 0, 0).text() == "running…"))
     assert cell(view.table, 0, 1).text() == "waiting…"
     run(click_stop())
     run(task)
@@ -154,7 +149,7 @@ def test_ctrl_return_on_the_compare_page_compares_and_does_not_run(
     view.command.setFocus()
     qtbot.keyClick(view.command, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     assert view.stop_button.isEnabled() and not window.run_panel.is_running()
-    run(_until(lambda: len(view.records()) == 1 and not view.stop_button.isEnabled()))
+    run(until(lambda: len(view.records()) == 1 and not view.stop_button.isEnabled()))
     assert view.records()[0].posture == "quickjs"
 
 
@@ -170,7 +165,7 @@ def test_ctrl_period_on_the_compare_page_stops_the_comparison(
 
     task = run(start())
     assert task is not None
-    run(_until(lambda: cell(view.table, 0, 0).text() == "running…"))
+    run(until(lambda: cell(view.table, 0, 0).text() == "running…"))
     _activate(window, qtbot)
     qtbot.keyClick(view.table, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
     run(task)

@@ -1,8 +1,6 @@
 """The status line follows the Docker engine: a run refused because the engine went away, and
 "Check again" after it is back, both ask the engine anew (the real probe, the real engine)."""
 
-import asyncio
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -10,6 +8,7 @@ import pytest
 from PySide6.QtCore import QSettings
 
 from tests.ui.conftest import Run
+from tests.waiting import until
 from workbench.platform.paths import example_skills_dir
 from workbench.postures.model import PostureId
 from workbench.ui.app import _probe_postures
@@ -17,11 +16,6 @@ from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import Services
 
 GONE = "unix:///nonexistent/docker.sock"
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    while not condition():
-        await asyncio.sleep(0.05)
 
 
 @pytest.mark.docker

@@ -1,6 +1,5 @@
 """The history view: the list of past runs, a run's record, export, restore and re-run."""
 
-import asyncio
 import json
 import re
 import sqlite3
@@ -13,6 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
 
 from tests.ui.conftest import Run, items
+from tests.waiting import until
 from workbench.executors.types import CancelToken, RunStatus
 from workbench.postures.model import Posture, PostureId
 from workbench.runs.record import RunRecord
@@ -35,11 +35,6 @@ def _record_run(services: Services, run: Run, workspace: Path, script: str = SCR
     done = run(services.runs.run_once(plan, lambda chunk: None, CancelToken()))
     record: RunRecord = done.record
     return record
-
-
-async def _until(condition: Callable[[], object]) -> None:
-    while not condition():
-        await asyncio.sleep(0.02)
 
 
 def _open_history(window: MainWindow, run: Run) -> HistoryView:
@@ -137,10 +132,10 @@ def test_restore_puts_the_workspace_back_and_asks_before_losing_later_changes(
     run(view.refresh())
     assert view.select_run(second.run_id)
     view.restore_button.click()
-    run(_until(view.question))
+    run(until(view.question))
     assert "changed after run" in view.question().text()  # type: ignore[union-attr]
     _answer_yes(view.question())
-    run(_until(lambda: not (workspace / "later.txt").exists() and not view.tasks.busy()))
+    run(until(lambda: not (workspace / "later.txt").exists() and not view.tasks.busy()))
     assert (workspace / "kept.txt").read_text() == "original\n"
 
 
@@ -155,7 +150,7 @@ def test_rerun_of_a_local_run_asks_then_runs_it_again_in_the_same_workspace(
     box = view.question()
     assert box is not None and "local posture" in box.text()
     _answer_yes(box)
-    run(_until(lambda: view.runs.topLevelItemCount() == 2 and not view.tasks.busy()))
+    run(until(lambda: view.runs.topLevelItemCount() == 2 and not view.tasks.busy()))
     again = view.current_record()
     assert again is not None and again.run_id != record.run_id
     assert (again.posture, again.argv, again.workspace) == ("local", record.argv, workspace)
@@ -182,7 +177,7 @@ def test_says_how_many_runs_it_lists_of_all_and_reads_older_ones_on_demand(
     assert view.status.text() == f"The newest {PAGE} of {PAGE + 3} runs in the history."
     assert view.older_button.isVisibleTo(view)
     view.older_button.click()
-    run(_until(lambda: view.runs.topLevelItemCount() == PAGE + 3 and not view.tasks.busy()))
+    run(until(lambda: view.runs.topLevelItemCount() == PAGE + 3 and not view.tasks.busy()))
     assert view.status.text() == f"{PAGE + 3} runs in the history."
     assert not view.older_button.isVisibleTo(view)
 
@@ -231,7 +226,7 @@ def test_rerun_streams_its_output_and_stop_ends_it(
     assert view.select_run(record.run_id) and not view.stop_button.isEnabled()
     view.rerun_button.click()
     _answer_yes(view.question())
-    run(_until(lambda: "start-4" in view.details.toPlainText()))
+    run(until(lambda: "start-4" in view.details.toPlainText()))
     assert "Re-running demo under Local (no sandbox)" in view.details.toPlainText()
     assert view.stop_button.isEnabled() and not view.rerun_button.isEnabled()
     run(view.refresh())  # e.g. the History page shown again: the output stays
@@ -239,7 +234,7 @@ def test_rerun_streams_its_output_and_stop_ends_it(
     window.activateWindow()
     qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
     qtbot.keyClick(view.filter, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
-    run(_until(lambda: not view.tasks.busy()))
+    run(until(lambda: not view.tasks.busy()))
     again = view.current_record()
     assert again is not None and again.run_id != record.run_id
     assert again.outcome == "cancelled"

@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from tests.ui.conftest import cell, headers, menu
+from tests.waiting import until
 from workbench.postures.model import POSTURE_INFO, PostureId
 from workbench.probes.catalogue import ProbeId
 from workbench.probes.lab import LAB_LIMITS, Cell, Scoreboard
@@ -91,11 +92,8 @@ def test_shows_the_scoreboard_and_a_cell_opens_its_run(
     view.table.setFocus()
     qtbot.keyClick(view.table, Qt.Key.Key_Return)
 
-    async def opened() -> None:
-        while window.history.current_record() is None:
-            await asyncio.sleep(0.02)
-
-    loop.run_until_complete(asyncio.wait_for(opened(), 10))
+    opened = until(lambda: window.history.current_record() is not None)
+    loop.run_until_complete(asyncio.wait_for(opened, 10))
     assert window.pages.currentWidget() is window.history
     record = window.history.current_record()
     assert record is not None
@@ -147,11 +145,8 @@ def test_ctrl_return_runs_the_lab_and_ctrl_period_stops_it(
     qtbot.keyClick(view.table, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
     assert view.status.text().startswith("Stopping")
 
-    async def ended() -> None:
-        while view.stop_button.isEnabled():
-            await asyncio.sleep(0.02)
-
-    loop.run_until_complete(asyncio.wait_for(ended(), 60))
+    ended = until(lambda: not view.stop_button.isEnabled())
+    loop.run_until_complete(asyncio.wait_for(ended, 60))
     board = view.scoreboard()
     assert board is not None and board.interrupted and len(board.cells) < len(ProbeId)
     assert view.status.text().startswith("Stopped: ")

@@ -1,6 +1,5 @@
 """The main window: the catalog list, search, the skill view, hostile text, folders, layout."""
 
-import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,6 +8,7 @@ from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QMenuBar, QScrollBar, QTabBar, QWidget
 
 from tests.ui.conftest import Run, items
+from tests.waiting import until
 from workbench.platform.paths import example_skills_dir
 from workbench.skills import discover
 from workbench.ui.mainwindow import MainWindow
@@ -128,11 +128,7 @@ def test_dropping_a_skill_folder_adds_it(
     assert enter.isAccepted()
     window.dropEvent(QDropEvent(position, action, mime, button, modifier))
 
-    async def until_listed() -> None:
-        while folder not in {skill.path for skill in window.browser.skills()}:
-            await asyncio.sleep(0.02)
-
-    run(until_listed())
+    run(until(lambda: folder in {skill.path for skill in window.browser.skills()}))
     current = window.browser.current_skill()
     assert current is not None and current.name == "dropped"
 

@@ -7,16 +7,16 @@ data folder is world-traversable: the hardened posture runs the command as a thr
 that must reach its workspace (pytest's tmp_path is private to its owner).
 """
 
-import asyncio
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from tests.ui.conftest import PROBE, Run, items, menu
+from tests.waiting import until
 from workbench.executors import build_executor
 from workbench.platform.paths import example_skills_dir
 from workbench.postures.model import PostureId
@@ -57,11 +57,6 @@ def _click(box: QMessageBox | None, role: QMessageBox.ButtonRole) -> None:
     button.click()
 
 
-async def _until(condition: Callable[[], object]) -> None:
-    while not condition():
-        await asyncio.sleep(0.02)
-
-
 def _run_example(window: MainWindow, run: Run) -> CompletedRun:
     """Press Run (with a pause after the script, so the monitor samples it) and wait."""
     panel = window.run_panel
@@ -70,8 +65,8 @@ def _run_example(window: MainWindow, run: Run) -> CompletedRun:
     panel.run_finished.connect(finished.append)
     panel.run_button.click()
     assert panel.is_running()
-    run(_until(lambda: panel.charts.memory.point_count() > 0))  # samples arrive during the run
-    run(_until(lambda: finished and not panel.is_running()))
+    run(until(lambda: panel.charts.memory.point_count() > 0))  # samples arrive during the run
+    run(until(lambda: finished and not panel.is_running()))
     panel.run_finished.disconnect(finished.append)
     run(panel.changes.settle())
     return finished[0]
@@ -117,7 +112,7 @@ def test_a_newcomer_runs_the_python_example_under_two_postures(
     next(a for a in view_menu.actions() if a.text() == "History").trigger()
     assert window.pages.currentWidget() is window.history
     history = window.history
-    run(_until(lambda: history.runs.topLevelItemCount() == 2))
+    run(until(lambda: history.runs.topLevelItemCount() == 2))
     assert history.select_run(hardened.record.run_id)
     history.export_button.click()
     dialog = history.export_dialog()
@@ -125,6 +120,6 @@ def test_a_newcomer_runs_the_python_example_under_two_postures(
     report = open_root / "report.html"
     dialog.selectFile(str(report))
     dialog.accept()
-    run(_until(report.exists))
+    run(until(report.exists))
     text = report.read_text(encoding="utf-8")
     assert hardened.record.run_id in text and "report.md" in text and "hardened" in text

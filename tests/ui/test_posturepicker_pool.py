@@ -1,6 +1,5 @@
 """The warm pools on the posture cards: size (remembered), live status, priming per skill."""
 
-import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -9,6 +8,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QLabel
 
 from tests.ui.conftest import PROBE, Run
+from tests.waiting import until
 from workbench.executors.availability import docker_engine_runtimes
 from workbench.executors.contract import Executor
 from workbench.executors.types import RunStatus, SessionSpec
@@ -150,14 +150,12 @@ def test_choosing_a_skill_primes_the_chosen_postures_pool_for_a_fresh_workspace(
 
 async def primes(pool: FakePool) -> None:
     """Wait until the picker has primed `pool`."""
-    while not pool.primed:
-        await asyncio.sleep(0.05)
+    await until(lambda: pool.primed)
 
 
 async def shows(label: QLabel, start: str) -> None:
     """Wait until `label` (refreshed by the picker's timer) starts with `start`."""
-    while not label.text().startswith(start):
-        await asyncio.sleep(0.05)
+    await until(lambda: label.text().startswith(start))
 
 
 @pytest.mark.docker

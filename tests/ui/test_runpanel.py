@@ -1,6 +1,5 @@
 """The run panel: command and history, limits, live output, outcome banner and Stop."""
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +8,7 @@ from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QScrollBar, QTabBar, QWidget
 
 from tests.ui.conftest import Run, items
+from tests.waiting import until
 from workbench.ansi import BASIC_COLOURS
 from workbench.executors.types import CapturedOutput, PostureCard, RunResult, RunStatus
 from workbench.postures.model import Network, Posture, PostureId
@@ -67,11 +67,7 @@ def test_run_streams_coloured_text_and_reports_the_outcome(window: MainWindow, r
 
 
 def _wait_idle(panel: Any, run: Run) -> None:
-    async def idle() -> None:
-        while not panel.output.is_idle():
-            await asyncio.sleep(0.02)
-
-    run(idle())
+    run(until(panel.output.is_idle))
 
 
 def test_stop_ends_the_run(window: MainWindow, run: Run) -> None:
@@ -83,8 +79,7 @@ def test_stop_ends_the_run(window: MainWindow, run: Run) -> None:
     async def start_then_stop() -> None:
         task = panel.start()
         assert task is not None
-        while "started" not in panel.output.text.toPlainText():
-            await asyncio.sleep(0.05)
+        await until(lambda: "started" in panel.output.text.toPlainText())
         assert "timeout in" in panel.countdown.text()
         panel.stop_button.click()
         await task

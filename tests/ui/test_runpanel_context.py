@@ -2,7 +2,6 @@
 runs in the user's folder (asked once, restorable), and a search or a vanished skill never
 leaving the command aimed at a skill the user does not see."""
 
-import asyncio
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +12,7 @@ from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QMessageBox
 
 from tests.ui.conftest import Run
+from tests.waiting import until
 from workbench.postures.model import PostureId
 from workbench.runs.service import CompletedRun
 from workbench.ui.mainwindow import MainWindow
@@ -25,15 +25,10 @@ def _select(window: MainWindow, name: str) -> None:
     assert window.browser.select_path(skill.path)
 
 
-async def _until(condition: Callable[[], bool]) -> None:
-    while not condition():
-        await asyncio.sleep(0.02)
-
-
 def _finished(panel: RunPanel, run: Run) -> CompletedRun:
     """Wait for the run in progress to end; its result."""
     assert panel.is_running()
-    run(_until(lambda: not panel.is_running()))
+    run(until(lambda: not panel.is_running()))
     assert panel.last_run is not None
     return panel.last_run
 
@@ -149,7 +144,7 @@ def test_a_chosen_folder_that_is_gone_is_not_made_again(
     assert box is not None
     folder.rmdir()
     _accept(box)
-    run(_until(lambda: not panel.is_running()))
+    run(until(lambda: not panel.is_running()))
     assert panel.banner.sentence.text().startswith(f"Not run: The workspace folder {folder} is")
     assert not folder.exists()
 

@@ -14,6 +14,7 @@ import qasync
 from PySide6.QtCore import QTimer
 
 from tests.ui.conftest import Run, items
+from tests.waiting import until
 from workbench.errors import UsageError
 from workbench.postures.model import PostureId
 from workbench.ui.mainwindow import MainWindow
@@ -48,8 +49,7 @@ async def _run_and_settle(panel: RunPanel) -> None:
     assert task is not None
     await task
     await panel.changes.settle()
-    while not panel.output.is_idle():
-        await asyncio.sleep(0.02)
+    await until(panel.output.is_idle)
 
 
 @pytest.mark.parametrize("posture", [PostureId.LOCAL, PostureId.HARDENED])
@@ -144,8 +144,7 @@ def test_changed_files_are_listed_while_the_run_goes(window: MainWindow, run: Ru
     async def watch() -> None:
         task = panel.start()
         assert task is not None
-        while "one.txt" not in listed():
-            await asyncio.sleep(0.05)
+        await until(lambda: "one.txt" in listed())
         assert panel.is_running()
         assert listed() == ["one.txt"]
         assert panel.changes.counts.text().startswith("Running: 1 path changed so far")

@@ -7,7 +7,6 @@ same `Harness` and `build_executor`, as JS scripts, and again with warm workers 
 run end to end by the CLI, with the workspace change it makes.
 """
 
-import asyncio
 import json
 import os
 import subprocess
@@ -19,6 +18,7 @@ from typing import Any
 import pytest
 
 from tests.contract.conftest import Harness, Ran
+from tests.waiting import until
 from workbench.executors.contract import Executor
 from workbench.executors.types import RunStatus, SessionSpec, Stream
 from workbench.executors.warm.quickjs import QuickJsWorkerPool
@@ -46,8 +46,7 @@ class WarmHarness(Harness):
     def run(self, *argv: str, executor: Executor | None = None, **request: Any) -> Ran:
         async def ready() -> None:
             await self.pool.prime((executor or self.executor).posture, self.session)
-            while not self.pool.status().ready:
-                await asyncio.sleep(0.01)
+            await until(lambda: self.pool.status().ready)
 
         self.loop.run_until_complete(ready())
         ran = super().run(*argv, executor=executor, **request)

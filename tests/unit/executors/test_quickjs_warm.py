@@ -15,6 +15,7 @@ from typing import Any
 import psutil
 import pytest
 
+from tests.waiting import until
 from workbench.executors.quickjs.worker.protocol import encode_message
 from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus, SessionSpec
 from workbench.executors.warm.quickjs import QuickJsWorkerPool
@@ -139,8 +140,7 @@ def test_stop_ends_a_warm_run_and_its_worker(tmp_path: Path) -> None:
         cancel = CancelToken()
         asyncio.get_running_loop().call_later(0.5, cancel.cancel)
         await pool.prime(posture(), spec)
-        while not pool.status().ready:
-            await asyncio.sleep(0.02)
+        await until(lambda: pool.status().ready)
         (spec.workspace / "main.js").write_text("while (true) {}")
         executor = pool.executor(posture())
         await executor.start(spec)
