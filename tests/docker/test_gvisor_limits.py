@@ -125,15 +125,19 @@ def test_a_command_that_finds_every_slot_taken_is_told_so(gvisor: Session) -> No
     executor = gvisor.executor
 
     async def go() -> RunResult:
-        chunks: list[OutputChunk] = []
+        full = asyncio.Event()  # the holder says every slot is taken
+
+        def sink(chunk: OutputChunk) -> None:
+            if b"full" in chunk.data:
+                full.set()
+
         holding = CancelToken()
         holder = asyncio.ensure_future(
-            executor.run(RunRequest(("python3", "hold_all.py")), chunks.append, holding)
+            executor.run(RunRequest(("python3", "hold_all.py")), sink, holding)
         )
         try:
             async with asyncio.timeout(20):
-                while not any(b"full" in chunk.data for chunk in chunks):
-                    await asyncio.sleep(0.05)
+                await full.wait()
             return await executor.run(RunRequest(("echo", "alive")), lambda _: None, CancelToken())
         finally:
             holding.cancel()

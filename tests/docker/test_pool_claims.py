@@ -327,16 +327,18 @@ def test_two_claiming_processes_never_share_a_container(
         container = await one_pooled(pool, spec, client)
         argv = [sys.executable, "-c", CLAIMER, str(folders.base), str(time.time() + 2.0)]
         claimers = [
-            subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+            await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, cwd=ROOT)
             for _ in range(CLAIMERS)
         ]
         try:
-            outputs = [await asyncio.to_thread(c.communicate, timeout=60) for c in claimers]
+            async with asyncio.timeout(60):
+                outputs = [await claimer.communicate() for claimer in claimers]
             return container, [json.loads(output) for output, _ in outputs]
         finally:
             for claimer in claimers:
-                claimer.kill()
-                claimer.wait()
+                with contextlib.suppress(ProcessLookupError):
+                    claimer.kill()
+                await claimer.wait()
             with contextlib.suppress(NotFound):  # claimed: renamed, the pool no longer has it
                 client.api.remove_container(container, force=True)
             await pool.close()

@@ -193,12 +193,14 @@ async def sampler_rows(
 ) -> None:
     """CPU per sample of the process tree sampler against reading /proc directly."""
     del wanted
-    shell = " & ".join(["sleep 60"] * (TREE_SIZE - 1)) + " & wait"
+    shell = " & ".join(["sleep 60"] * (TREE_SIZE - 1)) + " & echo forked; wait"
     since = time.time() - 1  # process start times are rounded to clock ticks
-    tree = subprocess.Popen(["/bin/sh", "-c", shell], start_new_session=True)
+    tree = await asyncio.create_subprocess_exec(
+        "/bin/sh", "-c", shell, stdout=subprocess.PIPE, start_new_session=True
+    )
     try:
-        while len(descendants([tree.pid])) < TREE_SIZE:
-            await asyncio.sleep(0.01)
+        assert tree.stdout is not None
+        await tree.stdout.readline()  # every child is forked: the tree is whole
         loop = asyncio.get_running_loop()
         sampler = ProcessTreeSampler(psutil.Process(tree.pid), run_tag("bench"), loop.time())
         cases = [
@@ -208,7 +210,7 @@ async def sampler_rows(
         stats = await interleave(cases, context.rounds(15, 5))
     finally:
         os.killpg(tree.pid, signal.SIGKILL)
-        tree.wait()
+        await tree.wait()
         await asyncio.sleep(0.05)
         reap_orphans(since)  # the sleeps, re-parented to this process (a child subreaper)
     note = f"{stats['ours'].median * 10 * 100:.2f}% of a core at 10 Hz"

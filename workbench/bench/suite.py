@@ -150,13 +150,16 @@ async def run_bench(
     facts = machine_facts()
     gaps = machine_gaps()
     results: list[RowResult] = []
-    with tempfile.TemporaryDirectory(prefix="workbench-bench-") as scratch:
-        folder = Path(scratch)
-        folder.chmod(0o755)  # the hardened posture's throwaway uid must reach its folders
+    scratch = await asyncio.to_thread(tempfile.TemporaryDirectory, prefix="workbench-bench-")
+    try:
+        folder = Path(scratch.name)
+        await asyncio.to_thread(folder.chmod, 0o755)  # the hardened throwaway uid must reach it
         token = secrets.token_hex(4)
         for group, ids in selected:
             context = BenchContext(quick, folder / group.id, f"bench-{token}")
             results.extend(await _run_group(group, ids, context, gaps, progress))
+    finally:
+        await asyncio.to_thread(scratch.cleanup)
     facts["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     hung = any(row.error.startswith(GroupHung.__name__) for row in results)
     return BenchRun(tuple(results), time.perf_counter() - started, quick, facts, hung)

@@ -7,6 +7,7 @@ before anything is timed. Ours is what a run costs once it ends: `take_snapshot`
 "before" snapshot (only changed files are hashed) and `diff_snapshots`.
 """
 
+import asyncio
 import os
 import random
 import subprocess
@@ -20,6 +21,7 @@ from workbench.workspace.snapshot import RACY_NS, Snapshot, take_snapshot
 
 PER_FOLDER = 100
 CHANGED = 20  # 10 modified, 5 added, 5 removed
+GIT_STATUS = ("git", "status", "--porcelain", "-uall")
 
 
 def _tree_row(files: int, max_ratio: float) -> RowSpec:
@@ -80,31 +82,37 @@ def _git_env(work_tree: Path, git_dir: Path) -> dict[str, str]:
 
 async def measure_tree(context: BenchContext, files: int) -> Outcome:
     """Build the tree, check both sides see the same change, then time them interleaved."""
-    top = context.scratch / f"tree-{files}"
-    tree, git_dir = top / "tree", top / "git"
+    tree = context.scratch / f"tree-{files}" / "tree"
+    env, before = await asyncio.to_thread(_changed_tree, tree, files)
+    cases = [
+        Case("ours", timed_call(lambda: snapshot_diff(tree, before))),
+        Case("floor", timed_call(lambda: run_quiet(GIT_STATUS, env=env, cwd=tree))),
+    ]
+    stats = await interleave(cases, context.rounds(9, 5))
+    return Outcome(stats["ours"], stats["floor"], note=f"{files} files, {CHANGED} changed")
+
+
+def _changed_tree(tree: Path, files: int) -> tuple[dict[str, str], Snapshot]:
+    """Make `tree` with `files` files, commit it to git (the repository beside it) and take
+    the workbench's snapshot, then change `CHANGED` of them; git's environment and the
+    snapshot. `RuntimeError` unless both sides see the same changes."""
     rnd = random.Random(files)
     make_tree(tree, files, rnd)
-    env = _git_env(tree, git_dir)
+    env = _git_env(tree, tree.parent / "git")
     for step in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
         run_quiet(["git", *step], env=env, cwd=tree)
     time.sleep(2 * RACY_NS / 1e9)  # past the window where a snapshot re-hashes fresh files
     before = take_snapshot(tree)
     change_tree(tree, files, rnd)
-    status = ["git", "status", "--porcelain", "-uall"]
     seen_by_git = subprocess.run(
-        status, env=env, cwd=tree, capture_output=True, check=True
+        GIT_STATUS, env=env, cwd=tree, capture_output=True, check=True
     ).stdout.splitlines()
     seen_by_us = snapshot_diff(tree, before)
     if len(seen_by_git) != CHANGED or seen_by_us != CHANGED:
         raise RuntimeError(
             f"expected {CHANGED} changes; git saw {len(seen_by_git)}, the workbench {seen_by_us}"
         )
-    cases = [
-        Case("ours", timed_call(lambda: snapshot_diff(tree, before))),
-        Case("floor", timed_call(lambda: run_quiet(status, env=env, cwd=tree))),
-    ]
-    stats = await interleave(cases, context.rounds(9, 5))
-    return Outcome(stats["ours"], stats["floor"], note=f"{files} files, {CHANGED} changed")
+    return env, before
 
 
 def snapshot_diff(tree: Path, before: Snapshot) -> int:

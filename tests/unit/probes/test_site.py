@@ -4,7 +4,6 @@ import asyncio
 import contextlib
 import os
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
@@ -111,14 +110,16 @@ def test_a_process_carrying_the_token_is_found_and_killed(tmp_path: Path) -> Non
         async with LabSite(tmp_path) as site:
             token = site.cell_token(PostureId.LOCAL, ProbeId.DAEMON)
             # One process, no children: a shell's child briefly shows the token while it forks.
-            daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", token])
+            sleeper = ("-c", "import time; time.sleep(30)", token)
+            daemon = await asyncio.create_subprocess_exec(sys.executable, *sleeper)
             try:
                 await exec_done(daemon.pid, token)
                 found = site.end_survivors(token)
-                daemon.wait(timeout=10)
+                await asyncio.wait_for(daemon.wait(), 10)
             finally:
-                daemon.kill()
-                daemon.wait()
+                with contextlib.suppress(ProcessLookupError):
+                    daemon.kill()
+                await daemon.wait()
             assert site.end_survivors(token) == 0
             return found
 

@@ -293,17 +293,22 @@ async def _lend_private(private: Path, run_uid: int, workspace_loan: SharedLoan 
     """Open `private` (root's) to `run_uid` for passing only, give it the HOME and TMPDIR
     inside, and join the workspace loan; a sentence when that fails (nothing is left lent)."""
     try:
-        private.chmod(0o711)  # the command may pass, never add, rename or list entries
-        if not can_reach(private, run_uid, run_uid):
-            raise OSError(f"{private.parent} is closed to other users (set TMPDIR elsewhere)")
-        for folder in (private / "home", private / "tmp"):
-            os.chown(folder, run_uid, run_uid)
+        await asyncio.to_thread(_open_private, private, run_uid)
         if workspace_loan is not None:
             await workspace_loan.acquire()
     except OSError as error:
         await asyncio.to_thread(remove_tree, private)
         return f"cannot lend the workspace and private folders to uid {run_uid}: {error}"
     return ""
+
+
+def _open_private(private: Path, run_uid: int) -> None:
+    """Let `run_uid` pass through `private` and own the HOME and TMPDIR inside it."""
+    private.chmod(0o711)  # the command may pass, never add, rename or list entries
+    if not can_reach(private, run_uid, run_uid):
+        raise OSError(f"{private.parent} is closed to other users (set TMPDIR elsewhere)")
+    for folder in (private / "home", private / "tmp"):
+        os.chown(folder, run_uid, run_uid)
 
 
 def _keep_and_remove(private: Path, run_dir: Path) -> None:
