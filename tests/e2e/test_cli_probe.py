@@ -1,4 +1,7 @@
-"""`workbench probe` end to end: every cell of every available posture has the promised verdict.
+"""`workbench probe` end to end: each posture's containment claims hold against real runs.
+
+Every cell's measured verdict must be the one its posture claims for the aspect the probe tries
+(`postures.containment`, through `probes.expected`): a claim the lab disproves fails here.
 
 Each posture runs in its own CLI subprocess with its own data and temporary folders, so the
 lab's canaries, workspaces and history never touch the user's. Container postures run only
@@ -57,15 +60,18 @@ def scoreboard(env: dict[str, str], posture_id: PostureId) -> dict[str, Any]:
 
 
 def check_every_cell(document: dict[str, Any], posture_id: PostureId, env: dict[str, str]) -> None:
-    """Every probe ran, each verdict is the promised one, and each cell's run is in history."""
+    """Every probe ran, each verdict is the one the posture claims, and each cell's run is in
+    history."""
     cells = {cell["probe"]: cell for cell in document["cells"]}
     assert set(cells) == {probe.value for probe in ProbeId}
+    claimed = {
+        name: expected(posture_id, ProbeId(name), as_root=document["as_root"]) for name in cells
+    }
     wrong = [
-        f"{name}: {cell['verdict']} ({cell['detail']}), promised "
-        f"{expected(posture_id, ProbeId(name), as_root=document['as_root']).verdict}"
+        f"{name}: measured {cell['verdict']} ({cell['detail']}), but the {posture_id} posture "
+        f"claims {claimed[name].verdict} ({claimed[name].note})"
         for name, cell in cells.items()
-        if Verdict(cell["verdict"])
-        is not expected(posture_id, ProbeId(name), as_root=document["as_root"]).verdict
+        if Verdict(cell["verdict"]) is not claimed[name].verdict
     ]
     assert wrong == []
     assert not any(cell["unexpected"] for cell in cells.values())

@@ -8,7 +8,8 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from tests.ui.conftest import Run, cell, headers
 from tests.waiting import until
-from workbench.postures.model import POSTURE_INFO, PostureId
+from workbench.postures.description import POSTURE_INFO
+from workbench.postures.model import PostureId
 from workbench.ui.compare.view import FIGURES, CompareView
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.scene import Scene, stage

@@ -10,7 +10,8 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from tests.ui.conftest import cell, headers, menu
 from tests.waiting import until
-from workbench.postures.model import POSTURE_INFO, PostureId
+from workbench.postures.description import POSTURE_INFO
+from workbench.postures.model import PostureId
 from workbench.probes.catalogue import ProbeId
 from workbench.probes.lab import LAB_LIMITS, Cell, Scoreboard
 from workbench.probes.verdict import Verdict

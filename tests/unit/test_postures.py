@@ -10,14 +10,13 @@ from workbench.executors.availability import (
     docker_engine_runtimes,
     probe_availability,
 )
+from workbench.postures.description import POSTURE_INFO, assess
 from workbench.postures.model import (
-    POSTURE_INFO,
     Availability,
     Network,
     Posture,
     PostureId,
     Severity,
-    assess,
     default_posture_id,
     parse_posture_id,
 )

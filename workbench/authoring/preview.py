@@ -6,7 +6,8 @@ module, are what stop a skill. `preview(skill)` reads the skill's scripts (Pytho
 `ast`; shell and JavaScript line by line) and its front matter (`compatibility`,
 `allowed-tools`, `metadata.command`) and returns `Finding`s (file, line, capability, detail),
 the commands the skill invokes that the sandbox image lacks (`IMAGE_TOOLS`, the one list of
-what the image holds), and a `PosturePrediction` per posture, assuming its default settings.
+what the image holds), and a `PosturePrediction` per posture, assuming its default settings:
+what each finding meets is the posture's claim on its aspect (`postures.containment`).
 `unrunnable_postures(skill)` is the cheap part of it the posture picker asks on every
 selection: which postures cannot start the skill's command at all (a `.js` command runs only
 under quickjs; quickjs runs nothing else).
@@ -26,6 +27,7 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
 from workbench.authoring.package import is_excluded
+from workbench.postures.containment import Aspect, claim
 from workbench.postures.model import PostureId
 from workbench.skills.model import Skill
 from workbench.skills.scripts import (
@@ -90,64 +92,16 @@ class CapabilityPreview:
     prediction_only: bool = True  # never a security control
 
 
-# What each capability meets under each posture (default settings): (blocked?, why).
-_EFFECTS: dict[Capability, dict[PostureId, tuple[bool, str]]] = {
-    Capability.NETWORK: {
-        PostureId.LOCAL: (False, "the network is open"),
-        PostureId.HARDENED: (False, "the network is open"),
-        PostureId.DOCKER: (True, "network none"),
-        PostureId.GVISOR: (True, "network none"),
-        PostureId.QUICKJS: (True, "fetch is off by default"),
-    },
-    Capability.SUBPROCESS: {
-        PostureId.LOCAL: (False, "runs host programs"),
-        PostureId.HARDENED: (False, "runs host programs, within the process limit"),
-        PostureId.DOCKER: (False, "runs the image's programs"),
-        PostureId.GVISOR: (False, "runs the image's programs"),
-        PostureId.QUICKJS: (True, "no processes in QuickJS"),
-    },
-    Capability.ENVIRONMENT: {
-        PostureId.LOCAL: (False, "sees your whole environment, secrets included"),
-        PostureId.HARDENED: (False, "sees an allow-listed environment; credential names removed"),
-        PostureId.DOCKER: (False, "sees only the container's environment"),
-        PostureId.GVISOR: (False, "sees only the container's environment"),
-        PostureId.QUICKJS: (True, "no environment in QuickJS"),
-    },
-    Capability.HOST_FILES: {
-        PostureId.LOCAL: (False, "reads your files"),
-        PostureId.HARDENED: (False, "reads your files (HOME is private, absolute paths are not)"),
-        PostureId.DOCKER: (True, "only the skill and the workspace are mounted"),
-        PostureId.GVISOR: (True, "only the skill and the workspace are mounted"),
-        PostureId.QUICKJS: (True, "the fs object is confined to the workspace"),
-    },
-    Capability.PRIVILEGE: {
-        PostureId.LOCAL: (False, "may ask for your password"),
-        PostureId.HARDENED: (False, "may ask for your password"),
-        PostureId.DOCKER: (True, "non-root with no-new-privileges"),
-        PostureId.GVISOR: (True, "non-root with no-new-privileges"),
-        PostureId.QUICKJS: (True, "no processes in QuickJS"),
-    },
-    Capability.DESTRUCTIVE: {
-        PostureId.LOCAL: (False, "can delete anything you can"),
-        PostureId.HARDENED: (False, "can delete anything you can"),
-        PostureId.DOCKER: (True, "read-only root; only the workspace is writable"),
-        PostureId.GVISOR: (True, "read-only root; only the workspace is writable"),
-        PostureId.QUICKJS: (True, "the fs object is confined to the workspace"),
-    },
-    Capability.NATIVE_CODE: {
-        PostureId.LOCAL: (False, "loads native code on the host"),
-        PostureId.HARDENED: (False, "loads native code on the host"),
-        PostureId.DOCKER: (False, "loads native code in the container"),
-        PostureId.GVISOR: (False, "loads native code in the container"),
-        PostureId.QUICKJS: (True, "no native code in QuickJS"),
-    },
-    Capability.NODE_API: {
-        PostureId.LOCAL: (False, "runs under Node"),
-        PostureId.HARDENED: (False, "runs under Node"),
-        PostureId.DOCKER: (False, "runs under the image's Node"),
-        PostureId.GVISOR: (False, "runs under the image's Node"),
-        PostureId.QUICKJS: (True, "QuickJS has no Node APIs"),
-    },
+# The aspect of the containment table each capability a finding names tries.
+_ASPECTS: dict[Capability, Aspect] = {
+    Capability.NETWORK: Aspect.NETWORK,
+    Capability.SUBPROCESS: Aspect.PROGRAMS,
+    Capability.ENVIRONMENT: Aspect.SECRETS,
+    Capability.HOST_FILES: Aspect.HOST_FILES,
+    Capability.PRIVILEGE: Aspect.PRIVILEGE,
+    Capability.DESTRUCTIVE: Aspect.WRITE_OUTSIDE,
+    Capability.NATIVE_CODE: Aspect.NATIVE_CODE,
+    Capability.NODE_API: Aspect.NODE_API,
 }
 
 
@@ -350,9 +304,8 @@ def _predict(
             f"{tool} is not in the sandbox image ({first_use[tool].summary})" for tool in missing
         ]
     for finding in findings:
-        effect = _EFFECTS.get(finding.capability, {}).get(posture)
-        if effect is not None:
-            is_blocked, why = effect
-            (blocked if is_blocked else allowed).append(f"{finding.summary} ({why})")
+        if (aspect := _ASPECTS.get(finding.capability)) is not None:
+            found = claim(posture, aspect)
+            (blocked if found.contained else allowed).append(f"{finding.summary} ({found.why})")
     verdict = Verdict.PARTLY_BLOCKED if blocked else Verdict.RUNS
     return PosturePrediction(posture, verdict, tuple(blocked), tuple(allowed))

@@ -8,14 +8,8 @@ from workbench.cli.output import emit_json
 from workbench.errors import PostureError
 from workbench.executors.availability import docker_engine_runtimes, probe_availability
 from workbench.executors.docker.engine import engine_name
-from workbench.postures.model import (
-    POSTURE_INFO,
-    Availability,
-    Posture,
-    PostureId,
-    assess,
-    default_posture_id,
-)
+from workbench.postures.description import POSTURE_INFO, assess
+from workbench.postures.model import Availability, Posture, PostureId, default_posture_id
 
 
 def register(commands: "argparse._SubParsersAction[Any]") -> None:

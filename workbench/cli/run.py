@@ -24,7 +24,8 @@ from workbench.ansi import AnsiDecoder
 from workbench.cli.output import emit_json, warn
 from workbench.errors import PostureError, UsageError, WorkbenchError
 from workbench.executors.types import new_run_id
-from workbench.postures.model import Network, Posture, PostureId, Severity, assess, parse_posture_id
+from workbench.postures.description import assess
+from workbench.postures.model import Network, Posture, PostureId, Severity, parse_posture_id
 from workbench.runs.record import plain_text, record_to_dict
 from workbench.skills import default_roots, find_skill
 from workbench.workspace.changes import path_text

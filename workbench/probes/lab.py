@@ -19,9 +19,10 @@ from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.executors.types import CancelToken, OutputChunk, RunResult, RunStatus
+from workbench.postures.containment import runs_as_root
 from workbench.postures.model import MIB, Limits, Posture, PostureId
 from workbench.probes.catalogue import PROBE_BY_ID, ProbeId, probe_argv
-from workbench.probes.expected import app_is_root, expected
+from workbench.probes.expected import expected
 from workbench.probes.site import CANARY_ENV, LabSite, host_route_off_machine
 from workbench.probes.verdict import HostEvidence, Judgement, Verdict, judge
 from workbench.runs.service import RunPlan, RunService
@@ -145,7 +146,7 @@ async def run_lab(
     """
     chosen, probe_ids = tuple(postures), tuple(probes)
     cancel = cancel or CancelToken()
-    started, as_root, cells = time.monotonic(), app_is_root(), []
+    started, as_root, cells = time.monotonic(), runs_as_root(), []
     async with LabSite(parent) as site:
         for posture_id in chosen:
             for probe in probe_ids:

@@ -21,7 +21,9 @@ from enum import StrEnum
 from typing import Any, TypeVar
 
 from workbench.ansi import json_safe
-from workbench.postures.model import MIB, Network, PostureId, network_reach, posture_title
+from workbench.postures.containment import network_reach
+from workbench.postures.description import posture_title
+from workbench.postures.model import MIB, Network, PostureId
 from workbench.runs.record import RunRecord, RunState, json_text, plain_text, record_to_dict
 from workbench.workspace.blobs import BlobStore
 from workbench.workspace.changes import ChangeKind, path_text

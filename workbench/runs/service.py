@@ -29,7 +29,8 @@ from workbench.executors.types import (
     new_run_id,
 )
 from workbench.monitor.sample import ResourceSample
-from workbench.postures.model import Posture, assess
+from workbench.postures.description import assess
+from workbench.postures.model import Posture
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import AFTER_SNAPSHOT, BEFORE_SNAPSHOT, DataLayout
 from workbench.runs.record import RunRecord

@@ -6,7 +6,8 @@ from collections.abc import Iterable
 
 from PySide6.QtWidgets import QStatusBar, QToolButton
 
-from workbench.postures.model import POSTURE_INFO, PostureId
+from workbench.postures.description import POSTURE_INFO
+from workbench.postures.model import PostureId
 from workbench.skills import Skill
 from workbench.ui.common.text import plural, tooltip
 from workbench.ui.common.widgets import plain_label, set_status

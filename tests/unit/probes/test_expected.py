@@ -1,43 +1,37 @@
-"""The expected scoreboard agrees with what each posture's description says."""
+"""The expected scoreboard is each posture's containment claim, and its text admits every leak."""
 
 import pytest
 
-from workbench.postures.model import PostureId
-from workbench.probes import expected as expected_module
+from workbench.postures import containment
+from workbench.postures.containment import Claim, runs_as_root
+from workbench.postures.description import POSTURE_INFO, assess
+from workbench.postures.model import Posture, PostureId
 from workbench.probes.catalogue import ProbeId
-from workbench.probes.expected import (
-    EXPECTED,
-    Expect,
-    expected,
-    leak_phrase_problems,
-    posture_text,
-)
+from workbench.probes.expected import PROBE_ASPECTS, expected, unadmitted_leaks
 from workbench.probes.verdict import Verdict
 
 
-def test_every_posture_has_a_promise_for_every_probe() -> None:
-    assert set(EXPECTED) == set(PostureId)
-    for posture_id, row in EXPECTED.items():
-        assert set(row) == set(ProbeId), posture_id
+def test_every_probe_tries_an_aspect_but_the_display_one() -> None:
+    assert set(PROBE_ASPECTS) == set(ProbeId)
+    assert [probe for probe, aspect in PROBE_ASPECTS.items() if aspect is None] == [ProbeId.ESCAPE]
 
 
 @pytest.mark.parametrize("as_root", [True, False])
 @pytest.mark.parametrize("posture_id", list(PostureId))
-def test_every_expected_leak_is_written_in_the_postures_warnings(
+def test_every_expected_leak_is_admitted_in_the_postures_text(
     posture_id: PostureId, as_root: bool
 ) -> None:
-    assert leak_phrase_problems(posture_id, as_root=as_root) == []
+    assert unadmitted_leaks(posture_id, as_root=as_root) == []
 
 
 def test_a_leak_the_description_does_not_admit_is_reported(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    row = dict(EXPECTED[PostureId.DOCKER])
-    row[ProbeId.LOOPBACK] = Expect(Verdict.NOT_CONTAINED, "reaches the host's loopback")
-    monkeypatch.setitem(expected_module.EXPECTED, PostureId.DOCKER, row)
-    problems = leak_phrase_problems(PostureId.DOCKER, as_root=False)
-    assert len(problems) == 1
-    assert "docker/loopback" in problems[0]
+    row = dict(containment.CONTAINMENT[PostureId.DOCKER])
+    row[containment.Aspect.NETWORK] = Claim(False, "reaches the host's loopback")
+    monkeypatch.setitem(containment.CONTAINMENT, PostureId.DOCKER, row)
+    problems = unadmitted_leaks(PostureId.DOCKER, as_root=False)
+    assert [problem.split(":")[0] for problem in problems] == ["docker/loopback", "docker/resolve"]
 
 
 def test_hardened_as_root_keeps_your_own_files_closed_but_not_as_a_user() -> None:
@@ -49,7 +43,19 @@ def test_hardened_as_root_keeps_your_own_files_closed_but_not_as_a_user() -> Non
     )
 
 
-def test_posture_text_holds_the_warnings_and_does_not_lines() -> None:
-    text = posture_text(PostureId.LOCAL)
-    assert "NO SANDBOX" in text
-    assert "Block the network." in text
+@pytest.mark.parametrize("posture_id", list(PostureId))
+def test_a_leak_is_noted_with_a_sentence_the_user_reads(posture_id: PostureId) -> None:
+    info = POSTURE_INFO[posture_id]
+    read = {f"Does not {line[0].lower()}{line[1:]}" for line in info.does_not}
+    read |= {warning.text for warning in assess(Posture(posture_id))}
+    for probe in ProbeId:
+        promise = expected(posture_id, probe, as_root=runs_as_root())
+        if promise.verdict is Verdict.NOT_CONTAINED:
+            assert promise.note in read, f"{posture_id}/{probe}"
+
+
+def test_local_admits_its_open_network_on_its_card() -> None:
+    promise = expected(PostureId.LOCAL, ProbeId.LOOPBACK, as_root=False)
+    assert promise == expected(PostureId.LOCAL, ProbeId.RESOLVE, as_root=False)
+    assert promise.note == "Does not block the network."
+    assert expected(PostureId.DOCKER, ProbeId.LOOPBACK, as_root=False).note == "network none"

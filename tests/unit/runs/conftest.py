@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from workbench.executors.types import CapturedOutput, PostureCard, RunResult, RunStatus
-from workbench.postures.model import Posture, PostureId, assess
+from workbench.postures.description import assess
+from workbench.postures.model import Posture, PostureId
 from workbench.runs.history import RunHistory
 from workbench.runs.record import RunRecord
 from workbench.workspace.changes import ChangeKind, EntryType, FileChange

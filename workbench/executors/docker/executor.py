@@ -69,7 +69,8 @@ from workbench.executors.types import (
     Stream,
 )
 from workbench.monitor.process import RUN_TAG_ENV, run_tag
-from workbench.postures.model import Posture, PostureId, PostureWarning, assess
+from workbench.postures.description import assess
+from workbench.postures.model import Posture, PostureId, PostureWarning
 
 if TYPE_CHECKING:
     from workbench.executors.warm.containers import ContainerPool

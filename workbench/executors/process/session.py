@@ -33,7 +33,8 @@ from workbench.executors.types import (
     RunStatus,
     SessionSpec,
 )
-from workbench.postures.model import Limits, Posture, PostureWarning, assess
+from workbench.postures.description import assess
+from workbench.postures.model import Limits, Posture, PostureWarning
 
 
 @dataclass(frozen=True, slots=True)

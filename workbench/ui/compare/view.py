@@ -29,7 +29,8 @@ from PySide6.QtWidgets import (
 
 from workbench.errors import WorkbenchError
 from workbench.executors.types import CancelToken, RunStatus
-from workbench.postures.model import DEFAULT_LIMITS, POSTURE_INFO, Availability, Posture, PostureId
+from workbench.postures.description import POSTURE_INFO
+from workbench.postures.model import DEFAULT_LIMITS, Availability, Posture, PostureId
 from workbench.runs.compare import (
     CompareRequest,
     compare_row,

@@ -13,7 +13,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QTreeWidgetItem
 
 from workbench.executors.types import RunStatus
-from workbench.postures.model import posture_title
+from workbench.postures.description import posture_title
 from workbench.probes.site import LAB_FOLDER_PREFIX
 from workbench.runs.record import RunRecord, RunState
 from workbench.runs.reports import INTERRUPTED_CAUSE

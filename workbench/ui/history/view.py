@@ -39,7 +39,8 @@ from PySide6.QtWidgets import (
 
 from workbench.errors import WorkbenchError, WorkspaceError
 from workbench.executors.types import CancelToken, OutputChunk, new_run_id
-from workbench.postures.model import Limits, Posture, PostureId, posture_title
+from workbench.postures.description import posture_title
+from workbench.postures.model import Limits, Posture, PostureId
 from workbench.runs.record import RunRecord, RunState, plain_text
 from workbench.runs.reports import ExportFormat, export_record
 from workbench.runs.service import RunPlan, RunService

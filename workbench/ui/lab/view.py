@@ -28,7 +28,8 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.executors.types import CancelToken
-from workbench.postures.model import POSTURE_INFO, PostureId
+from workbench.postures.description import POSTURE_INFO
+from workbench.postures.model import PostureId
 from workbench.probes.catalogue import PROBE_BY_ID, ProbeId
 from workbench.probes.lab import Cell, Scoreboard, run_lab
 from workbench.probes.verdict import Verdict

@@ -9,7 +9,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QWidget
 
 from workbench.executors import implemented_postures
-from workbench.postures.model import POSTURE_INFO, Availability, PostureId
+from workbench.postures.description import POSTURE_INFO
+from workbench.postures.model import Availability, PostureId
 from workbench.ui.common.text import tooltip
 from workbench.ui.common.widgets import plain_label, set_status
 from workbench.ui.postures.picker import CARD_ORDER

@@ -43,14 +43,13 @@ from workbench.authoring.preview import unrunnable_postures
 from workbench.errors import PostureError
 from workbench.executors.types import SessionSpec, new_run_id
 from workbench.executors.warm.starts import WarmPool
+from workbench.postures.description import POSTURE_INFO, assess
 from workbench.postures.model import (
-    POSTURE_INFO,
     STRENGTH_ORDER,
     Availability,
     Posture,
     PostureId,
     Severity,
-    assess,
     default_posture_id,
 )
 from workbench.runs.layout import DataLayout

@@ -8,7 +8,7 @@ Names come from the run and are shown as plain text.
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from workbench.executors.types import PostureCard
-from workbench.postures.model import POSTURE_INFO
+from workbench.postures.description import POSTURE_INFO
 from workbench.ui.common.text import plural
 from workbench.ui.common.widgets import plain_label
 from workbench.ui.theme import status_colors

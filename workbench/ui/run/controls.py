@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.postures.description import assess
 from workbench.postures.model import (
     CONTAINER_POSTURES,
     DEFAULT_LIMITS,
@@ -40,7 +41,6 @@ from workbench.postures.model import (
     PostureId,
     PostureWarning,
     Severity,
-    assess,
 )
 from workbench.ui.common.text import tooltip
 from workbench.ui.common.widgets import ask, set_status

@@ -34,7 +34,8 @@ from PySide6.QtWidgets import (
 from workbench.errors import UsageError, WorkbenchError
 from workbench.executors.types import CancelToken, new_run_id
 from workbench.monitor.sample import ResourceSample
-from workbench.postures.model import POSTURE_INFO, Posture, PostureId
+from workbench.postures.description import POSTURE_INFO
+from workbench.postures.model import Posture, PostureId
 from workbench.runs.service import CompletedRun, RunPlan, RunService
 from workbench.skills import Skill
 from workbench.ui.common.tasks import Tasks

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from workbench.ansi import reveal_bidi
 from workbench.authoring.preview import CapabilityPreview, preview
-from workbench.postures.model import POSTURE_INFO
+from workbench.postures.description import POSTURE_INFO
 from workbench.skills import Skill
 from workbench.skills.diagnostics import UNREADABLE_FRONT_MATTER
 from workbench.ui.common.text import badge_text, diagnostic_counts, plural, tooltip

@@ -1,0 +1,412 @@
+"""What each posture contains: one typed table that the posture's text, the capability preview
+and the probe lab all read.
+
+`CONTAINMENT[posture][aspect]` is a `Claim` about one thing a skill may try (`Aspect`: reach the
+network, read your files, read secrets in the environment, fill the disk, leave daemons, ...):
+whether the posture stops it at its default settings (`contained`), in a few words why (`why`:
+the control, "network none", or the opening, "the network is open"), the line of the posture's
+card that says so (`card`: a guarantee when contained, a "does not" line when not), the warning
+shown before every run (`warning`), and the setting that opens it when loosened (`unless`, with
+the warnings that then say so, `opened`). Where the answer depends on who runs the workbench
+(as root, `hardened` runs a skill as a throwaway uid), `as_root` is the claim then. The posture's
+card and warnings (`description.py`) are built from these sentences, the capability preview
+(`authoring.preview`) and the probe lab's promises (`probes.expected`) from `contained` and `why`,
+and `tests/e2e/test_cli_probe.py` checks every probed claim against real runs. To add a
+posture, add its row: a `Claim` for every `Aspect` (a test fails on a missing one), sharing a
+sentence between claims where one sentence says several things; then add its title, summary and
+the lines about no single aspect (a shared kernel, speed) to `description.POSTURE_INFO`.
+"""
+
+import os
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from workbench.postures.model import Network, Posture, PostureId, PostureWarning, Severity
+
+
+class Aspect(StrEnum):
+    """What a skill may try that a posture may stop, in the order a posture's text lists them."""
+
+    HOST_FILES = "host files"  # read files outside the workspace and the skill folder
+    PRIVATE_FILES = "private files"  # read your private files (mode 0600, an SSH key)
+    WRITE_OUTSIDE = "write outside"  # create, change or delete files outside the workspace
+    SKILL_FOLDER = "skill folder"  # change the skill's own folder
+    SECRETS = "secrets in env"  # read what is in the workbench's environment
+    NETWORK = "network"  # reach the network, the host's loopback included
+    OTHER_PROCESSES = "other processes"  # see or signal your other processes
+    PRIVILEGE = "privilege"  # become root (sudo, setuid programs)
+    PROGRAMS = "programs"  # run other programs
+    NATIVE_CODE = "native code"  # load native code
+    NODE_API = "node api"  # use Node's APIs
+    PROCESSES = "processes"  # start processes without bound
+    DAEMONS = "daemons"  # leave processes running after the run
+    LEFTOVERS = "leftovers"  # leave files in /tmp and IPC objects after the run
+    CPU = "cpu"  # spin the CPU without end
+    MEMORY = "memory"  # take memory without bound
+    DISK = "disk"  # fill the disk
+
+
+class Setting(StrEnum):
+    """A posture setting that, loosened, opens what a claim contains."""
+
+    NETWORK = "network"
+    EXTRA_MOUNTS = "extra mounts"
+    RUN_AS_ROOT = "run as root"
+    SECRETS = "secrets passed"
+    FETCH = "fetch hosts"
+
+    def opened(self, posture: Posture) -> tuple[str, ...]:
+        """What the setting lets through under `posture`, in words; () at its safe default."""
+        values = {
+            Setting.NETWORK: () if posture.network is Network.NONE else (posture.network.value,),
+            Setting.EXTRA_MOUNTS: posture.extra_mounts,
+            Setting.RUN_AS_ROOT: ("root",) if posture.run_as_root else (),
+            Setting.SECRETS: posture.confirmed_secret_env,
+            Setting.FETCH: posture.fetch_hosts,
+        }
+        return values[self]
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What one posture does with one aspect; see the module doc."""
+
+    contained: bool
+    why: str
+    card: str = ""
+    warning: PostureWarning | None = None
+    unless: Setting | None = None
+    opened: tuple[PostureWarning, ...] = ()  # "{}" in a text: what the setting lets through
+    as_root: "Claim | None" = None
+
+    def opened_warnings(self, posture: Posture) -> list[PostureWarning]:
+        """The warnings of the setting that opens it, when `posture` loosened that setting."""
+        opened = self.unless.opened(posture) if self.unless else ()
+        if not opened:
+            return []
+        return [replace(w, text=w.text.format(", ".join(opened))) for w in self.opened]
+
+
+def _info(text: str) -> PostureWarning:
+    return PostureWarning(Severity.INFO, text)
+
+
+def _caution(text: str) -> PostureWarning:
+    return PostureWarning(Severity.CAUTION, text)
+
+
+def _loosened(text: str) -> PostureWarning:
+    return PostureWarning(Severity.DANGER, text, loosened=True)
+
+
+_TIMEOUT_AND_TREE_KILL = (
+    "A wall-clock timeout that kills the whole process tree (if the workbench itself is killed "
+    "mid-run, what the skill detached keeps running)."
+)
+_NO_SANDBOX = PostureWarning(
+    Severity.DANGER,
+    "NO SANDBOX: the skill runs as you, with full access to your files, your network and every "
+    "secret in your environment.",
+)
+_LOCAL_FILES = Claim(
+    False,
+    "can read, change and delete any of your files",
+    card="Isolate anything: the skill can read, change and delete any of your files.",
+    warning=_NO_SANDBOX,
+)
+_NO_LIMITS = "Limit memory, CPU, disk use or the number of processes."
+
+_LOCAL: dict[Aspect, Claim] = {
+    Aspect.HOST_FILES: _LOCAL_FILES,
+    Aspect.PRIVATE_FILES: _LOCAL_FILES,
+    Aspect.WRITE_OUTSIDE: _LOCAL_FILES,
+    Aspect.SKILL_FOLDER: _LOCAL_FILES,
+    Aspect.SECRETS: Claim(
+        False,
+        "sees your whole environment, secrets included",
+        card="Hide secrets: it sees your whole environment, tokens and keys included.",
+        warning=_NO_SANDBOX,
+    ),
+    Aspect.NETWORK: Claim(
+        False, "the network is open", card="Block the network.", warning=_NO_SANDBOX
+    ),
+    Aspect.OTHER_PROCESSES: Claim(False, "runs as you, beside your processes", warning=_NO_SANDBOX),
+    Aspect.PRIVILEGE: Claim(False, "may ask for your password"),
+    Aspect.PROGRAMS: Claim(False, "runs host programs"),
+    Aspect.NATIVE_CODE: Claim(False, "loads native code on the host"),
+    Aspect.NODE_API: Claim(False, "runs under Node"),
+    Aspect.PROCESSES: Claim(False, "no process limit", card=_NO_LIMITS),
+    Aspect.DAEMONS: Claim(True, "whole-tree kill", card=_TIMEOUT_AND_TREE_KILL),
+    Aspect.LEFTOVERS: Claim(False, "what it leaves in /tmp stays", warning=_NO_SANDBOX),
+    Aspect.CPU: Claim(True, "wall-clock timeout", card=_TIMEOUT_AND_TREE_KILL),
+    Aspect.MEMORY: Claim(False, "no memory limit", card=_NO_LIMITS),
+    Aspect.DISK: Claim(False, "no disk limit", card=_NO_LIMITS),
+}
+
+_HARDENED_LIMITS = "Limits on CPU time, memory, processes, open files and file size."
+_YOUR_FILES = (
+    "Protect your files: the skill can still read and write anything you can (when the "
+    "workbench runs as root, it runs as a throwaway uid, which can still read every file other "
+    "users may read)."
+)
+_ANY_FILE = _caution(
+    "Best effort, not a sandbox: the skill can still read and write any file you can."
+)
+_OTHERS_FILES = _caution(
+    "Best effort, not a sandbox: it runs as a throwaway uid, so your own files are closed to "
+    "it, but the skill can still read every file other users may read."
+)
+_HARDENED_FILES = Claim(
+    False,
+    "can still read and write anything you can",
+    card=_YOUR_FILES,
+    warning=_ANY_FILE,
+    as_root=Claim(True, "runs as a throwaway uid, so your own files are closed to it"),
+)
+
+_HARDENED: dict[Aspect, Claim] = {
+    Aspect.HOST_FILES: replace(
+        _HARDENED_FILES,
+        as_root=Claim(
+            False,
+            "can still read every file other users may read",
+            card=_YOUR_FILES,
+            warning=_OTHERS_FILES,
+        ),
+    ),
+    Aspect.PRIVATE_FILES: _HARDENED_FILES,
+    Aspect.WRITE_OUTSIDE: _HARDENED_FILES,
+    Aspect.SKILL_FOLDER: _HARDENED_FILES,
+    Aspect.SECRETS: Claim(
+        True,
+        "environment built from an allow-list; credential names removed",
+        card="Environment built from an allow-list; credential-looking names are removed.",
+        unless=Setting.SECRETS,
+        opened=(_loosened("Secrets passed to the skill: {}."),),
+    ),
+    Aspect.NETWORK: Claim(
+        False,
+        "the network is open",
+        card="Block the network.",
+        warning=_caution("The skill can still reach the network."),
+    ),
+    Aspect.OTHER_PROCESSES: Claim(
+        False,
+        "sees and signals your other processes",
+        card="Keep it away from your other processes.",
+        warning=_caution(
+            "The skill can still see and signal your other processes, and read their "
+            "environment variables (secrets included)."
+        ),
+        as_root=Claim(  # a throwaway uid cannot signal them
+            False,
+            "sees your other processes",
+            card="Keep it away from your other processes.",
+            warning=_caution(
+                "The skill can still see your other processes and their command lines."
+            ),
+        ),
+    ),
+    Aspect.PRIVILEGE: Claim(False, "may ask for your password"),
+    Aspect.PROGRAMS: Claim(False, "runs host programs, within the process limit"),
+    Aspect.NATIVE_CODE: Claim(False, "loads native code on the host"),
+    Aspect.NODE_API: Claim(False, "runs under Node"),
+    Aspect.PROCESSES: Claim(True, "RLIMIT_NPROC", card=_HARDENED_LIMITS),
+    Aspect.DAEMONS: Claim(
+        True,
+        "whole-tree kill",
+        card="The whole process tree is killed on timeout or Stop, daemons included (if the "
+        "workbench itself is killed mid-run, what the skill detached keeps running).",
+    ),
+    Aspect.LEFTOVERS: Claim(
+        False,
+        "what it leaves in /tmp, /var/tmp or /dev/shm stays",
+        warning=_caution(
+            "Files the skill leaves in /tmp, /var/tmp or /dev/shm and its SysV IPC objects stay "
+            "after the run (the workbench removes them only when it runs as root)."
+        ),
+        as_root=Claim(True, "what its throwaway uid leaves is removed after the run"),
+    ),
+    Aspect.CPU: Claim(True, "RLIMIT_CPU", card=_HARDENED_LIMITS),
+    Aspect.MEMORY: Claim(True, "RLIMIT_AS", card=_HARDENED_LIMITS),
+    Aspect.DISK: Claim(
+        False,
+        "many files can still fill the disk",
+        warning=_info(
+            "The file-size limit applies to each file, not the total: many files can still "
+            "fill the disk."
+        ),
+    ),
+}
+
+_MOUNTED_ONLY = "Only the workspace and the skill folder are mounted, the skill folder read-only."
+_LOCKED_DOWN = "No network, read-only root filesystem, all capabilities dropped, non-root user."
+_CGROUPS = "Memory, CPU and process-count limits enforced by the kernel (cgroups)."
+_MOUNTS_OPENED = (_loosened("Extra host folder mounted: {}."),)
+_NO_DISK_LIMIT = _info("No size limit on the workspace: a skill can fill the disk.")
+
+_NOT_MOUNTED = Claim(
+    True,
+    "only the skill and the workspace are mounted",
+    card=_MOUNTED_ONLY,
+    unless=Setting.EXTRA_MOUNTS,
+    opened=_MOUNTS_OPENED,
+)
+
+_DOCKER: dict[Aspect, Claim] = {
+    Aspect.HOST_FILES: _NOT_MOUNTED,
+    Aspect.PRIVATE_FILES: _NOT_MOUNTED,
+    Aspect.WRITE_OUTSIDE: Claim(
+        True,
+        "read-only root; only the workspace is writable",
+        card=_LOCKED_DOWN,
+        unless=Setting.EXTRA_MOUNTS,
+        opened=_MOUNTS_OPENED,
+    ),
+    Aspect.SKILL_FOLDER: Claim(True, "read-only mount", card=_MOUNTED_ONLY),
+    Aspect.SECRETS: Claim(True, "the container gets none of your environment"),
+    Aspect.NETWORK: Claim(
+        True,
+        "network none",
+        card=_LOCKED_DOWN,
+        unless=Setting.NETWORK,
+        opened=(_loosened("Network is ON: the skill can reach the network."),),
+    ),
+    Aspect.OTHER_PROCESSES: Claim(True, "a process namespace of its own"),
+    Aspect.PRIVILEGE: Claim(
+        True,
+        "non-root with no-new-privileges",
+        card=_LOCKED_DOWN,
+        unless=Setting.RUN_AS_ROOT,
+        opened=(_loosened("Runs as root inside the container."),),
+    ),
+    Aspect.PROGRAMS: Claim(False, "runs the image's programs"),
+    Aspect.NATIVE_CODE: Claim(False, "loads native code in the container"),
+    Aspect.NODE_API: Claim(False, "runs under the image's Node"),
+    Aspect.PROCESSES: Claim(True, "cgroup pids limit", card=_CGROUPS),
+    Aspect.DAEMONS: Claim(True, "the run's processes are killed in the container"),
+    Aspect.LEFTOVERS: Claim(True, "the container and its /tmp go with the session"),
+    Aspect.CPU: Claim(
+        True, "wall-clock timeout (a CPU share slows a busy loop, never stops it)", card=_CGROUPS
+    ),
+    Aspect.MEMORY: Claim(True, "cgroup memory limit", card=_CGROUPS),
+    Aspect.DISK: Claim(False, "no size limit on the workspace", warning=_NO_DISK_LIMIT),
+}
+
+_AS_DOCKER = (
+    "Everything the Docker posture guarantees; the process limit is RLIMIT_NPROC inside gVisor "
+    "instead of a cgroup; every command runs under a seccomp filter that refuses new user "
+    "namespaces, which would escape it."
+)
+
+_GVISOR: dict[Aspect, Claim] = {  # Docker's claims, its guarantees said in one line
+    **{aspect: replace(c, card=_AS_DOCKER if c.card else "") for aspect, c in _DOCKER.items()},
+    Aspect.NETWORK: replace(
+        _DOCKER[Aspect.NETWORK],
+        card=_AS_DOCKER,
+        opened=(
+            _loosened(
+                "Network is ON: the skill can reach the network where the engine's runsc has "
+                "one (where it has none, the run is refused)."
+            ),
+        ),
+    ),
+    Aspect.PROCESSES: Claim(
+        True,
+        "RLIMIT_NPROC inside gVisor",
+        card=_AS_DOCKER,
+        warning=_info(
+            "The process limit is RLIMIT_NPROC inside gVisor, not a cgroup: a run is reported "
+            "as stopped by it only when a failing command reports a refused fork."
+        ),
+    ),
+    Aspect.MEMORY: Claim(
+        True, "cgroup memory limit (it can take the whole sandbox down)", card=_AS_DOCKER
+    ),
+}
+
+_NO_HOST_API = "No host API beyond console output and a workspace-confined file API."
+_ENGINE_LIMITS = "The engine's memory cap, a CPU-time limit and a wall-clock kill of the worker."
+_JS_ONLY = _info("Runs JavaScript only; shell commands are refused.")
+_CONFINED_FS = Claim(True, "the fs object is confined to the workspace", card=_NO_HOST_API)
+
+_QUICKJS: dict[Aspect, Claim] = {
+    Aspect.HOST_FILES: _CONFINED_FS,
+    Aspect.PRIVATE_FILES: _CONFINED_FS,
+    Aspect.WRITE_OUTSIDE: _CONFINED_FS,
+    Aspect.SKILL_FOLDER: _CONFINED_FS,
+    Aspect.SECRETS: Claim(True, "no environment in QuickJS", card=_NO_HOST_API),
+    Aspect.NETWORK: Claim(
+        True,
+        "fetch is off by default",
+        card=_NO_HOST_API,
+        unless=Setting.FETCH,
+        opened=(
+            _loosened("fetch is ON for these hosts: {}."),
+            _info(
+                "fetch follows no redirects; every call, allowed or refused, is in the run record."
+            ),
+        ),
+    ),
+    Aspect.OTHER_PROCESSES: Claim(True, "no process API", card=_NO_HOST_API),
+    Aspect.PRIVILEGE: Claim(True, "no processes in QuickJS", card=_NO_HOST_API),
+    Aspect.PROGRAMS: Claim(True, "no processes in QuickJS", warning=_JS_ONLY),
+    Aspect.NATIVE_CODE: Claim(True, "no native code in QuickJS", warning=_JS_ONLY),
+    Aspect.NODE_API: Claim(True, "QuickJS has no Node APIs", warning=_JS_ONLY),
+    Aspect.PROCESSES: Claim(True, "no process API", card=_NO_HOST_API),
+    Aspect.DAEMONS: Claim(True, "no process API", card=_NO_HOST_API),
+    Aspect.LEFTOVERS: Claim(True, "it reaches nothing outside the workspace", card=_NO_HOST_API),
+    Aspect.CPU: Claim(True, "RLIMIT_CPU on the worker", card=_ENGINE_LIMITS),
+    Aspect.MEMORY: Claim(True, "QuickJS memory limit", card=_ENGINE_LIMITS),
+    Aspect.DISK: Claim(
+        False,
+        "up to 256 MiB into the workspace",
+        warning=_info("A run can write up to 256 MiB into the workspace."),
+    ),
+}
+
+CONTAINMENT: dict[PostureId, dict[Aspect, Claim]] = {
+    PostureId.LOCAL: _LOCAL,
+    PostureId.HARDENED: _HARDENED,
+    PostureId.DOCKER: _DOCKER,
+    PostureId.GVISOR: _GVISOR,
+    PostureId.QUICKJS: _QUICKJS,
+}
+
+
+def runs_as_root() -> bool:
+    """True when the workbench runs as root (`hardened` then uses a throwaway uid)."""
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def claim(posture_id: PostureId, aspect: Aspect, *, as_root: bool | None = None) -> Claim:
+    """What `posture_id` does with `aspect` at its default settings, for a workbench that runs
+    as root or not (by default, as this one does)."""
+    found = CONTAINMENT[posture_id][aspect]
+    root = runs_as_root() if as_root is None else as_root
+    return found.as_root if root and found.as_root is not None else found
+
+
+def claims(posture_id: PostureId, *, as_root: bool | None = None) -> list[Claim]:
+    """Every claim of `posture_id`, in `Aspect` order (see `claim`)."""
+    return [claim(posture_id, aspect, as_root=as_root) for aspect in Aspect]
+
+
+def admission(found: Claim) -> str:
+    """The sentence of a posture's text that admits what `found` does not contain: its card's
+    "does not" line as the card shows it, else its warning; "" when neither says it."""
+    if found.card and not found.contained:
+        return f"Does not {found.card[0].lower()}{found.card[1:]}"
+    return found.warning.text if found.warning is not None else ""
+
+
+def network_reach(posture_id: PostureId, network: Network, fetch_hosts: tuple[str, ...]) -> str:
+    """What a run's network really was under `posture_id` and those settings, in words."""
+    found = claim(posture_id, Aspect.NETWORK)
+    if not found.contained:
+        return "not blocked: the host's network"
+    posture = Posture(posture_id, network=network, fetch_hosts=fetch_hosts)
+    opened = ", ".join(found.unless.opened(posture)) if found.unless else ""
+    if not opened:
+        return "off"
+    return f"fetch only, to {opened}" if found.unless is Setting.FETCH else f"ON ({opened})"
