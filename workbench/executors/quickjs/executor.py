@@ -1,56 +1,14 @@
 """The `quickjs` posture: a JavaScript file run by QuickJS in a separate, limited worker.
 
-The engine is memory-unsafe native code, so it never runs in the app's process. Each run spawns one
-worker (`workbench.executors.quickjs.worker.main`), or adopts a warm one (below), through the
-shared process machinery (`run_process` or `supervise`: new session, output capture with caps and
-spooled logs, 10 Hz sampling, wall-clock timeout, Stop, whole-tree kill and its verification). The
-worker's stdout and stderr carry only the script's console output; control messages arrive on a
-separate pipe (a socket for a warm worker) the script cannot reach (see
-`workbench.executors.quickjs.worker.protocol`), so printed text can never end or fake a run.
-
-Controls, outermost first: the wall-clock kill (always), rlimits the worker sets on itself
-before the engine is loaded (address space = engine memory limit + headroom, CPU time, no
-new processes, 16 descriptors, file size, no core dumps), then the engine's own memory and
-stack limits. The engine's CPU time limit is not used: it refuses host calls (why, and the
-measurements, are in the worker). Outcomes: the script and its promise jobs finishing is
-`ok`; an uncaught JS error, a promise rejected with no handler or a stack overflow is `failed`
-with the message; the engine's memory limit, wherever it is hit, is `limit_exceeded`
-("QuickJS memory limit 64 MiB"), and so is an engine crash after the worker said its heap
-neared the limit (`memory_high`: the engine sometimes crashes when it runs out); RLIMIT_CPU
-is `limit_exceeded`; the worker dying on any other signal (an engine crash) is `error`; the
-timeout is `timed_out`.
-
-Identity: when the workbench runs as root, the worker runs as the session's throwaway uid,
-chosen as the hardened posture chooses it; the workspace is lent to it (`SharedLoan`) while
-runs are in flight. The worker opens the workspace and the script first, then drops to that
-uid (no supplementary groups) before the rlimits, `ready` and the engine; the card reads the
-uid back from /proc. As a user, the worker runs as that user. A warm worker loaded the engine
-before its run, as root, and receives the opened workspace and script as descriptors, then
-drops to the uid; a reused one keeps its pool's uid (`workbench.executors.quickjs.worker.serve`).
-
-COMMAND is `SCRIPT.js [ARG...]`; `scriptArgs` holds the ARGs. SCRIPT is `$SKILL_DIR/...` for
-the skill folder, a relative path (looked up in the workspace, then in the skill folder, so a
-skill's own `scripts/x.js` command works), or an absolute path inside one of the two; anything
-else is refused before a worker starts.
-
-`fetch` exists only when the posture lists `fetch_hosts`; the executor sets its caps (below) and
-the worker enforces them (`workbench.executors.quickjs.worker.fetch`). Every call the worker makes
-or refuses comes back as a `host_call` message and lands in `RunResult.host_calls`, even when the
-run is later killed; the card lists the allowed hosts and the caps.
-
-Start-up (`tests/perf/quickjs_startup.py` and the bench's quickjs rows, medians on a shared 2-CPU
-machine under load): the worker lives in `workbench.executors.quickjs.worker`, imports the stdlib
-only, and loads the engine module `_quickjs` without the `quickjs` wrapper's thread-pool imports;
-spawn to `result` is 29-39 ms, of which a bare `python -I` is 11-16 ms. Warm workers skip it: with
-a `QuickJsWorkerPool` (`workbench.executors.warm.quickjs`), a run adopts a worker spawned before it
-(`workbench.executors.quickjs.worker.serve`, past its imports, waiting for the run on a socket) and
-the whole `run()` of `console.log(1 + 2)` took 11-14 ms against 38-55 ms cold (bench
-`quickjs-warm`, three sessions at a load average of 4-5: 0.26-0.32x), 9-20 ms with a reused worker;
-the worker's own part of a warm run is 0.4-0.7 ms, the rest is the run's sampling, kill
-verification and bookkeeping, as for a cold run. The run's clock, capture, sampling and CPU count
-start at adoption, and the card says the worker was warm and how long it took to start; the pool
-spawns the next one after the run, so it never competes with it. Without a pool, or with none ready
-for the run's posture, the run starts cold and says so.
+`QuickJsExecutor` resolves the run's entry script (`resolve_entry_script`: `SCRIPT.js [ARG...]`,
+inside the workspace or the skill folder), spawns a worker
+(`workbench.executors.quickjs.worker.main`) or adopts a warm one from a `QuickJsWorkerPool`, and
+runs it through the shared process machinery. It owns the run's controls (wall-clock kill, the
+worker's rlimits, the engine's memory and stack limits, the `fetch` caps when the posture lists
+`fetch_hosts`), the worker's identity (the session's throwaway uid when the app runs as root), and
+the verdict: the worker's `result` message or its death become the run's status and cause, and its
+`host_call` messages `RunResult.host_calls`. Design notes and measurements: docs/notes.md, "QuickJS
+worker".
 """
 
 import json

@@ -1,22 +1,10 @@
 """The worker's `fetch`: HTTP(S) to allow-listed hosts, with caps, every call logged.
 
-Only present when the posture lists `fetch_hosts`. A call is refused before anything touches
-the network unless the URL is http or https and its host is on the allow-list: an exact,
-case-insensitive match, or a `*.example.org` entry for the subdomains of example.org (not
-example.org itself). Any port of an allowed host is allowed. Redirects are never followed: a
-3xx comes back to the script as it is, and a fetch of its `Location` is checked like any other.
-Each call has a timeout (the executor's per-call value, cut to what is left of the run; name
-resolution is bounded only by the run's wall-clock kill), a response body cap, and a run has
-a cap on the number of calls. The connection goes to exactly the host and port that were
-checked (no proxies), one socket at a time.
-
-Every call, allowed or refused, is reported as a `host_call` control message as soon as it
-ends (so a run killed later still has its log). Calls past the cap are refused; the first of
-them is logged, later ones are not, so a script cannot flood the run record.
-
-Everything a call needs is imported with this module (the IDNA codec too: socket encodes host
-names with it), and the worker imports it before it gives up root: the throwaway uid may not
-be able to read the standard library's files.
+Present only when the posture lists `fetch_hosts`: each call is checked against the allow-list
+(exact host or `*.domain`, http or https, no redirects followed, no proxies), bounded by a per-call
+timeout, a body cap and a per-run call cap, and reported as a `host_call` control message whether it
+was allowed or refused. The worker imports this module before it gives up root, with everything a
+call needs.
 """
 
 import encodings.idna  # noqa: F401 - loaded now, see above

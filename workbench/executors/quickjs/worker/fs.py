@@ -1,15 +1,9 @@
 """The worker's `fs` object: file access confined to the run's workspace, with size caps.
 
-Every path is workspace-relative; `..`, empty and absolute paths are refused outright. The
-workspace folder is opened once, and every operation walks its path from that descriptor one
-name at a time (`openat`-style calls with `dir_fd`, `O_NOFOLLOW`, `follow_symlinks=False`),
-never through a path string, and refuses any name on the way that is a symbolic link. So a
-link planted in the workspace, or a folder swapped for a link while the script runs, cannot
-lead out: the check and the use are the same system call. Removing a link removes the link
-itself. Only regular files are read or written: a named pipe, socket or device is refused
-(opened without blocking and checked on the open descriptor). Caps per run: 16 MiB per read
-or write, 256 MiB written in all, 1,000 new files, 10,000 entries per listing. Refusals raise
-`FsRefused`, whose text the script sees.
+`WorkspaceFs` walks every workspace-relative path from the opened workspace folder one name at a
+time with `dir_fd` and `O_NOFOLLOW`, refusing links, non-regular files, `..` and absolute paths, so
+a planted or swapped link cannot lead out; it enforces the per-run caps on reads, writes, new files
+and listings, and raises `FsRefused`, whose text the script sees.
 """
 
 import contextlib

@@ -1,45 +1,12 @@
 """The QuickJS worker process: one fresh engine context for one run, then exit.
 
-Started by `workbench.executors.quickjs.executor` as `python -I -m
-workbench.executors.quickjs.worker.main SPEC`, with the workspace as its working folder. SPEC is
-JSON: `control_fd` (the pipe for control messages, see `protocol`), `run_as` (a uid to switch to,
-or null or absent to stay), `rlimits` ({name: [soft, hard]}) and `run` (script path and display
-name, `scriptArgs`, workspace, engine memory and stack limits, the run's start and deadline as Unix
-times, and `fetch`: null, or the allow-list and caps). First thing, before the engine is even
-imported, it opens the workspace and reads the script (`open_run`), switches to `run_as` for good
-(gid too, no supplementary groups), applies the rlimits (address space, CPU time, no new processes,
-few descriptors, file size, no core dumps) and sends `ready` with its /proc `limits` and `status`
-(the app's copy when the worker is gone before the app reads them); then it runs the script and
-sends `result`, with a `host_call` message after each fetch. The script's console output goes to
-the worker's stdout/stderr and nowhere else.
-
-The run gets a context with the engine's memory and stack limits and exactly this host API:
-`console.log/info/warn/error` (log/info to stdout, warn/error to stderr, one line per call),
-`scriptArgs`, `fs` (`readText`, `writeText`, `list`, `exists`, `remove`, see `fs`) confined to
-the workspace, and `fetch` only when the posture allows hosts (see `fetch`). No module loader,
-no timers. Every host function returns a JSON envelope and never raises: a Python exception
-inside a callable leaves the binding in an error state ("returned a result with an exception
-set"). Strings cross as JSON, since the binding passes them as C strings that end at the first
-NUL. Console output is capped at 64 MiB per run: the call that crosses it is cut there, and
-a notice on stderr says in which stream and after which byte.
-
-After the script, pending promise jobs run to the end. A promise rejected with no handler by
-then (an error thrown in a `.then` callback or an async function, the engine's memory limit
-hit in a job) fails the run as an uncaught error does, with its message and stack, or is the
-memory limit; the engine's rejection tracker finds them (see `rejections`).
-
-Why no in-VM time limit: the binding refuses every call from JavaScript into Python while a
-time limit is set ("Can not call into Python with a time limit set"), and `console` and `fs`
-are such calls. Output is streamed live (a script killed by the timeout still shows what it
-printed), so buffering it in JavaScript to dodge the rule was rejected, and `fs` needs answers
-synchronously. The engine's limit also counts CPU time and is only checked between bytecodes:
-measured here, a backtracking regex ran 17.9 s past a 0.5 s limit. So CPU time is bounded by
-RLIMIT_CPU on the worker (the kernel also sees native work) and real time by the app's
-wall-clock kill, which always applies. The live host API is cheap: 100,000 `console.log`-style
-calls into a no-op Python callable took 38 ms, against 23 ms for pushing to a JS array.
-
-Start-up cost, and the warm worker that skips it (`serve`): see
-`workbench.executors.quickjs.executor`.
+Started as `python -I -m workbench.executors.quickjs.worker.main SPEC` in the workspace, `main`
+opens the workspace and the script (`open_run`), switches to the run's uid, applies its rlimits and
+sends `ready` before it imports the engine, then `run` executes the script and its promise jobs in a
+context with the engine's memory and stack limits and exactly this host API (`Host`): `console`,
+`scriptArgs`, `fs` confined to the workspace and, when the posture allows hosts, `fetch`. Console
+output goes to stdout/stderr (capped per run), everything else is a control message; the outcome is
+sent as `result`.
 """
 
 import importlib

@@ -1,16 +1,9 @@
 """The control channel between the app and a QuickJS worker, out of a script's reach.
 
-The worker's stdout and stderr carry nothing but the script's console output. Control messages
-(`ready` once the rlimits are applied, a `host_call` after each fetch, `memory_high` once the
-engine's heap nears its limit, `result` at the end of the run) travel on a dedicated pipe
-passed to the worker with `pass_fds` (for a warm worker,
-one end of a socket pair, on which it first says `waiting` and then receives its run, see
-`serve`); JavaScript has no way to write to it (the host API has no descriptor access).
-Whatever a script prints, even bytes that look exactly like a control message, therefore stays
-output, and a run ends only on a `result` message or the worker's death.
-
-On that channel each message is a 4-byte big-endian length followed by a JSON object. Stdlib
-only, and cheap to import: the worker imports this before the engine, on every run's start.
+Control messages (`waiting`, `ready`, `host_call`, `memory_high`, `result`, and a warm worker's run)
+travel on a dedicated pipe or socket the script cannot write to, never on stdout/stderr, framed as a
+4-byte big-endian length and a JSON object. Stdlib only and cheap to import: the worker imports it
+before the engine.
 """
 
 import json

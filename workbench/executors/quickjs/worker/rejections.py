@@ -1,34 +1,11 @@
 """The run's unhandled promise rejections, from QuickJS's own rejection tracker.
 
-An error thrown in a promise job (a `.then` callback, an async function after an `await`,
-`new Promise((_, reject) => reject(e))`) rejects a promise instead of ending the script, and
-the engine's out-of-memory error inside a job does the same. Without a tracker such a
-rejection vanishes with the job queue and the run would end `ok`. The binding (`_quickjs`)
-exposes none, so `RejectionTracker` installs the engine's `JS_SetHostPromiseRejectionTracker`
-on the context's runtime through ctypes; the engine then reports each rejection that has no
-handler, and each later handler attached to such a promise. Whatever is still unhandled once
-the job queue is empty failed the run, in the order it was rejected.
-
-This reaches into the binding's objects: its `Context` starts (after the Python object
-header) with its `JSRuntime *` and `JSContext *`, its `Object` with its `Context` and its
-`JSValue`, and a `JSValue` is a 64-bit payload and a 64-bit tag (no NaN boxing on 64-bit
-builds). Both layouts are checked through the engine (`JS_GetRuntime`) and the Python side
-before the tracker is installed. The tracker keeps a reference to each unhandled promise
-and its reason, so neither is freed while it is tracked, and drops them in `close()`,
-before the context goes.
-
-When the engine runs out of memory while building its error, it throws `null` instead, or
-an error it half built that cannot be shown as text, and by the time the rejection is seen
-the job's frame (the memory) is often freed. So the tracker also keeps the peak of the
-engine's heap (`malloc_state.malloc_size` of the runtime, checked against
-`Context.memory()`), read by the engine's interrupt handler, which the engine calls every few
-thousand calls and loop iterations (the binding uses it only for its in-VM time limit, which
-the worker leaves off), and at each rejection. Such a value, uncaught or rejected, is the
-memory limit when the heap reached `OUT_OF_MEMORY_SHARE` of its limit during the run; the
-engine's own "out of memory" error always is. (Measured on a memory bomb in a `.then` at 151
-limits 8 bytes apart: 72% "out of memory", 20% `null`, 4% unshowable, 5% the engine crashed
-with SIGSEGV, with or without the tracker.) The worker tells the app when the heap first
-reaches that share (`memory_high`), so an engine crash after it is reported as the limit.
+`RejectionTracker` installs the engine's `JS_SetHostPromiseRejectionTracker` on the binding's
+runtime through ctypes (the binding exposes none), keeps each rejection that has no handler until
+one is attached, and after the job queue is empty hands the rest to the worker as `Rejection`s,
+which fail the run. It also tracks the peak of the engine's heap from the interrupt handler, so a
+`null` or unshowable rejection near the memory limit is reported as the limit (`near_memory_limit`,
+`memory_high`).
 """
 
 import ctypes
@@ -38,6 +15,9 @@ from typing import Any, NamedTuple
 OUT_OF_MEMORY_SHARE = 0.75  # of the heap limit reached: then a `null` is the engine's
 MALLOC_STATE = 4 * 8  # JSRuntime starts with 4 allocator functions, then count, size, limit
 TAG_NULL = 2  # JS_TAG_NULL; tags below 0 carry a reference count
+# The binding's layouts this relies on, checked in `RejectionTracker.__init__`: its `Context`
+# starts (after the object header) with its `JSRuntime *` and `JSContext *`, its `Object` with its
+# `Context` and its `JSValue`; a `JSValue` is a 64-bit payload and a 64-bit tag (no NaN boxing).
 HEADER = object.__basicsize__  # the Python object header before a C object's own fields
 
 # Run in the context once the queue is empty: the text of a reason, its stack if it has one;

@@ -1,34 +1,12 @@
 """A warm QuickJS worker: started before its run, it waits on its control socket.
 
 Started by `workbench.executors.warm.quickjs` as `python -I -m
-workbench.executors.quickjs.worker.serve SPEC`, in /, with no environment but the run tag: it knows
-no skill or workspace before its run. SPEC is JSON: `control_fd` (one end of a Unix stream socket
-pair), `fetch` (import the fetch module now) and `max_runs` (1: one-shot; more: the worker is
-reused). It imports the engine, sends `waiting` (see `protocol`) and blocks until the app sends a
-run: one framed message `{"run_as", "rlimits", "run"}` with two descriptors attached (SCM_RIGHTS),
-the workspace folder and the entry script, which the app opened (the folder as a cold worker opens
-it, the script without following a link). Then it does what a cold worker does (`worker`): switch
-to `run_as`, apply the rlimits, send `ready`, run the script in a fresh context, send `result`.
-
-Identity: the worker is spawned with the app's uid (root, when the app is) and runs nothing
-but its imports before the first run arrives. It never opens a path after it switches users:
-the folder and the script come as descriptors, the only thing a root worker used to open
-before the switch. So a one-shot warm worker switches users and limits itself exactly as a
-cold one does, only later. A reused worker has switched already: it serves only runs for the
-same uid (another one is refused), and its rlimits stay, except RLIMIT_CPU, which counts
-the whole process's CPU time. So each run moves the CPU soft limit to the time used so far
-(rounded up) plus the run's budget; the hard limit, set at the first run, covers `max_runs`
-runs (each one second over budget at most), and a run that would pass it is refused. The
-kernel's SIGXCPU at the soft limit ends the worker, as it does a cold one.
-
-State: each run gets a fresh `quickjs.Context`, which owns its own runtime (heap, atoms,
-prototypes, globals), so nothing a script changes in JavaScript survives it. The worker's
-Python side keeps nothing of a run either (a new `Host`, a new `WorkspaceFs`, both closed).
-What a reused worker does not protect against is an engine exploit that takes over the
-process: it would outlive the run, as the pool's uid, into the next runs the worker serves.
-That is why the app reuses a worker only on request, and only after a run that ended with
-`ok` or a JavaScript error; after a limit, a crash, a kill or anything else, the worker exits
-(`next` is false in the result).
+workbench.executors.quickjs.worker.serve SPEC`, it imports the engine, says `waiting` and blocks
+until the app sends a run with the workspace folder and the script as descriptors (`receive`);
+`serve_one` then does what a cold worker does (switch uid, rlimits, `ready`, a fresh context,
+`result`). A reused worker (`max_runs` above 1) serves further runs for the same uid only, with its
+CPU limit moved forward per run (`limit_cpu`), and exits after any run that did not end `ok` or with
+a JavaScript error.
 """
 
 import contextlib
