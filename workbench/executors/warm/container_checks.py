@@ -1,17 +1,10 @@
 """Whether a claimed pooled container may be handed out: clean, and its spare folder honest.
 
-`clean_at_claim` (blocking; call it in a thread) wants the container running on the image the
-posture's tag names now, with no exec the engine recorded since it was created (its events up
-to the engine's own clock, not this machine's: a remote engine's may be behind), and only its
-idle processes: the init, the supervisor and its sleep (or, just after the start, the
-supervisor's fork about to become it). On runc `docker top` shows every process of the
-container (Docker's and Podman's rows alike). Under runsc `docker top` sees only the sandbox,
-and the engine's events are no proof (it keeps only recent ones), so one exec lists /proc from
-inside: an exec'd process has no parent in the container, so it is not the supervisor's.
-
-`spare_of` checks the spare folder a fresh-workspace container's labels name before the claim
-renames it over the run's workspace: inside the spares folder, named `.pool-...`, and the
-folder the container really mounts as /workspace.
+`clean_at_claim` (blocking; call it in a thread) checks the container runs the posture's current
+image, has had no exec since it was created and runs only its idle processes (through `docker top`
+on runc, a /proc listing from inside under runsc); `spare_of` checks that the spare folder a
+fresh-workspace container's labels name is inside the spares folder, named `.pool-...`, and really
+mounted as its /workspace.
 """
 
 import calendar

@@ -1,20 +1,10 @@
 """Warm-pool containers in the engine: their labels, the claim lock, listing and draining.
 
-A pooled container carries `LABEL_POOL` (its key's hash), the key in words, its posture and
-its spare workspace folder in labels, and a `skill-workbench-pool-...` name until a claim
-renames it (`rename_locked`: under the user's claim lock, a file in the workbench's private
-data folder, because the engine looks the old name up before it locks the container, so two
-renames at the same moment could both succeed).
-
-The app's pool labels its containers with their owner (`LABEL_POOL_OWNER`, a
-`docker_owner.owner`); whenever pooled containers are listed (`reap_orphans`: a pool's fill and
-claim, `workbench pool status`), unclaimed ones whose owner is gone (`docker_owner.owner_gone`:
-crashed, killed, or before a reboot) are removed. Containers `workbench pool fill` starts
-have no owner: they stay until a run claims them or `drain` removes them. `pooled_containers`
-lists them for `workbench pool status`; `drain` removes every one, of any key and any process,
-stale ones (stopped by an engine restart) too. Both also remove the session containers of
-workbenches that are gone (`docker_owner.reap_sessions`). `mount_ids` and `holds_files` tell
-whether the folders a pooled container mounts can still serve a run.
+Owns the labels a pooled container carries (`LABEL_POOL`, `LABEL_POOL_OWNER`, ...), the rename under
+the user's claim lock that makes a claim exclusive (`rename_locked`), removing pooled containers
+whose owning process is gone (`reap_orphans`), `pooled_containers` and `drain` for `workbench pool
+status|drain`, and `mount_ids` / `holds_files`, which tell whether the folders a pooled container
+mounts can still serve a run.
 """
 
 import contextlib

@@ -1,35 +1,13 @@
 """`ContainerPool`: the warm pool of the docker and gvisor postures (a `WarmPool`).
 
-A container is bound when it is created to its limits, runtime, network, image and mounts,
-so a pooled container serves one *key*: those options for one skill folder and one workspace.
-The pool keeps `size` started containers ready for the key of the last `prime()`, drains the
-ones it started for an older key, and refills in the background after each hand-out. The
-engine is the list of what is ready: a pooled container carries the key's hash, its text and
-its posture in labels (`docker_pooled`) and is named `skill-workbench-pool-...`; `claim()`
-renames it by that name under the user's claim lock, so of two claimers (two runs, two
-processes of this user) exactly one gets it and the other is told "no such container";
-processes of other users or machines sharing the engine do not share the lock. A lock held
-past its timeout ends the claim: the run starts cold at once. A claimed container is used by
-one session and removed after it, never returned. `remove_leftovers` leaves pooled containers
-alone; `docker_pooled.drain()` removes them. The app's pool (`owned`) labels its containers
-with its process, so a later listing removes them once it is gone (crashed or killed);
-`workbench pool fill`'s (not owned) stay until claimed or drained.
-
-Handed out clean: at claim the container must run, its skill folder and workspace must still
-be the folders it mounted (not deleted and made again) and `docker_clean.clean_at_claim` must
-pass (no exec, only its idle processes, the tag's current image); otherwise it is removed and
-the next one (or a cold start) is used.
-
-A *fresh* workspace (a run given none: `DataLayout.fresh_workspace`, in `spares_dir`) is not
-known before the run, so for the fresh key each pooled container mounts a spare empty folder
-beside the fresh ones, `.pool-...`; claiming it renames the spare over the run's still empty
-fresh workspace (one atomic `rename`, refused if the folder is not empty). The bind mount
-follows the folder, so the container's /workspace is then the run's workspace. The spare
-must be the one the container mounts, inside the spares folder (`docker_clean.spare_of`).
-
-Every engine call goes through `asyncio.to_thread`; an engine that is down or an image that is
-missing stops the fill and shows in `status().problem`, it never blocks or hangs the caller.
-`close()` removes every container the pool started and still holds.
+The pool keeps `size` started containers ready for one key (the container options for one skill
+folder and one workspace, or the fresh-workspace key) set by `prime()`, refills in the background
+after each hand-out, and drains containers of an older key. `claim()` takes one under the user's
+claim lock, checks it is still clean and still mounts the run's folders (for a fresh workspace,
+renames its spare folder over the run's), and hands it to one session, which removes it afterwards;
+`executor()` builds the executors that claim, falling back to a cold start. `status()` reports what
+is ready and any engine problem, and `close()` removes what the pool holds. Design notes:
+docs/notes.md, "Warm pools".
 """
 
 import asyncio

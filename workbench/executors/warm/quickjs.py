@@ -1,23 +1,11 @@
 """Warm QuickJS workers: spawned ahead of their runs, kept ready per posture and session.
 
-`QuickJsWorkerPool` is the `WarmPool` of the quickjs posture. It keeps `size` workers
-(`workbench.executors.quickjs.worker.serve`) spawned for one posture (its limits and `fetch` are
-what a worker is started with), each past its imports and waiting on its control socket
-(`WarmWorker`). A worker knows no skill or workspace until its run sends them as descriptors, so
-one pool serves every session, including the fresh workspace each run in the app gets. Its
-executors (`executor()`) take a worker for a run when one is ready for the run's posture, else
-start cold; the card says which. A run of another posture re-keys the pool (the idle workers are
-killed, new ones spawned in the background). The pool spawns the next worker when a run is over,
-never during it (a spawn costs a core for ~30 ms): runs closer together than that start cold.
-
-Workers are one-shot by default: a worker serves one run and exits, so each run has a fresh process
-as well as a fresh context, and it switches to the uid of the executor that adopts it, as a cold
-worker does. With `reuse` (`max_runs` > 1) a worker that ended its run with `ok` or a JavaScript
-error goes back to the pool for another run (a fresh `quickjs.Context` each time, see
-`workbench.executors.quickjs.worker.serve`); one that ended in any other way (a limit, a crash, a
-kill, the timeout, Stop) is never reused. A reused worker keeps its uid, so as root such a pool has
-one throwaway uid of its own, which its executors use, with one workspace loan per workspace.
-`close()` kills the idle workers and verifies they are gone.
+`QuickJsWorkerPool` is the `WarmPool` of the quickjs posture: it keeps `size` workers (`WarmWorker`,
+running `workbench.executors.quickjs.worker.serve`) spawned for one posture and waiting on their
+control sockets, re-keys when a run of another posture comes, spawns the next worker only after a
+run ends, and with `reuse` takes back a worker whose run ended `ok` or with a JavaScript error. Its
+`executor()` adopts a ready worker for a run or starts cold; `close()` kills the idle workers and
+verifies they are gone.
 """
 
 import asyncio

@@ -1,11 +1,9 @@
 """Warm starts: resources kept ready between runs, and the executor factory that uses them.
 
-A `WarmPool` keeps started sandboxes (pooled containers, idle QuickJS workers) for the next
-run of one key (posture and session), hands each out clean (never used before, or reset and
-checked), and refills in the background. `WarmStarts` holds the pools of an app or CLI
-session by posture id; its `build_executor` is a drop-in `RunService` executor factory that
-asks the pool of a posture for its executor. A pool is optional: without one, or when the
-pool has nothing ready for the run's key, the executor starts cold and says so.
+`WarmPool` is the protocol of a pool that keeps started sandboxes for the next run of one key
+(posture and session), hands each out clean and refills in the background; `WarmStarts` holds a
+session's pools by posture id, and its `build_executor` is the `RunService` executor factory that
+asks a posture's pool for its executor, or builds a cold one when there is no pool.
 """
 
 from dataclasses import dataclass, field
