@@ -1,14 +1,9 @@
 """Which container engine the workbench talks to, and a docker-py client for it.
 
 One resolution for every caller (posture probing, the docker executor, `workbench image`):
-`DOCKER_HOST` first (docker-py reads its TLS settings from the environment too), then the
-Docker context named by `DOCKER_CONTEXT` or `currentContext` in `~/.docker/config.json` (its
-endpoint from `~/.docker/contexts/meta/*/meta.json`, its TLS material from the matching
-`contexts/tls/*/docker/{ca,cert,key}.pem`, as `docker context create --docker
-"host=...,ca=...,cert=...,key=..."` stores them), then the local Docker socket, then
-Podman's Docker-compatible socket when no Docker socket answers. `engine_client` connects with
-a bounded timeout, so an engine that is down or never answers gives `EngineUnreachable` with a
-plain message, never a hang.
+`DOCKER_HOST`, then the current Docker context (with its TLS material), then the local Docker
+socket, then Podman's Docker-compatible socket. `engine_client` connects with a bounded timeout and
+raises `EngineUnreachable` with a plain message instead of hanging.
 """
 
 import gc

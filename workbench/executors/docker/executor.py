@@ -1,24 +1,12 @@
 """The `docker` and `gvisor` postures: one container per session, one `docker exec` per command.
 
-`start()` creates the session container from the typed posture (`docker_spec`) and reads the
-effective posture card back from its inspect data. `run()` execs the command with the run's
-tag, `SKILL_DIR` and `WORKSPACE` in its environment and the workspace as its working folder,
-streams its output into `StreamCapture`s, samples the container's cgroup at 10 Hz
-(`ContainerSampler`), and ends on the first of: the command exiting, the wall-clock timeout, the
-user's Stop, or the session closing. Whatever ended it, the run's processes are then killed and
-the kill verified (`DockerSession.sweep`: from the host where it can, else inside the
-container), and the cgroup's OOM and pids counters decide the outcome (`docker_outcome`).
-With a warm pool (`docker_pool.ContainerPool`), `start()` takes a started, never used
-container of the same options from the pool instead of starting one, and the card says which
-("Warm container from the pool" or "Container started cold"); runs, Stop, timeouts and the
-outcomes are the same either way. `stop()` ends runs in flight and removes the container
-(a pooled one is never returned to the pool). The `gvisor` posture is the same executor on
-the `runsc` runtime. A session container's name holds its owner, this process
-(`docker_owner`); each `start()` first removes the session containers of workbenches that were
-killed mid-run, with whatever their skills left running. Under gVisor, what runsc writes into
-the command's stderr as the sandbox stops is moved to the run's notes. When the workbench runs
-as root, commands run as uid 1000 and the workspace is lent to that uid for each run
-(`SharedLoan`, as the hardened posture does), then given back.
+`DockerExecutor.start()` creates the session container from the typed posture (`spec`), or takes a
+warm one from a `ContainerPool`, after removing the session containers of killed workbenches, and
+reads the effective posture card back from the engine. `run()` execs the command with the run's tag,
+streams its output, samples the container (`ContainerSampler`), ends on exit, timeout, Stop or
+shutdown, kills and verifies the run's processes (`DockerSession.sweep`) and classifies the result
+(`outcome`); `stop()` removes the container. The `gvisor` posture is the same executor on the
+`runsc` runtime. Design notes: docs/notes.md, "Docker sessions".
 """
 
 import asyncio

@@ -1,16 +1,9 @@
 """The seccomp filter every gVisor command starts under: no new user namespaces.
 
-gVisor's process limit is RLIMIT_NPROC, which it does not apply to a task holding
-CAP_SYS_RESOURCE or CAP_SYS_ADMIN in its own user namespace: `unshare -Ur` made a command uid 0
-of a fresh namespace, and it forked 120 processes alive at once under a limit of 32. A
-container's seccomp profile does not help: runsc loads one only with `--oci-seccomp`, and even
-then not into `docker exec` processes (measured with runsc 20221219), which is how every command
-runs. So each command is started by a short Python loader (`wrapped`) that installs a filter
-inside the sandbox, where gVisor enforces it, then becomes the command (`execvp`, same pid):
-`unshare` and `setns` are refused, and `clone` with CLONE_NEWUSER; `clone3`, whose flags a
-filter cannot read, answers ENOSYS, so glibc falls back to `clone` (threads still start).
-The filter is inherited by every child and cannot be lifted. The loader fails closed: where
-the filter cannot be installed the command does not run. It costs about 25 ms per command.
+`wrapped(argv)` prefixes a command with a short Python loader that installs, inside the sandbox, a
+filter refusing `unshare`, `setns` and `clone` with CLONE_NEWUSER (`clone3` answers ENOSYS) and then
+execs the command; it fails closed. Without it a command in its own user namespace escapes gVisor's
+process limit (why, and what was measured: docs/notes.md, "Docker sessions").
 """
 
 # Runs as `python3 -I -S -c LOADER argv...` (isolated: no PYTHON* variables, no workspace or

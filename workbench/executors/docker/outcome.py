@@ -1,26 +1,10 @@
 """How a `docker exec` run ended: a `RunStatus` and a cause sentence naming the control.
 
-The exit code alone cannot tell a cgroup OOM kill from any other SIGKILL, so the executor reads
-the container cgroup's event counters (`oom_kill`, pids `max`) before and after the run and
-hands both here: a limit the kernel enforced during the run decides the outcome even when the
-command then exited 0 (a fork bomb's parent does). A failing command whose stderr says
-"Read-only file system" gets a cause that names the read-only root filesystem. Docker reports
-a death by signal N as exit code 128+N.
-
-Under gVisor the process limit is RLIMIT_NPROC inside the sandbox, which no host counter
-records: the only trace of a refused fork is what the command printed about it (a shell's
-"Cannot fork", Python's EAGAIN on a fork). Printed text alone cannot end a run as stopped by a
-control (any command can print it): a run that failed (a non-zero exit, or a signal) and
-reported a refused fork ends `limit_exceeded`, its cause saying that the evidence is the
-command's own report; one that exited 0 stays `ok`, with the report noted. When every slot
-is taken before the command starts (by a concurrent run, or leftovers still dying), runsc
-refuses the exec itself.
-
-When the gVisor sandbox stops under a command (the container OOM killed, or removed), runsc
-writes its own failure into the exec's stderr ("waiting on pid 4: ... urpc method
-\"containerManager.WaitPID\" failed: EOF"). `split_sandbox_report` takes that out of the
-command's stderr, and `sandbox_notes` gives it back as a note of the run: the engine's words,
-not the command's.
+`classify` turns an `ExecEnd` (how the run was ended, the exit code, the output, the cgroup's
+`oom_kill` and pids counters before and after) into the run's status and cause, the counters
+deciding over the exit code; `fork_refused` reads a refused fork from the output under gVisor, where
+no counter records it, and `split_sandbox_report` / `sandbox_notes` move runsc's own failure text
+out of the command's stderr into the run's notes.
 """
 
 import re
@@ -99,6 +83,11 @@ def classify(end: ExecEnd, limits: Limits, argv0: str, runtime: str) -> tuple[Ru
 
 
 def _ended(end: ExecEnd, limits: Limits, runtime: str) -> tuple[RunStatus, str]:
+    """How a command that exited ended. A limit the kernel enforced during the run (the cgroup's
+    counters rose) decides even when the command then exited 0, as a fork bomb's parent does.
+    Under gVisor no host counter records a refused fork, and printed text alone cannot end a run
+    as stopped by a control: a run that failed and reported a refused fork is `limit_exceeded`,
+    its cause naming the command's own report as the evidence; one that exited 0 stays `ok`."""
     rose = _risen(end.before, end.after)
     if "oom" in rose:
         return (

@@ -1,23 +1,10 @@
 """Which process owns a workbench container, and removing session containers whose owner is gone.
 
-An owner is written as "machine boot-id pid-namespace pid start": this machine's id
-(`/etc/machine-id`, else `/var/lib/dbus/machine-id`, else its host name), its boot id, the
-inode of the process's PID namespace, the pid there and the process's start time (clock ticks
-after boot, so a pid the kernel reused is another process). The app's pooled containers carry
-it in a label (`docker_pooled`); a session container carries it in its name,
-`skill-workbench-run-<token>_<owner>` with `_` for the spaces, because a claimed pooled container
-becomes a session container under a new name and labels cannot change after creation.
-
-`owner_gone` is true only for an owner that ran on this machine and is not running now: one
-of another boot of it (a reboot ended it), or one of this boot in this PID namespace whose pid
-is not running with that start time (killed, crashed). A pid of another PID namespace (a
-workbench in Flatpak or in a container on the same kernel) means nothing here, and other
-machines' containers on a shared engine (even under the same host name) are never touched;
-neither are those whose owner is in an older format without the machine id and PID namespace
-(not gone when unsure: remove them by hand). `reap_sessions` removes the session containers
-of gone owners: a workbench killed mid-run (`kill -9`) leaves its container and the skill's
-processes in it running, and every executor start, `workbench pool status`/`drain` and the
-app's start (`reap_killed_sessions`) in the same PID namespace remove them.
+`owner()` names this process (machine id, boot id, PID namespace, pid and start time), which pooled
+containers carry in a label and session containers in their name (`session_name`, `name_owner`);
+`owner_gone` is true only for an owner of this machine that is surely not running now, and
+`reap_sessions` / `reap_killed_sessions` remove the session containers (and the skill processes in
+them) of such owners, e.g. a workbench killed mid-run.
 """
 
 import contextlib

@@ -1,25 +1,11 @@
 """Live CPU, memory and process count of a container, as `ResourceSample`s.
 
-On a local Linux engine the container's cgroup files are read directly (cgroup v1:
-`cpuacct.usage`, `memory.usage_in_bytes`, `pids.current`; v2: `cpu.stat`, `memory.current`,
-`pids.current`), which is cheap enough for about 10 samples a second. When those files are not
-readable (a remote engine, another PID namespace), the sampler falls back to the engine's stats
-API, which yields about one sample a second. `CgroupFiles` also reads the event counters
-(`oom_kill`, pids `max`) the Docker executor compares before and after a run, and the task count
-and member processes (host pids) it uses to kill a run's processes from the host.
-
-The run's processes are the cgroup's member processes (`cgroup.procs`) less the session's
-own, found there when the sampler starts (docker-init, the idle supervisor and its sleep): the
-process count of every sample, its peak and the process table all count those same processes
-(`pids.current` counts threads, runc's setup threads among them, so it is not the count). A
-few times a second the sampler reads the table from those pids (psutil on the host, pids
-shown as the container sees them, from `NSpid`), while the run has processes (before its
-command starts and after it ends there is none to show); each process's CPU share is the CPU
-time it spent since the previous table over the time between them. Where the host cannot see the
-container's processes it says why instead: a remote engine's stats list none (the count is
-then the engine's task count less the idle session's), and gVisor runs them in its own kernel
-(the cgroup holds only the sandbox's `runsc` processes; the engine's `top` lists the wrong
-ones there, so it is not asked), so under gVisor the count is 0: not known.
+`ContainerSampler` samples a container about 10 times a second from its cgroup files (`CgroupFiles`,
+v1 or v2) on a local engine, else about once a second from the engine's stats API, and reads the
+process table of the run's processes: the cgroup's members less the idle session's own.
+`CgroupFiles` also gives the executor the event counters (`oom_kill`, pids `max`) it compares around
+a run, and the task count and member pids it uses to kill a run's processes from the host. Where the
+host cannot see the processes (a remote engine, gVisor) the sampler says so.
 """
 
 import asyncio

@@ -1,26 +1,11 @@
 """One session container: start, `docker exec` with streamed output, the in-container sweep, stop.
 
-Every docker-py call (synchronous) goes through `asyncio.to_thread`. Output of an exec is read
-by a worker thread from the exec's attached socket (the low-level `exec_start(socket=True)`,
-demultiplexed with docker-py's `frames_iter`) and handed to the event loop through an
-`asyncio.Queue`; shutting the socket down ends the thread.
-
-Killing a `docker exec` client kills nothing inside the container, so a sweep acts inside:
-every command runs with its run's tag in the environment, and a second exec kills every
-process carrying the tag (daemons and `setsid` escapes included) until a pass over /proc finds
-none, which is also the verification. Under a fork bomb that holds every slot of the pids
-limit not even that exec can start; then the container's main process, a supervisor shell
-under the init, is sent SIGUSR1 (the init forwards it) and runs the `kill -9 -1` builtin, which
-needs no new process, and the killer retries.
-
-On a local engine running runc, with the workbench as root, the session can see the
-container's cgroup and read any process's environment, so it does the same from the host,
-without an exec: it kills the tagged processes among the cgroup's members (`cgroup.procs`,
-host pids, each signalled through a pidfd so a reused pid is never hit) until a pass finds
-none, and trusts that only once the kernel's task count (`pids.current`) is back to the idle
-session's. After a run that left nothing, that is one pass and one count: no kill at all.
-Anything else (the count does not come back, the files cannot be read) falls back to the exec
-sweep, which stays the only way under gVisor, whose host pids are the sandbox's own.
+`DockerSession` creates or adopts the container, execs commands (`exec`, returning an `ExecStream`
+that hands the exec socket's output to the event loop from a thread), and `sweep`s a run: it kills
+every process carrying the run's tag and verifies none is left, from the host through the cgroup and
+pidfds where it can (runc, local engine, root), else by a second exec inside, with the supervisor's
+`kill -9 -1` when a fork bomb leaves no slot for that exec. `remove_container` and
+`remove_leftovers` clean up. Every docker-py call goes through `asyncio.to_thread`.
 """
 
 import asyncio
