@@ -1,21 +1,12 @@
-"""The `hardened` posture: a local process with rlimits, a scrubbed environment, a private
-HOME and TMPDIR, another uid when the app is root, and the whole-tree kill.
+"""The `hardened` posture: a local process with rlimits, a scrubbed environment, a private HOME and
+TMPDIR, another uid when the app is root, and the whole-tree kill.
 
-The limits are applied by `limits_exec.py`, exec'd in front of the command (never
-`preexec_fn`). Identity: when the workbench runs as root, commands run as a throwaway uid
-picked per session (a random one above 0x60000000, no passwd entry) so they can neither read
-the app's `/proc/PID/environ` nor share RLIMIT_NPROC with other sessions; the workspace is lent
-to that uid while runs are in flight (`FolderLoan`) and given back after, whatever happened.
-Its HOME and TMPDIR are then in a private temporary folder the uid may pass but not change:
-afterwards their folders and regular files (never a link the command planted) are copied into
-the run folder and the private folder is removed (`safe_walk`: nothing the command did to it
-can stop that). When the workbench is not root it cannot switch users: the command runs as
-the user, and `start()` makes the app non-dumpable (`PR_SET_DUMPABLE 0`) so the command cannot
-read the app's environment through /proc (side effect: no core dumps of the app and no
-debugger attach without root). Nor can it raise a hard limit: a limit the posture asks above
-the app's own hard limit is lowered to it (stricter, so the run goes ahead), and the card says
-so. What was applied is read back from /proc of the command into the posture card (after the
-wrapper's close-on-exec status pipe closed, i.e. after exec).
+`HardenedExecutor` prepares each run: it scrubs the environment (`environ`), picks the session's
+throwaway uid and lends it the workspace when the app is root (else makes the app non-dumpable),
+makes the private HOME and TMPDIR, and execs the command through `limits_exec.py`, which applies the
+rlimits and identity; it reads back from /proc what was applied into the posture card, and
+afterwards copies HOME and TMPDIR into the run folder, gives the workspace back and sweeps the uid's
+leftovers (`leftovers`). Design notes: docs/notes.md, "Hardened posture".
 """
 
 import asyncio
@@ -184,8 +175,10 @@ class HardenedExecutor(SubprocessExecutor):
     _workspace_loan: SharedLoan | None = None
 
     async def start(self, session: SessionSpec) -> None:
-        """Start the session: pick its throwaway uid when root, else make the app
-        non-dumpable (see above)."""
+        """Start the session: pick its throwaway uid when root (a random uid above 0x60000000
+        with no passwd entry, so commands can neither read the app's /proc/PID/environ nor share
+        RLIMIT_NPROC with other sessions), else make the app non-dumpable so the command cannot
+        read its environment through /proc (no core dumps or debugger attach without root)."""
         if not sys.platform.startswith("linux"):
             raise ExecutorError("The hardened posture needs Linux (rlimits, prctl, /proc).")
         await super().start(session)

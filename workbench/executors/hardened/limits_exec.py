@@ -1,15 +1,13 @@
 """The exec wrapper of the hardened posture: apply limits and identity, then exec the command.
 
-Run as `python -I -S limits_exec.py SPEC... -- ARGV...` by file path, so the `workbench` package
-is not imported on the spawn path; it imports only os, sys, resource and ctypes (no json: that
-alone costs ~20 ms of start-up). `spec_args()` writes SPEC: `NAME=SOFT:HARD` per rlimit,
-`uid=N` to switch uid and gid, `fd=N` for the status pipe and `env=NAME` per variable to pass on
-(this drops anything the interpreter itself added, such as a coerced LC_CTYPE). The wrapper
-writes NUL-separated key/value pairs to the close-on-exec status pipe: the limits and status it
-applied, or an `error`; the pipe reaching EOF without an error means the command was exec'd.
-Stdlib only, never `preexec_fn`: the app stays free to be threaded.
+Run as `python -I -S limits_exec.py SPEC... -- ARGV...` by file path, stdlib only, so the
+`workbench` package stays off the spawn path; `spec_args()` writes SPEC (`NAME=SOFT:HARD` per
+rlimit, `uid=N`, `fd=N` for the status pipe, `env=NAME` per variable to pass on). The wrapper
+reports what it applied, or an `error`, as NUL-separated pairs on the close-on-exec status pipe; EOF
+without an error means the command was exec'd.
 """
 
+# Stdlib only, and no json: importing it alone costs ~20 ms of every hardened start-up.
 import ctypes
 import os
 import resource

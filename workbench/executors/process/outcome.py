@@ -1,19 +1,11 @@
 """Turning what happened to a process into a `RunStatus` and a cause sentence.
 
-The control that ended the run is named: our wall-clock timeout, the user's Stop, or, for the
-hardened posture, the rlimit the kernel enforced. Rlimits do not announce themselves: CPU and
-file-size limits arrive as signals (SIGXCPU, SIGKILL at the hard CPU limit, SIGXFSZ), while a
-memory or process limit makes a call fail, so those are recognised by the error the command
-printed (`MemoryError`, "Cannot allocate memory", fork failures), and only when it failed.
-When the command succeeded but its stderr shows such signs (a child's refused fork, failed
-allocation or refused write), the status stays `ok` and the cause adds that the limit it names
-may have stopped part of the work: with no cgroup there is no counter to tell for sure. A
-SIGSEGV under the limits says the memory limit may have stopped it, for the same reason.
-
-A command that exits on its own but leaves background processes behind keeps the status its
-exit code earns (0 is `ok`): the leftovers are killed, and the cause says how many, e.g.
-"exited with code 0; killed 1 background process it left behind"; an `ok` run also carries a
-caution saying so (`left_behind_warnings`, for every posture).
+`classify` names the control that ended the run: the wall-clock timeout, the user's Stop, or the
+rlimit the kernel enforced, recognised from the signal (CPU, file size) or, when the command failed,
+from the error it printed (memory, processes); when a command succeeded with such signs in its
+stderr it stays `ok` with a cause that says a limit may have stopped part of the work.
+`left_behind_warnings` is the caution, for every posture, that an `ok` run left background processes
+that were killed.
 """
 
 import signal

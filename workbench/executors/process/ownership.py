@@ -1,15 +1,9 @@
 """Lending a folder tree to another uid for one run, and giving it back afterwards.
 
-When the workbench runs as root, the hardened posture runs the command as a throwaway uid,
-which must be able to write the workspace and its private HOME. `FolderLoan.lend()` records the
-owner of every entry and chowns the tree to that uid; `give_back()` restores the recorded
-owners and gives entries the command created to the owner of the folder itself. Only owners
-change (the kernel clears set-uid bits on chown); contents and modes are left alone. Symlinks
-are never followed, and regular files with more than one hard link are not lent: the inode may
-also be a file outside the folder (a root-only one, say), and lending it would lend that file.
-The command sees such files as before, with the permissions they give other users (read-only,
-or not at all). If the app dies mid-run the files keep the throwaway owner: nothing is lost,
-and root can still read and fix them.
+`FolderLoan.lend()` records the owner of every entry and chowns the tree to the throwaway uid a root
+workbench runs the hardened posture as; `give_back()` restores the recorded owners and gives new
+entries the folder's owner. Only owners change; symlinks are never followed, and files with more
+than one hard link are not lent, since their inode may be a file outside the folder.
 """
 
 import asyncio

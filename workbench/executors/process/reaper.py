@@ -1,22 +1,10 @@
 """Finding, killing and reaping every process of a run, escaped descendants included.
 
-A process-group kill misses children that called `setsid` or double-forked. So the app makes
-itself a child subreaper (orphans re-parent to it, not to init), every run's processes carry the
-run's tag in their environment, and `kill_run()` signals the union of the root's tree, the
-tagged processes (a full /proc scan), every process the monitor saw, the run's escapees and,
-when the run has a uid of its own (hardened as root), every process of that uid; then it checks
-again until nothing is left, and reaps the zombies re-parented to the app.
-
-Escapees are what `env -i` leaves: a process that dropped the tag and left the tree. While the
-app lives it is the app's child (the subreaper), so an escapee is a child of the app, born after
-the run began, carrying no run tag, outside the app's own session (every run starts a session of
-its own; the app's helpers without one stay in the app's), neither a run root nor a process a
-live run's monitor claimed, and either without the app's mark (`WORKBENCH_APP` in the
-environment, which the app sets when it becomes a subreaper, so the helpers it detaches carry
-it) or with `no_new_privs` that the app itself lacks (a hardened run's processes, which could
-copy the mark). Limits: a local command can copy the mark and hide; a concurrent run's unseen
-escapee is killed with whichever run ends first; once the app exits, orphans go to init, out of
-reach.
+`become_subreaper` makes the app the parent of every orphan; `kill_run` (and `kill_now`,
+synchronous) signals the union of the run's tree, the processes carrying its tag, those its monitor
+saw, its `escapees` and, for a run with a uid of its own, that uid's processes, until a check finds
+none; `reap_orphans` reaps the zombies re-parented to the app. `track_root` / `claim` record what
+live runs own, so one run's kill never takes another's processes.
 """
 
 import asyncio
@@ -131,7 +119,17 @@ def _no_new_privs(pid: int | str) -> bool:
 
 
 def escapees(scope: RunScope, others: set[int]) -> set[int]:
-    """The app's children that escaped this run without its tag (see the module docstring)."""
+    """The app's children that escaped this run without its tag, as `env -i` leaves them.
+
+    While the app lives such a process is the app's child (the subreaper), so an escapee is a
+    child of the app, born after the run began, carrying no run tag, outside the app's own
+    session (every run starts a session of its own; the app's helpers without one stay in the
+    app's), neither a run root nor a process a live run's monitor claimed, and either without the
+    app's mark (`WORKBENCH_APP`, which the app sets when it becomes a subreaper, so the helpers
+    it detaches carry it) or with `no_new_privs` that the app itself lacks (a hardened run's
+    processes, which could copy the mark). A local command can copy the mark and hide; a
+    concurrent run's unseen escapee is killed with whichever run ends first.
+    """
     me = os.getpid()
     app_session = os.getsid(me)
     app_nnp = _no_new_privs("self")

@@ -1,22 +1,11 @@
 """Running one process to its end: spawn, stream, monitor, time out, cancel, kill, verify.
 
-`run_process()` is the shared machinery of the local postures. It spawns the command with
-asyncio (a new session, stdin from /dev/null, the run's tag in its environment, no
-`preexec_fn`), streams stdout and stderr into `StreamCapture`s, samples the tree at 10 Hz, and
-ends on the first of: the root process exiting, the wall-clock timeout, the user's Stop, or the
-session shutting down. Whatever ended it, every process of the run left is then killed and the
-kill verified (`KillReport.leftover`); if something the kill could not find still holds the
-output pipes, they are closed after a second rather than waited for. If the caller cancels
-`run_process()` itself, the tree is still killed (synchronously) before the error propagates.
-What a run is supervised with (its folder, timeout, output cap, sink, Stop, the session's
-shutdown and the callbacks) is one `RunSettings`.
-
-A process can also be spawned ahead of its run (`spawn()`, a warm QuickJS worker) and adopted
-by a run later (`supervise()`): the clock, capture, sampling and CPU count start at adoption;
-the run tag and the window for escapees (`RunScope.since`) are the spawn's, so whatever the
-process started since it was born is the run's. Such a process may end a run without exiting
-(`finished`): it is then kept, alive, for the next run only if nothing else of the run is
-alive, and `retire()` kills one no run supervises.
+`run_process()` is the shared machinery of the local postures: it spawns the command (a new session,
+the run's tag, no `preexec_fn`), streams stdout and stderr into `StreamCapture`s, samples the tree
+at 10 Hz, ends on exit, timeout, Stop or shutdown, and always kills and verifies the run's
+processes, even when it is cancelled itself. `supervise()` does the same for a process spawned ahead
+of its run (`workbench.executors.process.spawned`), which may end a run without exiting and stay for
+the next. `RunSettings` is what a run is supervised with.
 """
 
 import asyncio
@@ -166,9 +155,11 @@ async def supervise(
 
     The output capture and the sampling start here; so do the clock and the CPU count (time
     the process spent before counts for nothing) unless `t0` says the clock started at its
-    spawn (`run_process`). With `finished`, the process may instead end the run by resolving
-    it: when nothing else of the run is alive, the process is kept (`kept`) for another run,
-    once its pipes hold no more of this run's output.
+    spawn (`run_process`). The run tag and the window for escapees (`RunScope.since`) are the
+    spawn's, so whatever the process started since it was born is the run's. With `finished`,
+    the process may instead end the run by resolving it: when nothing else of the run is alive,
+    the process is kept (`kept`) for another run, once its pipes hold no more of this run's
+    output.
     """
     loop = asyncio.get_running_loop()
     captures = settings.captures()
