@@ -1,23 +1,11 @@
 """`.skill` packages: exporting a skill folder as a zip, and importing one safely.
 
-Layout (the one rule): a `.skill` file is a zip holding exactly one folder at the top, named
-like the skill, with SKILL.md directly inside it (`my-skill/SKILL.md`, `my-skill/scripts/...`).
-Files at the top level, or two top-level folders, are refused.
-
-`export_skill` leaves out caches, junk and local secrets (`EXCLUDED`: `__pycache__`, `*.pyc`,
-`node_modules`, `.git`, `.DS_Store`, `Thumbs.db`, backups `*~`, editor swap files, `.env`),
-refuses symbolic links and special files, and writes entries in name order with a fixed
-timestamp and only permission bits, so the same skill always gives the same bytes. The zip is
-written atomically.
-
-`import_skill` trusts nothing in the zip. It refuses absolute paths, `..`, drive letters,
-backslashes, links and special files (from `external_attr`), encrypted entries, duplicate
-names, too many entries, and zip bombs: the total size and each entry's compression ratio are
-checked against `ImportLimits` from the headers first and again while streaming the data (a
-header that lies about the size fails its CRC check). The skill is extracted into a staging
-folder beside the destination, validated (SKILL.md present and valid per the spec), and renamed
-into place only at the end; an existing destination is refused. Any refusal raises
-`PackageError` with a plain message, and nothing is left written.
+A `.skill` file is a zip holding exactly one top-level folder named like the skill, with SKILL.md
+directly inside. `export_skill` writes one reproducibly and atomically, leaving out caches, junk and
+local secrets (`EXCLUDED`) and refusing links and special files; `import_skill` trusts nothing in
+the zip (unsafe names, links, encrypted entries, duplicates, zip bombs against `ImportLimits`),
+extracts into a staging folder, validates the skill and renames it into place, or raises
+`PackageError` with nothing left written.
 """
 
 import fnmatch

@@ -1,20 +1,10 @@
 """Capability preview: a static read of a skill that predicts what each posture will block.
 
-This is a **prediction, not a security control** (`NOTICE` travels in the data, the CLI text
-and the JSON): a static read misses anything computed at run time, and the postures, not this
-module, are what stop a skill. `preview(skill)` reads the skill's scripts (Python through
-`ast`; shell and JavaScript line by line) and its front matter (`compatibility`,
-`allowed-tools`, `metadata.command`) and returns `Finding`s (file, line, capability, detail),
-the commands the skill invokes that the sandbox image lacks (`IMAGE_TOOLS`, the one list of
-what the image holds), and a `PosturePrediction` per posture, assuming its default settings:
-what each finding meets is the posture's claim on its aspect (`postures.containment`).
-`unrunnable_postures(skill)` is the cheap part of it the posture picker asks on every
-selection: which postures cannot start the skill's command at all (a `.js` command runs only
-under quickjs; quickjs runs nothing else).
-
-Reading is bounded for hostile skills: at most `MAX_ENTRIES` folder entries looked at,
-`MAX_FILES` scripts and `MAX_FILE_BYTES` of each; regular files only, opened with O_NOFOLLOW
-(links are never followed); binary files and junk folders skipped; what was skipped is listed.
+A prediction, not a security control (`NOTICE` says so wherever it is shown). `preview(skill)` reads
+the skill's scripts and front matter, within bounds fit for hostile skills, into `Finding`s, the
+commands the sandbox image lacks (`IMAGE_TOOLS`) and a `PosturePrediction` per posture from its
+containment claims; `unrunnable_postures(skill)` is the cheap check the posture picker makes on
+every selection: which postures cannot start the skill's command at all.
 """
 
 import itertools

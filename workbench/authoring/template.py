@@ -1,16 +1,9 @@
 """New skills from a template, and the atomic writes the authoring loop shares.
 
-`create_skill` writes `root/NAME/SKILL.md` (front matter `name`, `description` and, when a
-starter script is written, `metadata.command`; a body whose headings teach what to write) and
-the chosen folders (`scripts/` with a starter `run.py`, `references/`, `assets/`). The result is
-valid from the start: the catalog and the reference validator skills-ref both accept it.
-
-Names and descriptions are checked by the catalog's own rules (`check_front_matter`), so a name
-is refused with the very message `workbench skills validate` would give. An existing folder is
-never overwritten. Everything is built in a hidden staging folder beside the target and renamed
-into place at the end (`staged_folder`), so a failure leaves nothing behind; single files are
-replaced atomically with `write_atomic` or `atomic_file` (a temporary file in the same
-folder, then `os.replace`).
+`create_skill` writes a new skill folder (SKILL.md with valid front matter and a teaching body, and
+the chosen `scripts/`, `references/`, `assets/`), checking its name and description by the catalog's
+own rules and never overwriting a folder; it builds the skill in a staging folder renamed into place
+(`staged_folder`). `write_atomic` and `atomic_file` replace single files atomically.
 """
 
 import os

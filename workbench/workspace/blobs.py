@@ -1,15 +1,9 @@
 """`BlobStore`: the content-addressed copies of workspace files that make restore possible.
 
-A blob is kept once, keyed by its sha256, whatever run or workspace it came from, so copying
-the "before" state of an unchanged workspace again costs a hash per file and no writes.
-Small blobs (most files) live in one sqlite3 database, `small.sqlite3`, because creating one
-file per blob costs far more than the copy itself; larger ones are files under
-`<first two hex digits>/<sha256>`, written to a temporary name and renamed into place, so a
-crash never leaves a half-written blob under a valid name. Files are copied, never hard-linked
-(a run may modify a file in place, which would change the "copy" too).
-
-Use a `session()` (one sqlite connection, one thread) for many operations in a row; the
-store's own `read` opens a session for a single call.
+Each content is kept once, keyed by its sha256: small blobs in one sqlite3 database, larger ones as
+files renamed into place, always copied, never hard-linked. Use a `session()` (one sqlite
+connection, one thread) for many operations in a row; the store's own `read` opens a session for a
+single call.
 """
 
 import hashlib

@@ -1,14 +1,9 @@
 """Comparing two snapshots into `FileChange`s, and unified text diffs of one change on demand.
 
-A file counts as modified when its content hash differs (or, when a hash is missing, its size
-or mtime), a symlink when its target text differs; a same-type entry with only different
-permission bits is `mode_changed`. Folders are never "modified" (their times change whenever
-their contents do). Paths below a folder either snapshot could not list are left out.
-
-Text diffs are produced only on request, from the blob store, with caps: binary content
-(a NUL byte in the first 8 KiB), more than `max_bytes` or `max_lines`, or content that was not
-kept get a placeholder sentence instead of a diff. Long texts are diffed by the system's
-`diff -u` when there is one (difflib is 10-50x slower on them), else by difflib.
+`diff_snapshots` lists what was added, deleted, modified, `type_changed` or only `mode_changed`
+(folders are never "modified"; paths below a folder either snapshot could not list are left out);
+`text_diff` renders one change from the blob store with caps, a placeholder sentence for binary,
+oversized or unkept content, using the system's `diff -u` for long texts when there is one.
 """
 
 import difflib

@@ -1,19 +1,10 @@
 """Putting a workspace back exactly as a snapshot recorded it.
 
-`restore_workspace` works in two passes. The first walks the workspace as it is now and
-removes every entry the wanted snapshot does not have as it is (absent, of another type, or a
-link to elsewhere). It records nothing of what it finds and removes a folder tree holding one
-folder open at a time, so a flood of files or a tree thousands of folders deep goes like any
-other. The second snapshots what is left, diffs it against the wanted snapshot and recreates
-the deleted and modified entries from the blob store (parents first; files written to a
-temporary name and renamed into place), then sets permission bits and times back (folders
-last, deepest first, so a read-only folder does not block its children).
-
-Folders are opened by descriptor, never following a link, and nothing is made below a path
-that is not a real folder, so a symlink planted by the run cannot lead it out of the workspace.
-Folders the wanted snapshot could not list (unreadable, too deep) are left alone. A final
-snapshot verifies the result; the report counts the paths put back and names once, with the
-reason, each path that could not be. Only a snapshot that cannot be restored from is refused.
+`restore_workspace` removes every entry the wanted snapshot does not have as it is, recreates the
+deleted and modified ones from the blob store, and sets permission bits and times back, all by
+descriptor without following links, so nothing the run planted leads it out of the workspace; a
+final snapshot verifies the result, and the report counts what was put back and names each path that
+could not be, with the reason.
 """
 
 import os

@@ -1,14 +1,9 @@
 """Walking and removing a folder tree a command may have tampered with.
 
-`walk()` visits every entry below a root without recursion, without following symlinks and with
-one folder open at a time: it descends with openat(O_NOFOLLOW), climbs back with "..", and
-checks that each folder it enters or returns to is the one it listed (device and inode). So a
-tree deeper than PATH_MAX or Python's recursion limit, a folder swapped for a symlink, or
-entries vanishing mid-walk neither mislead nor stop it: what vanished or was swapped is
-skipped. It stays on the root's file system: a mount point below the root (a bind mount of
-another folder, say) is neither listed nor entered, so lending a workspace never reaches what is
-mounted into it. A root that is a symlink is followed only when asked (a workspace the user chose).
-`copy_plain()` copies out its folders and regular files only; `remove_tree()` deletes it.
+`walk()` visits every entry below a root without recursion, without following symlinks, with one
+folder open at a time and checking each folder's identity as it enters and leaves it, staying on the
+root's file system; so deep trees, swapped folders and vanishing entries neither mislead nor stop
+it. `copy_plain()` copies out its folders and regular files only; `remove_tree()` deletes it.
 """
 
 import os

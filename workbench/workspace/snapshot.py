@@ -1,20 +1,10 @@
 """Workspace snapshots: every entry's type, size, mode, times, inode and content hash.
 
-`take_snapshot` walks the workspace with directory file descriptors and `O_NOFOLLOW`, so it
-never follows a symlink (links are recorded with their target text) and a folder swapped for a
-link mid-walk is not entered. Only regular files are ever opened (non-blocking, re-checked with
-`fstat`), so FIFOs, sockets and devices are recorded as `other` and cannot hang it. Unreadable
-folders and files, too many entries and too deep a tree become notes, never exceptions.
-
-Stat first, hash only what may have changed: given the `previous` snapshot, a file whose size,
-mtime, ctime, inode, device and mode are unchanged keeps the previous `Entry` itself, hash
-included (ctime catches a content change disguised by resetting the mtime), unless its times
-were within `RACY_NS` of the previous snapshot, where a coarse file-system clock could hide a
-later write; an unchanged folder keeps its `Entry` too, so a diff skips both by identity. With a
-`BlobStore`, every file that gets hashed is also kept in the store (within the size caps);
-the ones that were not are listed in `unstored`, so a restore knows it will be partial.
-Paths in `exclude` (e.g. the workbench's own data folder inside a workspace) are skipped
-entirely; a snapshot taken against a `previous` one excludes what that one excluded.
+`take_snapshot` walks the workspace by directory descriptor without following links or opening
+anything but regular files, reuses the `previous` snapshot's entries (hashes included) for what its
+stat shows unchanged, keeps the content of every hashed file in a `BlobStore` when given one
+(listing in `unstored` what it did not keep), skips `exclude`, and turns unreadable or oversized
+parts into notes, never exceptions.
 """
 
 import os
