@@ -1,20 +1,11 @@
-"""What each posture contains: one typed table that the posture's text, the capability preview
-and the probe lab all read.
+"""What each posture contains: one typed table that the posture's text, the capability preview and
+the probe lab all read.
 
-`CONTAINMENT[posture][aspect]` is a `Claim` about one thing a skill may try (`Aspect`: reach the
-network, read your files, read secrets in the environment, fill the disk, leave daemons, ...):
-whether the posture stops it at its default settings (`contained`), in a few words why (`why`:
-the control, "network none", or the opening, "the network is open"), the line of the posture's
-card that says so (`card`: a guarantee when contained, a "does not" line when not), the warning
-shown before every run (`warning`), and the setting that opens it when loosened (`unless`, with
-the warnings that then say so, `opened`). Where the answer depends on who runs the workbench
-(as root, `hardened` runs a skill as a throwaway uid), `as_root` is the claim then. The posture's
-card and warnings (`description.py`) are built from these sentences, the capability preview
-(`authoring.preview`) and the probe lab's promises (`probes.expected`) from `contained` and `why`,
-and `tests/e2e/test_cli_probe.py` checks every probed claim against real runs. To add a
-posture, add its row: a `Claim` for every `Aspect` (a test fails on a missing one), sharing a
-sentence between claims where one sentence says several things; then add its title, summary and
-the lines about no single aspect (a shared kernel, speed) to `description.POSTURE_INFO`.
+`CONTAINMENT[posture][aspect]` is a `Claim` about one thing a skill may try (`Aspect`): whether the
+posture stops it at its default settings (`contained`) and why, the card line and warning that say
+so, the setting that opens it when loosened (`unless`, `opened`) and, where it differs, the claim
+when the workbench runs as root (`as_root`); `claim()` looks one up. A new posture adds its row here
+(docs/ARCHITECTURE.md, "How to add a posture").
 """
 
 import os

@@ -1,14 +1,9 @@
 """The probe catalogue: every experiment of the sandbox probe lab, and how to run it.
 
-A probe is one experiment with one question ("can it read a file outside the workspace?").
-Its script lives in a probe skill under `resources/probes/` (kept apart from the example
-catalog); two probes may share a skill with different arguments (`read-outside` and
-`read-home` both use `probe-read-file`). Every script prints one machine-readable line,
-`PROBE <id> reached|blocked|started <detail>`, parsed here by `probe_lines`.
-
-Shell probes run as `sh -c 'exec sh "$SKILL_DIR/scripts/probe.sh" "$@"' probe ID ARGS...`, so
-the same command works wherever `SKILL_DIR` points (the host folder, or the container's
-mount); under `quickjs` the command is `$SKILL_DIR/scripts/probe.js ID ARGS...`.
+Each probe is one question answered by a script in a probe skill under `resources/probes/`, run with
+its arguments by a command that works wherever `SKILL_DIR` points (a shell script, or a `.js` one
+under `quickjs`); every script prints one line, `PROBE <id> reached|blocked|started <detail>`, which
+`probe_lines` parses.
 """
 
 import re

@@ -1,14 +1,9 @@
 """`run_lab`: every probe under every chosen posture, through the run service, into a scoreboard.
 
-The headless API the CLI and the GUI share. The lab plants its site (`LabSite`), runs each
-probe as an ordinary recorded run (`RunService.run_once`, so every cell keeps its run id and
-opens like any run), judges it (`judge`) against the host's own evidence, compares it with the
-posture's promise (`expected`), and removes everything it planted, also on errors and Ctrl-C.
-Probe output is never streamed anywhere (it holds escape sequences on purpose).
-
-Runs use small limits (`LAB_LIMITS`) so the whole lab stays fast. Every probe but `cpu` ends
-on its own in well under a second, so their timeout is generous (a loaded machine must not
-turn a leak into a timeout); the busy loop of `cpu` gets `CPU_TIMEOUT_S`.
+The headless API the CLI and the GUI share: it plants the site (`LabSite`), runs each probe as an
+ordinary recorded run with small limits (`LAB_LIMITS`, `CPU_TIMEOUT_S`) and its output streamed
+nowhere, judges it (`judge`) against the host's own evidence, compares it with the posture's promise
+(`expected`) into a `Scoreboard`, and removes everything it planted, also on errors and Ctrl-C.
 """
 
 import time
@@ -27,6 +22,8 @@ from workbench.probes.site import CANARY_ENV, LabSite, host_route_off_machine
 from workbench.probes.verdict import HostEvidence, Judgement, Verdict, judge
 from workbench.runs.service import RunPlan, RunService
 
+# Small, so the whole lab stays fast. Every probe but `cpu` ends on its own in well under a
+# second, so the timeout is generous: a loaded machine must not turn a leak into a timeout.
 LAB_LIMITS = Limits(
     timeout_s=10.0,
     memory_bytes=64 * MIB,

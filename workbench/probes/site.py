@@ -1,20 +1,10 @@
 """The lab's site: everything the probe lab plants for its probes, and its removal.
 
-`LabSite.open()` makes one temporary folder (mode 0755, so a throwaway uid can reach the
-workspaces and skills in it) holding:
-
-- `outside/canary.txt`: a canary file (0644, like most of the user's files) for `read-outside`;
-- `home/.ssh/id_canary`: a private dotfile (0600 in a 0700 folder, like an SSH key) in a folder
-  laid out like a home folder, for `read-home`. The user's real home is never touched;
-- `drop/`: a folder of the user's (0755) that `write-outside` tries to create a file in;
-- `skills/`: a copy of the probe skills, so `write-skill` can never modify the real ones;
-- `workspaces/`: one fresh workspace per run.
-
-It also starts a TCP listener on 127.0.0.1 (a random port; loopback only) that records what
-connections send, and puts a random canary into a credential-looking variable of this
-process's environment (`CANARY_ENV`). `close()` removes all of it: the variable, the listener,
-the folder, and any process still carrying the lab's token (a daemon a probe left behind).
-Every token is random per lab, so one lab's evidence can never be another's.
+`LabSite.open()` makes one temporary folder with the canaries the probes look for (a file outside
+the workspace, a private dotfile in a fake home, a folder to write into), a copy of the probe skills
+and a fresh workspace per run, starts a loopback listener that records what connections send, and
+puts a canary into a credential-looking variable (`CANARY_ENV`); `close()` removes all of it, with
+any process still carrying the lab's random token.
 """
 
 import asyncio

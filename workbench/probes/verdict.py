@@ -1,11 +1,9 @@
 """Verdicts: what one probe run shows about its posture, from the run and the host's evidence.
 
-A cell's verdict is `contained`, `not contained` or `not applicable`. Where the host can see
-the outcome for itself, its evidence wins over what the probe printed: a file counts as
-written only if the host finds it with the cell's token, a connection only if the lab's
-listener received the token, a daemon only if a process with the token survived the run. The
-other probes are judged by their `PROBE` line and by the control that ended the run (its
-`cause`, e.g. "RLIMIT_CPU 1 s" or "wall-clock timeout of 4 s").
+`judge` gives a cell `contained`, `not contained` or `not applicable`: where the host can see the
+outcome itself (a file written with the cell's token, a connection the listener received, a daemon
+that survived) its evidence wins over what the probe printed; other probes are judged by their
+`PROBE` line and the control that ended the run.
 """
 
 from dataclasses import dataclass
