@@ -1,13 +1,9 @@
-"""The SKILL.md editor: highlighted text, inline diagnostics as you type, a live preview, and
-saving that never loses the user's text.
+"""The SKILL.md editor: highlighted text, inline diagnostics as you type, a live preview, and saving
+that never loses the user's text.
 
-Validation runs on the buffer, debounced, in memory (`skill_with_text`), without touching the
-skill folder.
-Saving is atomic (a temporary file in the skill folder, then `os.replace`, keeping the mode),
-and refuses to overwrite a SKILL.md that changed on disk since it was loaded: the "changed on
-disk" bar offers Reload, Keep mine, or Show disk version. The budget meter under the preview
-measures the buffer against the spec's advice as you type. Questions use `.open()`, never a
-blocking `exec()`.
+`SkillEditor` validates the buffer in memory, debounced (`skill_with_text`), shows the preview and
+budget meter, and saves atomically, refusing to overwrite a SKILL.md that changed on disk since it
+was loaded and offering Reload, Keep mine or Show disk version instead.
 """
 
 import stat

@@ -1,13 +1,9 @@
 """Authoring in the window: the New Skill dialog and the File menu actions that go with it.
 
-`NewSkillDialog` asks for a name, description, folders and the root to write into. The name
-and description are checked as they are typed with the catalog's own rules, so the dialog shows
-the very message `workbench skills validate` would give, and Create stays off until they pass.
-
-`AuthoringActions` owns New Skill, Save, Export and Import and the skill watcher, and guards
-unsaved edits when the user switches skill or closes the window; it tells the window what
-happened (a skill written, saved or changed on disk, a root changed) through signals, and the
-window shows it. Every dialog is opened with `.open()`, never `exec()`; blocking work goes
+`NewSkillDialog` asks for a new skill's name, description, folders and root, checking name and
+description as they are typed by the catalog's own rules (`name_problems`); `AuthoringActions` owns
+New Skill, Save, Export, Import and the skill watcher, guards unsaved edits, and tells the window
+what happened through signals. Dialogs open with `.open()`, never `exec()`; blocking work goes
 through `asyncio.to_thread`.
 """
 

@@ -1,16 +1,9 @@
 """The compare view, the teaching view: one command under several postures, side by side.
 
-The user ticks postures (ticked by default: the available ones that can run the command, as
-`default_postures` chooses them, so QuickJS only for a `.js` script; `local` is only ever
-ticked by the user and asks before it runs), edits the command (the selected skill's
-suggestion) and the timeout, and starts the comparison (Compare or Ctrl+Return; Stop or
-Ctrl+. ends it): `run_compare` runs the command under each posture in
-turn, each in its own fresh workspace. The table has one column per posture and one row per
-figure (status and cause worded as the history words them, wall time, peak memory, peak
-processes, changed files, the controls the run's effective posture card says were held (✓) or
-not (✗), the posture's warnings with the posture card's marks); a column fills in as its run
-ends. Activating a cell (double-click or Enter) opens that run in the
-history.
+`CompareView` (a `PostureJobPage`) runs the command the user edits under each ticked posture in
+turn, each in a fresh workspace (`run_compare`), and fills one table column per posture as its run
+ends: status and cause, time, peaks, changed files, the controls the effective card says were held,
+and the posture's warnings. Activating a cell opens that run in the history.
 """
 
 from PySide6.QtCore import Signal

@@ -1,16 +1,10 @@
 """The history view: past runs, one run's record, re-run, export a report, restore a workspace.
 
-The list shows the newest runs first (time, status, cause, posture, skill, changes; worded as
-`historyrows` says), the newest `PAGE` of them and more on demand; a filter box keeps the runs
-whose skill, posture, status or cause hold every word typed, and the probe lab's runs are
-hidden unless asked for. Selecting a run shows its report as plain text (the same text
-`workbench history show` prints). Re-run runs the same command under the same posture and
-limits in the same workspace (a local run asks first, naming the risk), its output streams into
-the record pane and Stop (Ctrl+.) ends it. Export writes the report as HTML, Markdown or JSON
-to a file chosen in a save dialog opened with `open()`. Restore puts the run's workspace back
-as it was before the run; when the workspace changed since, it asks before throwing those
-changes away. All blocking work (sqlite, hashing, writing) runs in threads, in tasks kept by
-`Tasks`; their `WorkbenchError`s show in this view's status line.
+`HistoryView` lists the newest runs a page at a time with a word filter (probe lab runs hidden
+unless asked for), shows the selected run's report, and offers Re-run (same command, posture, limits
+and workspace, streamed into the record pane, Stop with Ctrl+.), Export (HTML, Markdown or JSON) and
+Restore (asking first when the workspace changed since); blocking work runs in threads in its
+`Tasks`, and its `WorkbenchError`s show in the view's status line.
 """
 
 import asyncio

@@ -1,15 +1,10 @@
 """The probe lab view: what does each posture really stop, shown as a scoreboard.
 
-The user ticks postures (every available, implemented one except `local`, which is only ever
-ticked by the user and asks before the lab runs) and runs the lab (Run the lab or Ctrl+Return;
-Stop or Ctrl+. ends it): `run_lab` runs every probe under every ticked posture as an ordinary
-recorded run. The table has one row per probe and one column per posture; each cell answers
-its row's question in words and colour (`cell_text`): "contained" (what stopped the busy
-loop, for that row), "not contained (as documented)" in the warning colour for a weakness the
-posture's description admits, "n/a" with its reason. A verdict that differs from the
-posture's description is marked "!" in bold (a leak it does not admit: "NOT CONTAINED !" in
-the danger colour). The tool tip gives the control or the evidence, and the summary counts
-each kind. Activating a cell (double-click or Enter) opens its run in the history.
+`LabView` (a `PostureJobPage`) runs the probe lab (`run_lab`) under the ticked postures and shows a
+table of probes by postures, each cell in words and colour (`cell_text`): contained, not contained
+as documented, n/a, or a leak the posture does not admit, marked "!"; the tool tip gives the control
+or evidence, `summary_sentence` counts each kind, and activating a cell opens its run in the
+history.
 """
 
 from pathlib import Path

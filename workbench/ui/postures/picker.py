@@ -1,25 +1,12 @@
 """The posture picker: one card per executor posture, and the choice between them.
 
-A card says what the posture is, whether it can run here (and why not), what it guarantees,
-what it does not, and the warnings from `postures.assess()`, DANGER ones in the danger
-colour. Until the machine has been probed the cards say "checking…" and cannot be chosen.
-The strongest available posture is chosen by default; choosing `local` asks first, in a
-window-modal message box opened with `open()` (never `exec()`), and only a confirmation
-changes the choice.
-
-`set_skill()` fits the choice to the selected skill: a posture that cannot start the skill's
-command (`unrunnable_postures`: a `.js` command runs only under quickjs) says so on its card,
-and until the user chooses a posture themselves the picker moves to the strongest one that can
-run the skill (never to local). A posture the user chose stays chosen, its card warning in the
-danger colour. The cards form one radio group for the keyboard: Tab lands on the chosen
-posture, the arrow keys choose the next or previous one.
-
-The docker, gvisor and quickjs cards also show their warm pool (`PoolControls`) once
-`set_pools()` hands the pools over, while their posture can run here: its size (remembered in
-the settings) and what it holds now, read from `WarmPool.status()` twice a second. `prime()`
-asks the chosen posture's pool to get ready for the next run of a skill, 0.3 s after the last
-ask (browsing skills fills for the one the user stops at); the pool calls run in the picker's
-`Tasks`, which reports their errors, until `shutdown()`.
+`PosturePicker` shows a `PostureCard` per posture (what it is, whether it can run here, what it
+guarantees and does not, its `assess()` warnings), chooses the strongest available one by default,
+asks before `local` is chosen, and follows the selected skill (`set_skill`: postures that cannot
+start its command say so, and until the user chooses, the choice moves to the strongest one that
+can). Once `set_pools()` hands over the warm pools, the docker, gvisor and quickjs cards show and
+size theirs, and `prime()` readies the chosen posture's pool for the skill the user stops at; pool
+calls run in the picker's `Tasks` until `shutdown()`.
 """
 
 from collections.abc import Mapping

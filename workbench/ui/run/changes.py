@@ -1,17 +1,9 @@
 """The workspace changes of a finished run: a tree with badges, the selected file's diff, Restore.
 
-The tree lists every `FileChange` of the run under its folders, with a badge (A added,
-M modified, D deleted, T type changed, P permissions), the size before and after and, for
-type and permission changes, what changed. Selecting a file computes its diff with
-`workbench.workspace.diff.text_diff` in a thread and shows it in a `DiffView`; a file over the
-diff caps can be diffed anyway up to the hard cap. "Restore workspace" first names what will be
-lost, in a window-modal box opened with `open()`, then calls `runs.restore.restore_run` in a
-thread and says what it did; when the workspace changed after the run (the user's own edits in
-their folder, say), the refusal asks whether to restore anyway and lose those changes.
-During a run, `watch()` walks the workspace every 0.5 s with stat only
-(no hashing) and lists the paths that changed so far, with when each was first seen. Paths
-are hostile text: they are shown as plain text, escaped by `path_text` (one line, no control
-characters), as the CLI and the reports show them.
+`ChangesView` lists a run's `FileChange`s under their folders with a badge and sizes, diffs the
+selected file in a thread into a `DiffView`, and offers Restore, naming first what will be lost and
+asking again when the workspace changed after the run; during a run, `watch()` lists the paths that
+changed so far (stat only, no hashing). Paths are hostile text and are shown through `path_text`.
 """
 
 import asyncio

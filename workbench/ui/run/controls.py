@@ -1,18 +1,11 @@
-"""The run's settings: limits and network, loosened values flagged, the workspace, and the
-command history.
+"""The run's settings: limits and network, loosened values flagged, the workspace, and the command
+history.
 
-`LimitControls` holds the timeout, memory, CPU and network controls and builds the `Posture`
-of the next run from them. Network and CPU share are only offered to container postures (the
-others cannot withhold or cap them), memory to every posture but `local`. A value looser than
-`DEFAULT_LIMITS` (or network on) turns its control the warning colour, and the posture's
-loosened-setting warnings from `assess()` are listed below.
-
-`WorkspaceChoice` says where the next run works: a fresh folder for each run, or a folder of
-the user's (a combo box of the folders chosen before, and "Choose…"). The choice is
-remembered for each skill, and a folder is confirmed once: before the first run in it, `ask()`
-says plainly that the skill will be able to change the files there and that Restore can put
-them back. `CommandHistory` remembers the last commands run for each skill. Both keep their
-state in the injected `QSettings`.
+`LimitControls` holds the timeout, memory, CPU and network controls a posture can apply, flags
+values looser than `DEFAULT_LIMITS` with their `assess()` warnings, and builds the next run's
+`Posture`; `WorkspaceChoice` says where the next run works (a fresh folder, or a folder of the
+user's, remembered per skill and confirmed once with `ask()`); `CommandHistory` remembers each
+skill's last commands. Their state lives in the injected `QSettings`.
 """
 
 from collections.abc import Callable

@@ -1,16 +1,9 @@
 """The live output of a run: stdout and stderr in arrival order, coloured, capped, never stalling.
 
-Chunks are queued by the run's sink (big reads cut into slices) and drawn every `FLUSH_MS` by
-a timer, for at most `BUDGET_S` per tick, so a flood of output cannot stall the event loop.
-If more than `MAX_BACKLOG` bytes wait, the oldest are skipped with a notice (the view keeps
-only the last `MAX_BLOCKS` lines anyway, and the full logs on disk have everything). Each
-stream has its own `AnsiDecoder`: SGR colours are shown, every other escape is dropped, bidi
-controls show as markers, a lone `\\r` starts a new line (overwriting would hide text), stderr
-is tinted. Above `FAST_BYTES_PER_S` colours pause (plain text is ~8x cheaper to draw) and a
-badge says so. Lines are capped at `MAX_LINE` characters. Output is always text in a
-plain-text widget: nothing in it is ever read as HTML. The open-full-log buttons hand the
-file to the desktop; where no program is set up to open it, `LogViewer` shows its last
-`MAX_VIEWED` bytes, decoded the same way, with its path to copy.
+`OutputView` queues the run's chunks and draws them on a timer within a time budget per tick,
+skipping the oldest when the backlog is too large and pausing colours when output is fast, each
+stream through its own `AnsiDecoder` (SGR colours only) into a plain-text widget, so nothing is ever
+read as HTML; `LogViewer` shows the tail of a full log when no desktop program opens it.
 """
 
 import time

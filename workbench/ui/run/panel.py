@@ -1,16 +1,11 @@
 """The run panel: run the selected skill's command under the chosen posture and watch it.
 
-The command field starts with the skill's suggested command (`metadata.command`) and keeps a
-per-skill history (Up/Down, or the completer); it runs with `sh -c` (for QuickJS: a .js file
-and its arguments) in a fresh workspace or in the user's folder (`WorkspaceChoice`, which asks
-once per folder before the first run there). Limits and network come from `LimitControls`;
-loosened ones are flagged before the run. While it runs: the countdown to the timeout, live
-output (`OutputView`) over the process tree (`ProcessTreeView`), and live CPU/memory charts
-beside them, all fed by the monitor's samples. After it: the outcome banner, the workspace
-changes with diffs and Restore, and the effective posture card. A line over them names the
-run they belong to (skill, posture, time, workspace) and says so when another skill is
-selected: the results stay, so that run's workspace can still be restored. Run is
-Ctrl+Return, Stop is Ctrl+.; nothing here blocks the event loop.
+`RunPanel` holds the command field (the skill's suggested command and its history), the limits
+(`LimitControls`) and workspace (`WorkspaceChoice`); Run (Ctrl+Return) runs the command through the
+run service, and while it runs the panel shows the countdown, live output (`OutputView`), the
+process tree (`ProcessTreeView`) and charts, then the outcome banner, the workspace changes with
+Restore and the effective posture card, under a line naming the run they belong to. Stop is Ctrl+.;
+nothing here blocks the event loop.
 """
 
 import asyncio

@@ -1,13 +1,9 @@
 """The live process tree of a run: PID, name, CPU, memory and command, parent above child.
 
-Fed the monitor's samples (`add_sample`); only those that carry a `ProcessTable` matter. The
-tree is redrawn at most every `REFRESH_MS`, in place: a process keeps its item from one table
-to the next, so the selection, what the user expanded or collapsed, and the chosen sort order
-survive, and nothing flickers. The sampler caps a table (a fork bomb's) at a few hundred rows;
-the status line says how many more there were, whose pids these are (the host's, or the
-container's own), why no process can be seen (gVisor, a remote engine), and after the run, that
-the tree is the last one taken and whether the workbench killed what was still running. Names
-and command lines come from the skill: items show them as plain text, tool tips escaped.
+`ProcessTreeView` is fed the monitor's samples (`add_sample`) and redraws the latest `ProcessTable`
+at most every `REFRESH_MS`, in place (`ProcessItem`s keep selection, expansion and sort order); its
+status line says what the tree cannot show (capped rows, whose pids, why no process is visible) and,
+after the run, what was killed. Names and command lines are shown as plain text.
 """
 
 from PySide6.QtCore import Qt, QTimer

@@ -1,13 +1,8 @@
 """The skill browser: a searchable, keyboard-navigable list of skills with diagnostics badges.
 
-Each row shows the skill's name, the first line of its description and a badge (a tick when
-valid, otherwise the error and warning counts). Names and descriptions come from untrusted
-files, so the delegate paints them as plain text; nothing here interprets markup.
-
-A search that hides the current skill leaves no skill current (the run page then has nothing
-to run); Esc in the search field clears it, and the skill last chosen comes back. When a new
-list no longer holds the current skill (its folder is gone), the first skill becomes current
-and `skill_gone` says so in a sentence.
+`SkillBrowser` lists the skills with name, first description line and a validity badge, painted as
+plain text since they come from untrusted files; it keeps the current skill through searches (Esc
+restores the last chosen one) and says in `skill_gone` when a new list lost it.
 """
 
 from pathlib import Path
