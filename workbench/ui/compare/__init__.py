@@ -1,1 +1,1 @@
-"""The Compare page."""
+"""The Compare page: one command under several postures, side by side (`view.CompareView`)."""

@@ -1,1 +1,3 @@
-"""The History page."""
+"""The History page: past runs, their records, re-run, export and restore (`view.HistoryView`),
+worded by `rows`.
+"""

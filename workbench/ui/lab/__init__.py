@@ -1,1 +1,1 @@
-"""The probe Lab page."""
+"""The probe Lab page: the scoreboard of what each posture really stops (`view.LabView`)."""
