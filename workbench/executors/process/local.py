@@ -3,7 +3,7 @@
 The command gets the app's whole environment plus `SKILL_DIR` and `WORKSPACE` and runs in the
 workspace. Nothing is limited but the wall-clock timeout, which still kills the whole process
 tree (escaped daemons included, except one that copies the app's `WORKBENCH_APP` mark into an
-emptied environment: see `process_tree`). Every result carries the posture's DANGER warnings.
+emptied environment: see `reaper.escapees`). Every result carries the posture's DANGER warnings.
 """
 
 import os
