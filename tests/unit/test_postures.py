@@ -10,8 +10,9 @@ from workbench.executors.availability import (
     docker_engine_runtimes,
     probe_availability,
 )
-from workbench.postures.description import POSTURE_INFO, assess
+from workbench.postures.description import POSTURE_INFO, assess, default_reason
 from workbench.postures.model import (
+    CONTAINER_POSTURES,
     Availability,
     Network,
     Posture,
@@ -64,7 +65,7 @@ def test_quickjs_fetch_is_a_loosening() -> None:
 
 
 def test_unknown_posture_lists_the_known_ones() -> None:
-    with pytest.raises(PostureError, match="Known postures: local, hardened, docker"):
+    with pytest.raises(PostureError, match="Known postures: local, hardened, bubblewrap, docker"):
         parse_posture_id("chroot")
 
 
@@ -119,6 +120,33 @@ def test_default_is_strongest_available_and_never_local() -> None:
     )
     with pytest.raises(PostureError, match="--posture local"):
         default_posture_id(availability(PostureId.LOCAL, PostureId.QUICKJS))
+
+
+def test_without_docker_bubblewrap_is_the_default_and_the_reason_names_docker() -> None:
+    available = {
+        p: Availability(p not in CONTAINER_POSTURES, "No engine answers.") for p in PostureId
+    }
+    assert default_posture_id(available) is PostureId.BUBBLEWRAP
+    reason = default_reason(available)
+    assert reason.startswith("Bubblewrap sandbox is the default because Docker on gVisor and ")
+    assert reason.endswith("cannot run here: No engine answers.")
+    everything = {p: Availability(True, "") for p in PostureId}
+    assert "strongest" in default_reason(everything)
+
+
+def test_bubblewrap_warns_of_the_kernel_usr_and_allowed_hosts() -> None:
+    plain = [w.text for w in assess(Posture(PostureId.BUBBLEWRAP))]
+    assert any("shares the host kernel" in text for text in plain)
+    assert any("/usr" in text for text in plain)
+    assert not [w for w in assess(Posture(PostureId.BUBBLEWRAP)) if w.loosened]
+    [loosened] = [
+        w.text
+        for w in assess(Posture(PostureId.BUBBLEWRAP, allow_hosts=("pypi.org",)))
+        if w.loosened
+    ]
+    assert loosened.startswith(
+        "Network is ON for these hosts, through the workbench's proxy: pypi.org."
+    )
 
 
 def test_engine_probe_without_engine_is_none_and_leaks_nothing(

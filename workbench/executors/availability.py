@@ -101,6 +101,13 @@ def probe_availability(posture_id: PostureId, docker_runtimes: set[str] | None) 
         if os.name != "posix" or not sys.platform.startswith("linux"):
             return Availability(False, "Needs Linux (rlimits, process groups, /proc).")
         return Availability(True, "Available on this Linux machine.")
+    if posture_id is PostureId.BUBBLEWRAP:
+        from workbench.executors.bubblewrap.availability import check
+        from workbench.executors.hardened.executor import RUN_UID_BASE
+
+        if not sys.platform.startswith("linux"):
+            return Availability(False, "Needs Linux (namespaces, seccomp, /proc).")
+        return check(RUN_UID_BASE if os.geteuid() == 0 else None)
     if posture_id is PostureId.QUICKJS:
         if importlib.util.find_spec("quickjs") is None:
             return Availability(False, "The quickjs Python package is not installed.")

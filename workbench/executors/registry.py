@@ -4,6 +4,7 @@ Adding a posture means adding its class here; nothing else looks executors up by
 """
 
 from workbench.errors import PostureError
+from workbench.executors.bubblewrap.executor import BubblewrapExecutor
 from workbench.executors.contract import Executor
 from workbench.executors.docker.executor import DockerExecutor
 from workbench.executors.hardened.executor import HardenedExecutor
@@ -13,10 +14,15 @@ from workbench.postures.model import Posture, PostureId
 
 _EXECUTORS: dict[
     PostureId,
-    type[LocalExecutor] | type[HardenedExecutor] | type[QuickJsExecutor] | type[DockerExecutor],
+    type[LocalExecutor]
+    | type[HardenedExecutor]
+    | type[BubblewrapExecutor]
+    | type[QuickJsExecutor]
+    | type[DockerExecutor],
 ] = {
     PostureId.LOCAL: LocalExecutor,
     PostureId.HARDENED: HardenedExecutor,
+    PostureId.BUBBLEWRAP: BubblewrapExecutor,
     PostureId.QUICKJS: QuickJsExecutor,
     PostureId.DOCKER: DockerExecutor,
     PostureId.GVISOR: DockerExecutor,  # the same executor on the runsc runtime

@@ -145,6 +145,25 @@ class HostCall:
 
 
 @dataclass(frozen=True, slots=True)
+class NetworkAttempt:
+    """One connection a command asked the allow-list proxy for, allowed or refused.
+
+    `verdict` is `allowed` (connected), `refused` (not on the allow-list) or `failed` (allowed,
+    but the host could not be reached: `detail` says why); `t` is seconds after the run
+    started; the byte counts are what went up to the host and came back.
+    """
+
+    host: str
+    port: int
+    t: float
+    verdict: str
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    method: str = "CONNECT"
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class RunResult:
     """Everything known about a finished run."""
 
@@ -166,6 +185,7 @@ class RunResult:
     samples: tuple[ResourceSample, ...] = ()
     run_dir: Path | None = None
     host_calls: tuple[HostCall, ...] = ()
+    network_log: tuple[NetworkAttempt, ...] = ()
 
     @classmethod
     def not_run(

@@ -13,11 +13,14 @@ from workbench.postures.containment import claims
 from workbench.postures.model import (
     DEFAULT_LIMITS,
     MIB,
+    STRENGTH_ORDER,
+    Availability,
     Limits,
     Posture,
     PostureId,
     PostureWarning,
     Severity,
+    default_posture_id,
 )
 
 
@@ -171,3 +174,15 @@ def _format_limit(name: str, value: float) -> str:
     if name in ("timeout_s", "cpu_seconds"):
         return f"{value:g} s"
     return f"{value:g}"
+
+
+def default_reason(available: dict[PostureId, Availability]) -> str:
+    """Why the default posture is the one it is: the stronger ones this machine lacks."""
+    default = default_posture_id(available)
+    stronger = STRENGTH_ORDER[: STRENGTH_ORDER.index(default)]
+    reasons = dict.fromkeys(available[p].reason for p in stronger)  # the same cause once
+    title = POSTURE_INFO[default].title
+    if not reasons:
+        return f"{title} is the strongest posture this machine offers."
+    names = " and ".join(POSTURE_INFO[p].title for p in stronger)
+    return f"{title} is the default because {names} cannot run here: {' '.join(reasons)}"

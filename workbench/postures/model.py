@@ -20,13 +20,15 @@ class PostureId(StrEnum):
 
     LOCAL = "local"
     HARDENED = "hardened"
+    BUBBLEWRAP = "bubblewrap"
     DOCKER = "docker"
     GVISOR = "gvisor"
     QUICKJS = "quickjs"
 
 
 class Network(StrEnum):
-    """Network access a command gets. Only container postures can actually withhold it."""
+    """Network access a command gets. Only container postures honour this setting (bubblewrap's
+    network is off but for its allowed hosts)."""
 
     NONE = "none"
     BRIDGE = "bridge"
@@ -54,6 +56,7 @@ class Limits:
     cpu_seconds: int = 60
     open_files: int = 256
     file_size_bytes: int = 256 * MIB
+    disk_bytes: int = 1024 * MIB  # what a bubblewrap run may write to disk in all
 
 
 DEFAULT_LIMITS = Limits()
@@ -79,6 +82,7 @@ class Posture:
     run_as_root: bool = False
     image: str = DEFAULT_IMAGE
     fetch_hosts: tuple[str, ...] = ()
+    allow_hosts: tuple[str, ...] = ()  # HOST[:PORT] bubblewrap's proxy lets through
 
     def with_limits(self, **changes: float | int) -> "Posture":
         """A copy with some limits changed, e.g. `posture.with_limits(timeout_s=5)`."""
@@ -106,6 +110,7 @@ class Availability:
 STRENGTH_ORDER: tuple[PostureId, ...] = (
     PostureId.GVISOR,
     PostureId.DOCKER,
+    PostureId.BUBBLEWRAP,
     PostureId.HARDENED,
 )
 

@@ -26,10 +26,16 @@ from workbench.executors.hardened.environ import scrub_env
 from workbench.executors.hardened.leftovers import sweep
 from workbench.executors.process.local import describe_user
 from workbench.executors.process.outcome import format_bytes
-from workbench.executors.process.ownership import FolderLoan, SharedLoan, can_reach
+from workbench.executors.process.ownership import (
+    FolderLoan,
+    SharedLoan,
+    can_reach,
+    unreachable,
+)
 from workbench.executors.process.readback import (
     PROC_LIMIT_ROWS,
     limit_checks,
+    memory_problem,
     parse_limits,
     parse_status,
     proc_texts,
@@ -41,16 +47,15 @@ from workbench.executors.process.session import PreparedRun, RunContext, Subproc
 from workbench.executors.types import PostureCard, SessionSpec
 from workbench.monitor.process import RUN_TAG_ENV
 from workbench.platform.interpreter import child_argv
-from workbench.postures.model import MIB, Limits, PostureWarning, Severity
+from workbench.postures.model import Limits, PostureWarning, Severity
 from workbench.workspace.safe_walk import copy_plain, remove_tree
 
-MIN_MEMORY_BYTES = 4 * MIB  # below this RLIMIT_AS, even `sh` cannot map its libraries
 RUN_UID_BASE = 0x60000000
 RUN_UID_SPAN = 1 << 28
 WRAPPER = Path(limits_exec.__file__)
 
 
-async def _read_to_eof(fd: int) -> bytes:
+async def read_to_eof(fd: int) -> bytes:
     """Everything written to the pipe `fd` until its last writer closes it (closes `fd`)."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[None] = loop.create_future()
@@ -109,7 +114,7 @@ class HardenedRun(PreparedRun):
         """Wait for the wrapper to exec (its status pipe closes) and read back the limits."""
         self._close_write_end()
         read_fd, self._read_fd = self._read_fd, -1
-        report = limits_exec.decode_report(await _read_to_eof(read_fd))
+        report = limits_exec.decode_report(await read_to_eof(read_fd))
         self._error = report.get("error", "")
         if self._error or "limits" not in report:  # not exec'd: failed, or killed before
             return
@@ -191,14 +196,9 @@ class HardenedExecutor(SubprocessExecutor):
     async def _prepare(self, context: RunContext) -> PreparedRun | str:
         session = context.session
         run_uid = self._run_uid
-        if (memory := self.posture.limits.memory_bytes) < MIN_MEMORY_BYTES:
-            amount = format_bytes(memory) if memory >= MIB else f"{memory} B"
-            return (
-                f"the memory limit {amount} is too small to start a program "
-                f"(RLIMIT_AS also counts its libraries): use at least "
-                f"{format_bytes(MIN_MEMORY_BYTES)}"
-            )
-        if run_uid is not None and (problem := _unreachable(session, run_uid)):
+        if problem := memory_problem(self.posture.limits):
+            return problem
+        if run_uid is not None and (problem := unreachable(session, run_uid, "hardened")):
             return problem
         folder = context.run_dir  # of HOME and TMPDIR
         if run_uid is not None:  # out of the run folder, where links could be planted
@@ -310,20 +310,6 @@ def _keep_and_remove(private: Path, run_dir: Path) -> None:
     for name in ("home", "tmp"):
         copy_plain(private / name, run_dir / name)
     remove_tree(private)
-
-
-def _unreachable(session: SessionSpec, run_uid: int) -> str:
-    for path, what, read in (
-        (session.workspace, "workspace", False),
-        (session.skill_dir, "skill folder", True),
-    ):
-        if not can_reach(path, run_uid, run_uid, read):
-            return (
-                f"the {what} {path} is out of reach of uid {run_uid}, the throwaway user the "
-                f"hardened posture runs commands as: a folder above it is closed to other "
-                f"users; open it to them (chmod o+x) or use a {what} elsewhere"
-            )
-    return ""
 
 
 def _run_as(run_uid: int | None, home: Path, tmp: Path) -> str:

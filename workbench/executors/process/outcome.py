@@ -109,6 +109,8 @@ def classify(
         return RunStatus.CANCELLED, "stopped by the user"
     if outcome.ended_by is EndedBy.SHUTDOWN:
         return RunStatus.CANCELLED, "stopped because the session was closed"
+    if outcome.ended_by is EndedBy.LIMIT:
+        return RunStatus.LIMIT_EXCEEDED, outcome.limit_cause
     if outcome.ended_by is EndedBy.TIMEOUT:
         cause = f"wall-clock timeout of {timeout_s:g} s"
         if limits is not None and _any(outcome.stderr_text, FORK_MARKERS):

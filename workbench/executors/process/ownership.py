@@ -1,7 +1,8 @@
 """Lending a folder tree to another uid for one run, and giving it back afterwards.
 
 `FolderLoan.lend()` records the owner of every entry and chowns the tree to the throwaway uid a root
-workbench runs the hardened posture as; `give_back()` restores the recorded owners and gives new
+workbench runs the hardened and bubblewrap postures as (`unreachable()` says when that uid cannot
+reach a session's folders); `give_back()` restores the recorded owners and gives new
 entries the folder's owner. Only owners change; symlinks are never followed, and files with more
 than one hard link are not lent, since their inode may be a file outside the folder.
 """
@@ -11,6 +12,7 @@ import os
 import stat
 from pathlib import Path
 
+from workbench.executors.types import SessionSpec
 from workbench.workspace.safe_walk import walk
 
 
@@ -110,3 +112,19 @@ def can_reach(path: Path, uid: int, gid: int, need_read: bool = False) -> bool:
         if (st.st_mode >> shift) & wanted != wanted:
             return False
     return True
+
+
+def unreachable(session: SessionSpec, run_uid: int, posture: str) -> str:
+    """Why `run_uid`, the throwaway user `posture` runs commands as, cannot reach the session's
+    workspace or skill folder; "" when it can."""
+    for path, what, read in (
+        (session.workspace, "workspace", False),
+        (session.skill_dir, "skill folder", True),
+    ):
+        if not can_reach(path, run_uid, run_uid, read):
+            return (
+                f"the {what} {path} is out of reach of uid {run_uid}, the throwaway user the "
+                f"{posture} posture runs commands as: a folder above it is closed to other "
+                f"users; open it to them (chmod o+x) or use a {what} elsewhere"
+            )
+    return ""

@@ -10,7 +10,9 @@ import re
 from pathlib import Path
 
 from workbench.executors.process.outcome import format_bytes
-from workbench.postures.model import Limits
+from workbench.postures.model import MIB, Limits
+
+MIN_MEMORY_BYTES = 4 * MIB  # below this RLIMIT_AS, even `sh` cannot map its libraries
 
 # rlimit name (as in `resource.RLIMIT_<name>`) -> its row in /proc/PID/limits
 PROC_LIMIT_ROWS = {
@@ -37,6 +39,17 @@ def requested_rlimits(limits: Limits, extra_processes: int = 0) -> dict[str, tup
         "FSIZE": (limits.file_size_bytes, limits.file_size_bytes),
         "CORE": (0, 0),
     }
+
+
+def memory_problem(limits: Limits) -> str:
+    """Why `limits` cannot start a program under RLIMIT_AS, or "" when they can."""
+    if (memory := limits.memory_bytes) >= MIN_MEMORY_BYTES:
+        return ""
+    amount = format_bytes(memory) if memory >= MIB else f"{memory} B"
+    return (
+        f"the memory limit {amount} is too small to start a program (RLIMIT_AS also counts "
+        f"its libraries): use at least {format_bytes(MIN_MEMORY_BYTES)}"
+    )
 
 
 def limit_label(name: str, limits: Limits) -> str:

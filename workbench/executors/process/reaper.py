@@ -4,7 +4,8 @@
 synchronous) signals the union of the run's tree, the processes carrying its tag, those its monitor
 saw, its `escapees` and, for a run with a uid of its own, that uid's processes, until a check finds
 none; `reap_orphans` reaps the zombies re-parented to the app. `track_root` / `claim` record what
-live runs own, so one run's kill never takes another's processes.
+live runs own, so one run's kill never takes another's processes. A `contained` run (a PID
+namespace, whose orphans go to its own init) is its root's tree alone: no scan beyond it.
 """
 
 import asyncio
@@ -13,7 +14,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import psutil
@@ -48,6 +49,7 @@ class RunScope:
     tag: bytes
     since: float  # epoch seconds, a little before the root was spawned
     uid: int | None = None  # a uid only this session's runs use (hardened as root)
+    contained: bool = False  # nothing of the run leaves the root's tree (a PID namespace)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +173,8 @@ def collect(
     candidates = {p.pid: p for p in seen if alive(p)}
     if root is not None and alive(root):
         candidates[root.pid] = root
+    if scope.contained:  # its orphans go to the namespace's init, inside the tree
+        return {pid: process for pid, process in _alive_in(descendants(candidates), candidates)}
     others = _others(scope, candidates) - candidates.keys()
     starts = set(candidates) | escapees(scope, others)
     if full_scan:
@@ -180,17 +184,22 @@ def collect(
     else:
         children = set(proc_children(os.getpid())) - others
         starts |= {pid for pid in children if carries_tag(pid, scope.tag)}
-    found: dict[int, psutil.Process] = {}
-    for pid in descendants(starts) - others - {os.getpid()}:
-        process = candidates.get(pid)
+    return dict(_alive_in(descendants(starts) - others - {os.getpid()}, candidates))
+
+
+def _alive_in(
+    pids: Iterable[int], known: dict[int, psutil.Process]
+) -> Iterator[tuple[int, psutil.Process]]:
+    """The live processes among `pids` (`known` ones reused, so a reused pid is not theirs)."""
+    for pid in pids:
+        process = known.get(pid)
         if process is None:
             try:
                 process = psutil.Process(pid)
             except psutil.Error:
                 continue
         if alive(process):
-            found[pid] = process
-    return found
+            yield pid, process
 
 
 def _signal(processes: Iterable[psutil.Process], signum: int) -> None:

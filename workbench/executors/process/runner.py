@@ -63,6 +63,7 @@ class EndedBy(StrEnum):
     CANCEL = "cancel"
     SHUTDOWN = "shutdown"
     SPAWN_ERROR = "spawn_error"
+    LIMIT = "limit"  # a limit the posture watches for itself (its guard) ended it
     DONE = "done"  # the process said the run was done and was kept alive for another
 
 
@@ -83,6 +84,7 @@ class ProcessOutcome:
     samples: tuple[ResourceSample, ...]
     kill: KillReport
     kept: bool = False  # the root process ended the run alive and is kept (`supervise`)
+    limit_cause: str = ""  # with `EndedBy.LIMIT`: the guard's cause
 
 
 async def first_end(
@@ -116,6 +118,8 @@ class RunSettings:
 
     The output is capped at `cap_bytes` a stream, spooled to `run_dir` and sent to `sink`;
     `on_sample` receives each resource sample, `on_spawned` the root's pid once it exists.
+    `guard`, given the root's pid, watches a limit the posture enforces itself and returns the
+    cause when that limit is crossed, which ends the run (`EndedBy.LIMIT`).
     """
 
     run_dir: Path
@@ -126,6 +130,7 @@ class RunSettings:
     shutdown: asyncio.Event
     on_sample: Callable[[ResourceSample], None] | None = None
     on_spawned: Callable[[int], Coroutine[Any, Any, None]] | None = None
+    guard: Callable[[int], Coroutine[Any, Any, str]] | None = None
 
     def captures(self) -> dict[int, StreamCapture]:
         """The run's stdout and stderr captures, by file descriptor."""
@@ -171,12 +176,15 @@ async def supervise(
     claim(scope.tag, sampler.seen)
     monitor = asyncio.create_task(sampler.run())
     hook = asyncio.create_task(settings.on_spawned(spawned.pid)) if settings.on_spawned else None
+    guard = asyncio.create_task(settings.guard(spawned.pid)) if settings.guard else None
     kill: KillReport | None = None
     kept = False
-    end = _first_of(pipes.exited, finished)
+    end = _first_of(pipes.exited, finished, guard)
     try:
         ended_by = await first_end(end, settings.timeout_s, settings.cancel, settings.shutdown)
-        if ended_by is EndedBy.EXIT and not pipes.exited.done():
+        if ended_by is EndedBy.EXIT and guard and guard.done() and not pipes.exited.done():
+            ended_by = EndedBy.LIMIT
+        if ended_by is EndedBy.EXIT and not pipes.exited.done():  # `finished`: done, alive
             ended_at = loop.time()
             kept = _alone(root, scope, sampler.seen.values())
         if kept:
@@ -189,15 +197,18 @@ async def supervise(
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(pipes.closed), PIPE_DRAIN_S)
         monitor.cancel()
-        for task in (monitor, hook):
+        if guard is not None:
+            guard.cancel()
+        for task in (monitor, hook, guard):
             if task is not None:
                 with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                     await asyncio.wait_for(task, _HOOK_WAIT_S)
     finally:
         if kill is None:  # the caller cancelled run(): still leave nothing behind
             monitor.cancel()
-            if hook is not None:
-                hook.cancel()
+            for task in (hook, guard):
+                if task is not None:
+                    task.cancel()
             kill_now(root, scope, sampler.seen.values())
             for capture in captures.values():
                 capture.finish()
@@ -209,12 +220,14 @@ async def supervise(
         ended_at = pipes.exited.result() if pipes.exited.done() else loop.time()
     rc = None if kept else spawned.transport.get_returncode()
     outcome = _outcome(captures, ended_by, rc, "", ended_at - t0, sampler, kill)
-    return replace(outcome, kept=kept)
+    limit_cause = guard.result() if ended_by is EndedBy.LIMIT and guard is not None else ""
+    return replace(outcome, kept=kept, limit_cause=limit_cause)
 
 
-def _first_of(exited: "asyncio.Future[Any]", finished: "asyncio.Future[Any] | None") -> Any:
-    """`exited`, or a future done as soon as `exited` or `finished` is."""
-    if finished is None:
+def _first_of(exited: "asyncio.Future[Any]", *others: "asyncio.Future[Any] | None") -> Any:
+    """`exited`, or a future done as soon as `exited` or one of `others` is."""
+    futures = [future for future in others if future is not None]
+    if not futures:
         return exited
     either: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -222,8 +235,8 @@ def _first_of(exited: "asyncio.Future[Any]", finished: "asyncio.Future[Any] | No
         if not either.done():
             either.set_result(None)
 
-    exited.add_done_callback(done)
-    finished.add_done_callback(done)
+    for future in (exited, *futures):
+        future.add_done_callback(done)
     return either
 
 

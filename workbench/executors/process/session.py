@@ -9,8 +9,10 @@ finish as cancelled) and waits for their kill to complete.
 
 import asyncio
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from workbench.errors import ExecutorError
 from workbench.executors.inflight import InFlight, prepare_runs_dir
@@ -65,6 +67,7 @@ class PreparedRun:
     finished: "asyncio.Future[None] | None" = None
     outcome: ProcessOutcome | None = None  # set before `close()` when the run got one
     notes: tuple[PostureWarning, ...] = ()  # what `close()` has to tell about the run
+    guard: Callable[[int], Coroutine[Any, Any, str]] | None = None  # see `RunSettings.guard`
 
     def __init__(self, launch: Launch, card: PostureCard, limits: Limits | None) -> None:
         self.launch = launch
@@ -127,6 +130,7 @@ class SubprocessExecutor(ABC):
             shutdown=self._in_flight.shutdown,
             on_sample=request.on_sample,
             on_spawned=prepared.on_spawned,
+            guard=prepared.guard,
         )
         try:
             if prepared.adopt is None:

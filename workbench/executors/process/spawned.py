@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from subprocess import DEVNULL, PIPE
+from typing import Any
 
 import psutil
 
@@ -36,13 +37,20 @@ PIPE_DRAIN_S = 1.0  # after the root exited and leftovers were killed, for the p
 @dataclass(frozen=True, slots=True)
 class Launch:
     """How to spawn one command: argv, the complete environment, working folder, fds to pass,
-    and the uid it runs as when that uid is the session's own (its processes are the runs')."""
+    and the uid it runs as when that uid is the session's own (its processes are the runs').
+
+    `user` is a uid (and gid) to switch to before the exec, with no supplementary groups (the
+    app must be root). `contained` says every process the command starts stays in its tree (a
+    PID namespace whose orphans go to its own init), so finding them needs no scan beyond it.
+    """
 
     argv: tuple[str, ...]
     env: dict[str, str]
     cwd: Path
     pass_fds: tuple[int, ...] = ()
     own_uid: int | None = None
+    user: int | None = None
+    contained: bool = False
 
 
 class Pipes(asyncio.SubprocessProtocol):
@@ -109,6 +117,7 @@ class Spawned:
     since: float
     own_uid: int | None
     spawned_at: float  # loop time just before the spawn
+    contained: bool = False
 
     @property
     def pid(self) -> int:
@@ -122,7 +131,7 @@ class Spawned:
 
     def scope(self) -> RunScope:
         """How to recognise the process and anything it started."""
-        return RunScope(run_tag(self.tag_id), self.since, self.own_uid)
+        return RunScope(run_tag(self.tag_id), self.since, self.own_uid, self.contained)
 
 
 async def spawn(launch: Launch, tag_id: str) -> Spawned | str:
@@ -130,6 +139,9 @@ async def spawn(launch: Launch, tag_id: str) -> Spawned | str:
     until a run adopts it); or a sentence saying why it could not start."""
     loop = asyncio.get_running_loop()
     since, spawned_at = time.time() - 0.05, loop.time()
+    switch: dict[str, Any] = {}
+    if launch.user is not None:
+        switch = {"user": launch.user, "group": launch.user, "extra_groups": []}
     try:
         transport, pipes = await loop.subprocess_exec(
             Pipes,
@@ -141,6 +153,7 @@ async def spawn(launch: Launch, tag_id: str) -> Spawned | str:
             env={**launch.env, RUN_TAG_ENV: tag_id},
             start_new_session=True,
             pass_fds=launch.pass_fds,
+            **switch,
         )
     except OSError as error:
         return spawn_error(launch.argv[0], error)
@@ -151,7 +164,9 @@ async def spawn(launch: Launch, tag_id: str) -> Spawned | str:
         root: psutil.Process | None = psutil.Process(pid)
     except psutil.Error:
         root = None
-    return Spawned(transport, pipes, root, tag_id, since, launch.own_uid, spawned_at)
+    return Spawned(
+        transport, pipes, root, tag_id, since, launch.own_uid, spawned_at, launch.contained
+    )
 
 
 async def retire(spawned: Spawned) -> KillReport:
