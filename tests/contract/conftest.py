@@ -26,13 +26,15 @@ from workbench.postures.model import Posture, PostureId
 CONTRACT_POSTURES = [
     PostureId.LOCAL,
     PostureId.HARDENED,
+    PostureId.BUBBLEWRAP,
     pytest.param(PostureId.DOCKER, marks=pytest.mark.docker),
     pytest.param(PostureId.GVISOR, marks=[pytest.mark.docker, pytest.mark.gvisor]),
 ]
 CONTAINER_POSTURES = {PostureId.DOCKER, PostureId.GVISOR}  # gated on a Docker engine
-# Postures whose processes the host sees and the app adopts. A container's escapees end with
-# the container, which the run service removes after every run; gVisor's are not visible here.
-HOST_POSTURES = [PostureId.LOCAL, PostureId.HARDENED]
+# Postures whose processes the host sees. A container's escapees end with the container, which
+# the run service removes after every run; gVisor's are not visible here. (Bubblewrap's stay in
+# its PID namespace, whose PID 1 is its own.)
+HOST_POSTURES = [PostureId.LOCAL, PostureId.HARDENED, PostureId.BUBBLEWRAP]
 
 
 @dataclass

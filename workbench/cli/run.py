@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 from workbench.ansi import AnsiDecoder
 from workbench.cli.output import emit_json, warn
 from workbench.errors import PostureError, UsageError, WorkbenchError
+from workbench.executors.bubblewrap.proxy import parse_host
 from workbench.executors.types import new_run_id
 from workbench.postures.description import assess
 from workbench.postures.model import Network, Posture, PostureId, Severity, parse_posture_id
-from workbench.runs.record import plain_text, record_to_dict
+from workbench.runs.record import network_line, plain_text, record_to_dict, to_jsonable
 from workbench.skills import default_roots, find_skill
 from workbench.workspace.changes import path_text
 
@@ -84,6 +85,13 @@ def add_posture_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpus", type=float, metavar="N")
     parser.add_argument("--pids", type=int, metavar="N", help="most processes at once")
     parser.add_argument("--network", choices=[n.value for n in Network])
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="HOST[:PORT]",
+        help="bubblewrap: let the command reach this host (ports 80 and 443 without :PORT) "
+        "through the workbench's logging proxy; repeatable",
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -141,8 +149,21 @@ def warn_posture(posture: Posture) -> None:
 
 
 def posture_from_args(posture_id: PostureId, args: argparse.Namespace, name: str) -> Posture:
-    """`posture_id` with the limits and network given by `add_run_options`'s options."""
-    posture = Posture(posture_id, network=Network(args.network or Network.NONE))
+    """`posture_id` with the limits, network and allowed hosts given by `add_run_options`'s
+    options (allowed hosts go to the bubblewrap posture only; `run` refuses them for another)."""
+    hosts = tuple(args.allow_host or ())
+    if hosts and name == "run" and posture_id is not PostureId.BUBBLEWRAP:
+        raise UsageError("workbench run: --allow-host works with --posture bubblewrap only")
+    for host in hosts:
+        try:
+            parse_host(host)
+        except UsageError as error:
+            raise UsageError(f"workbench {name}: --allow-host: {error}") from None
+    posture = Posture(
+        posture_id,
+        network=Network(args.network or Network.NONE),
+        allow_hosts=hosts if posture_id is PostureId.BUBBLEWRAP else (),
+    )
     limits = {
         name: value
         for name, value in (
@@ -242,6 +263,8 @@ def _summary(done: "CompletedRun") -> None:
     )
     for note in done.record.notes:
         warn(f"note: {plain_text(note)}")
+    for attempt in result.network_log:
+        warn(f"network: {plain_text(network_line(to_jsonable(attempt)))}")
     said_before = set(assess(result.card.posture))  # printed by `warn_posture`
     for warning in result.warnings:
         if warning not in said_before:

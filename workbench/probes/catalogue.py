@@ -29,6 +29,7 @@ class ProbeId(StrEnum):
     MEMORY = "memory"
     FORK = "fork"
     DISK = "disk"
+    RLIMIT = "rlimit"
     DAEMON = "daemon"
     ESCAPE = "escape"
 
@@ -86,6 +87,7 @@ PROBES: tuple[Probe, ...] = (
         "Can it write twice the file-size limit in many small files?",
         "probe-disk-fill",
     ),
+    Probe(ProbeId.RLIMIT, "Can it raise its own CPU, file-size or memory limit?", "probe-rlimit"),
     Probe(ProbeId.DAEMON, "Does a detached background process survive the run?", "probe-daemon"),
     Probe(
         ProbeId.ESCAPE,

@@ -32,6 +32,7 @@ LAB_LIMITS = Limits(
     cpu_seconds=1,
     open_files=256,
     file_size_bytes=8 * MIB,
+    disk_bytes=8 * MIB,
 )
 GVISOR_MIN_MEMORY = 256 * MIB
 CPU_TIMEOUT_S = 3.0  # above the CPU-time limit, so a CPU-time limit has time to act
@@ -105,6 +106,7 @@ def scoreboard_to_dict(board: Scoreboard) -> dict[str, Any]:
             "pids": board.limits.pids,
             "cpu_seconds": board.limits.cpu_seconds,
             "file_size_bytes": board.limits.file_size_bytes,
+            "disk_bytes": board.limits.disk_bytes,
         },
         "as_root": board.as_root,
         "interrupted": board.interrupted,
@@ -247,6 +249,7 @@ def _probe_args(site: LabSite, posture: Posture, probe: ProbeId, token: str) -> 
         ProbeId.MEMORY: (str(2 * limits.memory_bytes),),
         ProbeId.FORK: (str(2 * limits.pids),),
         ProbeId.DISK: (str(2 * limits.file_size_bytes),),
+        ProbeId.RLIMIT: (),
         ProbeId.DAEMON: (token,),
         ProbeId.ESCAPE: (),
     }

@@ -20,6 +20,7 @@ UNTESTABLE = {
     "no-tcp-client": "no TCP client (python3 or nc) to try with",
     "workspace-not-writable": "the workspace is not writable here, so nothing could be tried",
     "bad-arguments": "the probe was given arguments it refuses",
+    "no-limit-set": "no CPU, file-size or memory rlimit is set, so there is none to raise",
 }
 
 

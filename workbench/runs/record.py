@@ -107,6 +107,18 @@ def plain_text(text: str) -> str:
     return reveal_bidi(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
 
 
+def network_line(attempt: dict[str, Any]) -> str:
+    """One attempt of a run's network log (its JSON form) in words, e.g. "allowed: CONNECT
+    pypi.org:443 at 0.52 s, 1,024 bytes up, 5,120 down"."""
+    line = (
+        f"{attempt['verdict']}: {attempt['method']} {attempt['host']}:{attempt['port']} "
+        f"at {attempt['t']:.2f} s"
+    )
+    if attempt["verdict"] == "allowed":
+        line += f", {attempt['bytes_sent']:,} bytes up, {attempt['bytes_received']:,} down"
+    return f"{line} ({attempt['detail']})" if attempt.get("detail") else line
+
+
 def result_to_dict(result: "RunResult") -> dict[str, Any]:
     """The JSON form of a `RunResult` (see the module doc)."""
     document: dict[str, Any] = to_jsonable(result)

@@ -24,7 +24,14 @@ from workbench.ansi import json_safe
 from workbench.postures.containment import network_reach
 from workbench.postures.description import posture_title
 from workbench.postures.model import MIB, Network, PostureId
-from workbench.runs.record import RunRecord, RunState, json_text, plain_text, record_to_dict
+from workbench.runs.record import (
+    RunRecord,
+    RunState,
+    json_text,
+    network_line,
+    plain_text,
+    record_to_dict,
+)
 from workbench.workspace.blobs import BlobStore
 from workbench.workspace.changes import ChangeKind, path_text
 from workbench.workspace.diff import text_diff
@@ -102,7 +109,9 @@ def _sections(record: RunRecord, store: BlobStore | None) -> list[_Section]:
         f"{'allowed' if c['allowed'] else 'REFUSED'}: {c['api']} {c['target']} -> {c['outcome']}"
         for c in result.get("host_calls", [])
     ]
-    sections += [warnings, notes, calls, _changes_section(record, store)]
+    network = _Section("Network (through the allow-list proxy)")
+    network.lines = [network_line(attempt) for attempt in result.get("network_log", [])]
+    sections += [warnings, notes, calls, network, _changes_section(record, store)]
     for stream in ("stdout", "stderr"):
         captured = result.get(stream)
         if captured:
@@ -119,7 +128,10 @@ def _card_section(result: dict[str, Any]) -> _Section:
     section.rows.append(("Posture", f"{posture_title(posture['id'])} ({posture['id']})"))
     section.rows += [(name, _value(name, value)) for name, value in posture["limits"].items()]
     reach = network_reach(
-        PostureId(posture["id"]), Network(posture["network"]), tuple(posture.get("fetch_hosts", ()))
+        PostureId(posture["id"]),
+        Network(posture["network"]),
+        tuple(posture.get("fetch_hosts", ())),
+        tuple(posture.get("allow_hosts", ())),
     )
     section.rows += [("network", reach), ("run as", card.get("run_as") or "-")]
     if card.get("started"):

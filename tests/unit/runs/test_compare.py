@@ -113,7 +113,7 @@ def test_shell_command_wraps_shells_and_splits_quickjs_scripts() -> None:
 def test_default_postures_fit_the_command_and_never_include_local() -> None:
     everything = set(PostureId)
     shell = default_postures(everything, ("sh", "-c", "true"))
-    assert shell == [PostureId.GVISOR, PostureId.DOCKER, PostureId.HARDENED]
+    assert shell == [PostureId.GVISOR, PostureId.DOCKER, PostureId.BUBBLEWRAP, PostureId.HARDENED]
     assert default_postures({PostureId.LOCAL, PostureId.HARDENED}, ("true",)) == [
         PostureId.HARDENED
     ]

@@ -53,7 +53,7 @@ from workbench.monitor.process import descendants, proc_children
 from workbench.postures.model import Limits, PostureWarning
 
 NAMESPACES = ("user", "mnt", "pid", "ipc", "net", "uts", "cgroup")
-DISK_CHECK_S = 0.1
+DISK_CHECK_S = 0.01
 SECCOMP_SUMMARY = "no new namespaces, ptrace, keyrings, perf, bpf, io_uring or unix sockets"
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
