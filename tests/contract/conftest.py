@@ -135,3 +135,11 @@ def hardened(reachable_dir: Path) -> Iterator[Harness]:
     h = Harness(PostureId.HARDENED, reachable_dir)
     yield h
     h.close()
+
+
+@pytest.fixture
+def bubblewrap(reachable_dir: Path) -> Iterator[Harness]:
+    """A started bubblewrap executor (for the posture's own tests)."""
+    h = Harness(PostureId.BUBBLEWRAP, reachable_dir)
+    yield h
+    h.close()

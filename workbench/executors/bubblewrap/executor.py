@@ -8,8 +8,8 @@ is that uid's and the workspace is lent to it while runs are in flight, as for `
 The run is `contained`: the PID namespace keeps every process the command starts inside
 bwrap's tree, and bwrap dies with the workbench, so the timeout, Stop and the leftover count
 act on that tree alone. The disk limit is a guard that sums what the sandbox's processes wrote
-to storage (`/proc/PID/io`, reaped children included) ten times a second and ends the run when
-it passes the limit. With allowed hosts, the proxy (`proxy.py`) serves the listener the loader
+to storage (`/proc/PID/io`, reaped children included) a hundred times a second and ends the
+run when it passes the limit. With allowed hosts, the proxy (`proxy.py`) serves the listener the loader
 hands over, and its log becomes the result's `network_log`. What was applied is read back from
 the loader's report and from /proc into the card: the namespaces, the writable mounts, each
 rlimit and hard = soft, no_new_privs, the seccomp filter, the Landlock ABI, the network
@@ -49,7 +49,7 @@ from workbench.executors.process.reaper import APP_MARK_ENV
 from workbench.executors.process.runner import EndedBy, Launch, ProcessOutcome
 from workbench.executors.process.session import PreparedRun, RunContext, SubprocessExecutor
 from workbench.executors.types import NetworkAttempt, PostureCard, RunResult, SessionSpec
-from workbench.monitor.process import descendants, proc_children
+from workbench.monitor.process import descendants
 from workbench.postures.model import Limits, PostureWarning
 
 NAMESPACES = ("user", "mnt", "pid", "ipc", "net", "uts", "cgroup")
@@ -120,15 +120,13 @@ class BubblewrapRun(PreparedRun):
             checks.append((f"the proxy listens on 127.0.0.1:{PROXY_PORT} inside", bool(listener)))
             if listener is not None:
                 await self._proxy.serve(listener)
-        init = _init_of(pid)
-        namespaces = _namespaces_check(init)
         read_fd, self._status_read = self._status_read, -1
         report = limits_exec.decode_report(await read_to_eof(read_fd))
         self._error = report.get("error", "")
         self.end, self.left = report.get("end", ""), int(report.get("left") or 0)
         if "limits" in report:
             self._reported = True
-            checks = [*self._checks(report), namespaces, *checks]
+            checks = [*self._checks(report), *checks]
             self.card = replace(self.card, checks=tuple(checks))
 
     def _checks(self, report: dict[str, str]) -> list[tuple[str, bool]]:
@@ -143,6 +141,7 @@ class BubblewrapRun(PreparedRun):
         return [
             *limit_checks(limits, wanted, report["limits"]),
             ("hard limits equal soft ones: it cannot raise them", all(s == h for s, h in rows)),
+            _namespaces_check(report.get("ns", "")),
             _mounts_check(report["mounts"], self.launch.cwd, limits),
             ("no_new_privs (set-uid programs gain nothing)", status.get("NoNewPrivs") == "1"),
             (f"seccomp filter ({SECCOMP_SUMMARY})", status.get("Seccomp") == "2"),
@@ -329,19 +328,11 @@ async def _receive_listener(channel: socket.socket) -> socket.socket | None:
     return None
 
 
-def _init_of(bwrap_pid: int) -> int | None:
-    """The sandbox's PID 1 (the loader): the child bwrap made in the new namespaces."""
-    children = proc_children(bwrap_pid)
-    return children[0] if children else None
-
-
-def _namespaces_check(init: int | None) -> tuple[str, bool]:
-    def ns(pid: int | str, name: str) -> str:
-        with contextlib.suppress(OSError):
-            return str(Path(f"/proc/{pid}/ns/{name}").readlink())
-        return ""
-
-    own = init is not None and all(ns(init, n) not in ("", ns("self", n)) for n in NAMESPACES)
+def _namespaces_check(namespaces: str) -> tuple[str, bool]:
+    """Held when every namespace the loader reported is another than the workbench's."""
+    theirs = namespaces.split()
+    ours = [str(Path(f"/proc/self/ns/{name}").readlink()) for name in NAMESPACES]
+    own = len(theirs) == len(ours) and not set(theirs) & set(ours)
     return ("its own user, mount, PID, IPC, network, UTS and cgroup namespaces", own)
 
 

@@ -65,6 +65,7 @@ report(
     status   => slurp('/proc/self/status'),
     mounts   => slurp('/proc/self/mountinfo'),
     net      => slurp('/proc/self/net/dev'),
+    ns       => join(' ', map { readlink("/proc/self/ns/$_") // '' } qw(user mnt pid ipc net uts cgroup)),
 );
 
 # This is the sandbox's PID 1: start the command, wait for it, then end what it left behind.

@@ -13,8 +13,9 @@ takes ten), which, under the seccomp filter, inside every namespace:
 - where the kernel has Landlock, restricts the sandbox to read and execute beneath the `ro`
   paths and everything beneath the `rw` ones (and, from ABI 6, to its own abstract sockets
   and signals): a second wall if a mount let through more than it should;
-- writes what it applied (`/proc/self/limits`, `status`, `mountinfo`, `net/dev`, the Landlock
-  ABI, 0 for none) to the status pipe, which the command does not inherit (close-on-exec);
+- writes what it applied (`/proc/self/limits`, `status`, `mountinfo`, `net/dev`, its
+  namespaces, the Landlock ABI, 0 for none) to the status pipe, which the command does not
+  inherit (close-on-exec);
 - as the sandbox's PID 1 (bwrap `--as-pid-1`), forks and execs the command (PATH lookup; a
   failure writes an `error` and exits 127 when the command is not found, else 126), reaps
   whatever re-parents to it, and when the command ends, counts the processes it left behind
