@@ -225,3 +225,39 @@ def test_restore_opens_up_and_removes_what_the_run_locked(user: OrdinaryUser, ho
     assert (workspace / "notes.txt").read_text() == "mine"
     assert list((workspace / "kept").iterdir()) == []
     assert (workspace / "kept").stat().st_mode & 0o777 == 0o755
+
+
+def test_the_bubblewrap_lab_contains_every_probe_as_a_user(user: OrdinaryUser, home: Path) -> None:
+    (home / "tmp").mkdir()
+    os.chown(home / "tmp", user.uid, user.gid)
+    env = user.env(home, TMPDIR=str(home / "tmp"))
+    _, out, err = user.workbench(env, "probe", "--postures", "bubblewrap", "--json")
+    board = json.loads(out)
+    assert board["as_root"] is False, err
+    verdicts = {cell["probe"]: cell["verdict"] for cell in board["cells"]}
+    assert verdicts.pop("escape") == "not applicable"  # about display, not the posture
+    assert set(verdicts.values()) == {"contained"}, board["cells"]
+    assert not [cell for cell in board["cells"] if cell["unexpected"]]
+    assert user.processes() == []
+
+
+def test_a_bubblewrap_fork_bomb_counts_only_the_sandbox(
+    run_as_user: RunAs, user: OrdinaryUser, home: Path
+) -> None:
+    env = user.env(home)
+    others = [user.popen(["sleep", "120"], env) for _ in range(16)]
+    try:
+        result, _ = run_as_user("bubblewrap", "--pids", "24", "--", "python3", "-c", FORK_BOMB)
+        assert result["status"] == "limit_exceeded"
+        assert result["cause"] == "process limit 24 (RLIMIT_NPROC)"
+        made = int(result["stderr"]["text"].split("processes ")[1].split()[0])
+        # counted in the sandbox's user namespace: the user's 16 sleepers take nothing from it
+        assert 20 <= made <= 24
+        assert result["card"]["run_as"].startswith(f"uid {user.uid}: you, in a user namespace")
+        assert all(held for name, held in result["card"]["checks"] if "cgroup" not in name)
+        assert {p.pid for p in user.processes()} == {other.pid for other in others}
+    finally:
+        for other in others:
+            other.kill()
+            other.communicate()
+    assert user.processes() == []
