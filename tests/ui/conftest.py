@@ -135,6 +135,7 @@ PROBE = PostureProbe(
     availability={
         PostureId.LOCAL: Availability(True, "Always available."),
         PostureId.HARDENED: Availability(True, "Available on this Linux machine."),
+        PostureId.BUBBLEWRAP: Availability(False, "Unprivileged user namespaces are refused."),
         PostureId.DOCKER: Availability(False, "No engine."),
         PostureId.GVISOR: Availability(False, "No engine."),
         PostureId.QUICKJS: Availability(True, "The quickjs package is installed."),

@@ -169,6 +169,8 @@ def test_tab_lands_on_the_chosen_posture_and_arrows_choose(
     qtbot.keyClick(picker.card(PostureId.QUICKJS).radio, Qt.Key.Key_Up)
     assert picker.chosen() is PostureId.HARDENED
     qtbot.keyClick(hardened, Qt.Key.Key_Up)
+    assert picker.chosen() is PostureId.BUBBLEWRAP
+    qtbot.keyClick(picker.card(PostureId.BUBBLEWRAP).radio, Qt.Key.Key_Up)
     assert picker.chosen() is PostureId.DOCKER
     qtbot.keyClick(picker.card(PostureId.DOCKER).radio, Qt.Key.Key_Up)
     qtbot.keyClick(picker.card(PostureId.GVISOR).radio, Qt.Key.Key_Up)  # round to local:

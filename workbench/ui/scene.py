@@ -14,9 +14,9 @@ from PySide6.QtWidgets import QMessageBox
 from workbench.errors import UsageError
 from workbench.postures.model import PostureId
 from workbench.ui.mainwindow import MainWindow
-from workbench.ui.run.panel import CARD_TAB, CHANGES_TAB, OUTPUT_TAB
+from workbench.ui.run.panel import CARD_TAB, CHANGES_TAB, NETWORK_TAB, OUTPUT_TAB
 
-TABS = {"output": OUTPUT_TAB, "changes": CHANGES_TAB, "card": CARD_TAB}
+TABS = {"output": OUTPUT_TAB, "changes": CHANGES_TAB, "card": CARD_TAB, "network": NETWORK_TAB}
 
 
 @dataclass(frozen=True, slots=True)

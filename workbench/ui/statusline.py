@@ -2,11 +2,13 @@
 Docker engine, each with its state colour, and the "Check again" button that asks the engine
 anew (after starting dockerd, say)."""
 
+import contextlib
 from collections.abc import Iterable
 
 from PySide6.QtWidgets import QStatusBar, QToolButton
 
-from workbench.postures.description import POSTURE_INFO
+from workbench.errors import PostureError
+from workbench.postures.description import POSTURE_INFO, default_reason
 from workbench.postures.model import PostureId
 from workbench.skills import Skill
 from workbench.ui.common.text import plural, tooltip
@@ -49,8 +51,11 @@ class StatusLine:
         self.check_again.setEnabled(False)
 
     def show_engine(self, probe: PostureProbe) -> None:
-        """Whether a Docker engine answered, and its runtimes or why it did not."""
+        """Whether a Docker engine answered, and its runtimes or why it did not; the posture's
+        tooltip says why the default is the one it is."""
         self.check_again.setEnabled(True)
+        with contextlib.suppress(PostureError):
+            self.posture_label.setToolTip(tooltip(default_reason(probe.availability)))
         runtimes = probe.docker_runtimes
         if runtimes is None:
             self.engine_label.setText("Docker engine: not reachable")

@@ -30,7 +30,7 @@ from workbench.authoring.preview import unrunnable_postures
 from workbench.errors import PostureError
 from workbench.executors.types import SessionSpec, new_run_id
 from workbench.executors.warm.starts import WarmPool
-from workbench.postures.description import POSTURE_INFO, assess
+from workbench.postures.description import POSTURE_INFO, assess, default_reason
 from workbench.postures.model import (
     STRENGTH_ORDER,
     Availability,
@@ -49,6 +49,7 @@ from workbench.ui.postures.pool import PoolControls
 CARD_ORDER = (
     PostureId.GVISOR,
     PostureId.DOCKER,
+    PostureId.BUBBLEWRAP,
     PostureId.HARDENED,
     PostureId.QUICKJS,
     PostureId.LOCAL,
@@ -379,9 +380,8 @@ class PosturePicker(QScrollArea):
                 self.ensureWidgetVisible(card.unrunnable)
         if self._default is None:
             return  # the hint says why no posture can be chosen
-        default = POSTURE_INFO[self._default].title
         if self._chosen in (self._default, None) or self._user_chose or self._skill is None:
-            self._hint.setText(f"Default: {default}, the strongest posture available here.")
+            self._hint.setText(f"Default: {default_reason(self._availability)}")
         else:
             title = POSTURE_INFO[self._chosen].title
             why = self._unrunnable.get(self._default, "")

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFileDialog,
     QHBoxLayout,
+    QLineEdit,
     QMessageBox,
     QPushButton,
     QSpinBox,
@@ -43,7 +44,7 @@ MAX_HISTORY = 20
 
 
 class LimitControls(QWidget):
-    """Timeout, memory, CPUs and network of the next run.
+    """Timeout, memory, CPUs and network (bubblewrap: its allowed hosts) of the next run.
 
     Signals:
         changed(): a value changed (the loosened warnings may have changed with it).
@@ -70,10 +71,20 @@ class LimitControls(QWidget):
         self.network.addItem("network off", Network.NONE)
         self.network.addItem("network ON", Network.BRIDGE)
         self.network.setAccessibleName("Network")
+        self.allow_hosts = QLineEdit(self)
+        self.allow_hosts.setPlaceholderText("allowed hosts: none (network off)")
+        self.allow_hosts.setAccessibleName("Allowed hosts")
+        self.allow_hosts.setToolTip(
+            tooltip(
+                "Hosts the command may reach through the workbench's proxy, e.g. "
+                "pypi.org files.pythonhosted.org:443 (HOST alone: ports 80 and 443). Every "
+                "attempt, allowed or refused, is in the run's Network tab."
+            )
+        )
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(6)
-        for widget in (self.timeout, self.memory, self.cpus, self.network):
+        for widget in (self.timeout, self.memory, self.cpus, self.network, self.allow_hosts):
             layout.addWidget(widget)
         layout.addStretch(1)
         self._connect_signals()
@@ -84,6 +95,7 @@ class LimitControls(QWidget):
         self.memory.valueChanged.connect(self.on_value_changed)
         self.cpus.valueChanged.connect(self.on_value_changed)
         self.network.currentIndexChanged.connect(self.on_value_changed)
+        self.allow_hosts.textChanged.connect(self.on_value_changed)
 
     def set_posture(self, posture_id: PostureId | None) -> None:
         """Offer the controls `posture_id` honours."""
@@ -95,6 +107,8 @@ class LimitControls(QWidget):
             if container
             else "Only container postures can withhold the network; this one cannot."
         )
+        self.network.setVisible(posture_id is not PostureId.BUBBLEWRAP)
+        self.allow_hosts.setVisible(posture_id is PostureId.BUBBLEWRAP)
         limited = posture_id is not PostureId.LOCAL
         self.memory.setEnabled(limited)
         self.memory.setToolTip(
@@ -115,7 +129,9 @@ class LimitControls(QWidget):
     def posture(self, posture_id: PostureId) -> Posture:
         """The posture of the next run under `posture_id` with these settings."""
         network = self._network() if posture_id in CONTAINER_POSTURES else Network.NONE
-        return Posture(posture_id, network=network).with_limits(
+        hosts = tuple(self.allow_hosts.text().replace(",", " ").split())
+        allow = hosts if posture_id is PostureId.BUBBLEWRAP else ()
+        return Posture(posture_id, network=network, allow_hosts=allow).with_limits(
             timeout_s=self.timeout.value(),
             memory_bytes=self.memory.value() * MIB,
             cpus=self.cpus.value(),
@@ -137,6 +153,7 @@ class LimitControls(QWidget):
         set_status(self.cpus, _flag(self.cpus.value() > DEFAULT_LIMITS.cpus))
         network_on = self._network() is Network.BRIDGE
         set_status(self.network, "danger" if network_on and self.network.isEnabled() else "")
+        set_status(self.allow_hosts, "danger" if self.allow_hosts.text().strip() else "")
         self.changed.emit()
 
 

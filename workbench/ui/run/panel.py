@@ -45,12 +45,13 @@ from workbench.ui.run.controls import (
     WorkspaceChoice,
     warning_text,
 )
+from workbench.ui.run.network import NetworkView
 from workbench.ui.run.output import OutputView
 from workbench.ui.run.processes import ProcessTreeView
 
 COUNTDOWN_MS = 200
 COMMAND_HINT = "Command to run in the workspace (sh -c)"
-OUTPUT_TAB, CHANGES_TAB, CARD_TAB = range(3)
+OUTPUT_TAB, CHANGES_TAB, CARD_TAB, NETWORK_TAB = range(4)
 
 
 class RunPanel(QWidget):
@@ -108,6 +109,7 @@ class RunPanel(QWidget):
         self.output = OutputView(self)
         self.changes = ChangesView(service, self)
         self.card_view = CardView(self)
+        self.network = NetworkView(self)
         self.charts = ResourceCharts(self)
         self.processes = ProcessTreeView(self)
         self.tabs = QTabWidget(self)
@@ -127,6 +129,7 @@ class RunPanel(QWidget):
         self.tabs.addTab(live, "Output and resources")
         self.tabs.addTab(self.changes, "Workspace changes")
         self.tabs.addTab(self.card_view, "Posture card")
+        self.tabs.addTab(self.network, "Network")
         self.tabs.setAccessibleName("Run details")
         self._run_shortcut = QShortcut(QKeySequence("Ctrl+Return"), self)
         self._stop_shortcut = QShortcut(QKeySequence("Ctrl+."), self)
@@ -288,6 +291,8 @@ class RunPanel(QWidget):
         self.charts.reset(posture.limits.memory_bytes if limited else None)
         self.processes.reset()
         self.card_view.set_card(None)
+        self.network.set_result(None)
+        self.tabs.setTabText(NETWORK_TAB, "Network")
         self.tabs.setTabText(CHANGES_TAB, "Workspace changes")
         self.tabs.setCurrentIndex(OUTPUT_TAB)
         self.banner.show_message(
@@ -324,6 +329,8 @@ class RunPanel(QWidget):
         self.output.set_logs(result.stdout.log_path, result.stderr.log_path)
         self.changes.set_run(done)
         self.card_view.set_card(result.card)
+        self.network.set_result(result)
+        self.tabs.setTabText(NETWORK_TAB, f"Network ({len(result.network_log)})")
         self.tabs.setTabText(CHANGES_TAB, f"Workspace changes ({len(result.changes)})")
 
     def _add_sample(self, sample: ResourceSample) -> None:
