@@ -1,21 +1,20 @@
 """The `bubblewrap` posture's executor: each command in a fresh bwrap sandbox, read back.
 
 A run spawns `bwrap` (see `sandbox.py`) with the seccomp filter on a pipe (`seccomp.py`) and the
-loader as its command (`loader.py`), which sets the limits and Landlock and becomes the
-command. When the workbench runs as root, bwrap is started as a throwaway uid picked per
-session (the switch is done by the spawn itself, no wrapper), so the sandbox's user namespace
-is that uid's and the workspace is lent to it while runs are in flight, as for `hardened`.
-The run is `contained`: the PID namespace keeps every process the command starts inside
-bwrap's tree, and bwrap dies with the workbench, so the timeout, Stop and the leftover count
-act on that tree alone. The disk limit is a guard that sums what the sandbox's processes wrote
-to storage (`/proc/PID/io`, reaped children included) a hundred times a second and ends the
-run when it passes the limit. With allowed hosts, the proxy (`proxy.py`) serves the listener the loader
-hands over, and its log becomes the result's `network_log`. What was applied is read back from
-the loader's report and from /proc into the card: the namespaces, the writable mounts, each
-rlimit and hard = soft, no_new_privs, the seccomp filter, the Landlock ABI, the network
-interfaces. The loader is the sandbox's PID 1: it reports how the command really ended (bwrap
-would give a signal N as exit code 128 + N) and kills and counts what the command left behind
-when it exits, which the result's cause reports as for every posture.
+loader as its command (`loader.py`), which sets the limits and Landlock and starts the command
+as the sandbox's PID 1. When the workbench runs as root, bwrap is started as a throwaway uid
+picked per session (the switch is done by the spawn itself, no wrapper), so the sandbox's user
+namespace is that uid's and the workspace is lent to it while runs are in flight, as for
+`hardened`. The run is `contained`: the PID namespace keeps every process the command starts
+inside bwrap's tree, and bwrap dies with the workbench, so the timeout, Stop and the leftover
+count act on that tree alone; when the command exits, the loader counts and kills what it left
+behind and reports how the command really ended (bwrap alone would give a signal N as exit
+code 128 + N). The disk limit is a guard that sums what the sandbox's processes wrote to
+storage (`/proc/PID/io`, reaped children included) a hundred times a second and ends the run
+when it passes the limit. With allowed hosts, the proxy (`proxy.py`) serves the listener the
+loader hands over, and its log becomes the result's `network_log`. What was applied is read
+back from the loader's report into the card: the namespaces, the writable mounts, each rlimit
+and hard = soft, no_new_privs, the seccomp filter, the Landlock ABI, the network interfaces.
 """
 
 import asyncio
