@@ -12,7 +12,7 @@ from typing import Any
 from workbench.errors import UsageError
 from workbench.postures.model import parse_posture_id
 
-SCENE_OPTIONS = ("posture", "command", "memory", "show", "during", "view")
+SCENE_OPTIONS = ("posture", "command", "memory", "show", "during", "view", "allow_host")
 
 
 def register(commands: "argparse._SubParsersAction[Any]") -> None:
@@ -30,7 +30,12 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
     scene.add_argument("--command", help="command to run instead of the skill's suggestion")
     scene.add_argument("--memory", type=int, metavar="MIB", help="memory limit of the run")
     scene.add_argument(
-        "--show", choices=("output", "changes", "card"), help="tab to show (default output)"
+        "--show",
+        choices=("output", "changes", "card", "network"),
+        help="tab to show (default output)",
+    )
+    scene.add_argument(
+        "--allow-host", action="append", metavar="HOST[:PORT]", help="bubblewrap: allowed host"
     )
     scene.add_argument(
         "--during", type=float, metavar="S", help="shoot S seconds into the run, not after it"
@@ -45,7 +50,9 @@ def _gui(args: argparse.Namespace) -> int:
     missing = [str(root) for root in args.skills if not root.is_dir()]
     if missing:
         raise UsageError(f"--skills: there is no folder {', '.join(missing)}.")
-    scene_options = [f"--{name}" for name in SCENE_OPTIONS if getattr(args, name) is not None]
+    scene_options = [
+        f"--{name.replace('_', '-')}" for name in SCENE_OPTIONS if getattr(args, name) is not None
+    ]
     if args.run is None and scene_options:
         raise UsageError(
             f"{', '.join(scene_options)} belong{'s' * (len(scene_options) == 1)} to a "
@@ -66,5 +73,6 @@ def _gui(args: argparse.Namespace) -> int:
             args.show or "output",
             args.during,
             args.view or "run",
+            tuple(args.allow_host or ()),
         )
     return app.run_gui(extra_roots=list(args.skills), screenshot=args.screenshot, scene=scene)

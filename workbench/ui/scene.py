@@ -30,6 +30,7 @@ class Scene:
     show: str = "output"
     during_s: float | None = None
     view: str = "run"  # or "history" (the run selected), "compare" or "lab" (their results)
+    allow_hosts: tuple[str, ...] = ()  # bubblewrap's allowed hosts
 
 
 async def stage(window: MainWindow, scene: Scene) -> None:
@@ -53,6 +54,7 @@ async def stage(window: MainWindow, scene: Scene) -> None:
         panel.command.setCursorPosition(0)
     if scene.memory_mib is not None:
         panel.limits.memory.setValue(scene.memory_mib)
+    panel.limits.allow_hosts.setText(" ".join(scene.allow_hosts))
     task = panel.start()
     if task is None:
         raise UsageError(f"The {scene.skill} example cannot run here (no posture or command).")

@@ -72,7 +72,8 @@ class LimitControls(QWidget):
         self.network.addItem("network ON", Network.BRIDGE)
         self.network.setAccessibleName("Network")
         self.allow_hosts = QLineEdit(self)
-        self.allow_hosts.setPlaceholderText("allowed hosts: none (network off)")
+        self.allow_hosts.setPlaceholderText("allowed hosts: none, network off")
+        self.allow_hosts.setMinimumWidth(260)
         self.allow_hosts.setAccessibleName("Allowed hosts")
         self.allow_hosts.setToolTip(
             tooltip(
