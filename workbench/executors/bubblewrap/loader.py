@@ -1,31 +1,25 @@
-"""The loader that becomes every bubblewrap command: limits, Landlock, then exec, inside bwrap.
+"""The loader that is every bubblewrap sandbox's PID 1: limits, Landlock, then the command.
 
 bwrap itself cannot set rlimits or Landlock, and Landlock cannot be applied from outside (a
-process restricts itself, and a Landlock-restricted bwrap could not mount). So bwrap runs
-`perl -e LOADER` (`loader.pl`, core perl only: it starts in about a millisecond, where Python
-takes ten), which, under the seccomp filter, inside every namespace:
-
-- sets each rlimit with hard = soft, so the command cannot raise it. RLIMIT_NPROC set inside
-  the new user namespace counts the sandbox's processes only, not all of the user's;
-- with `listen`, opens the allow-list proxy's listener on 127.0.0.1:PORT of the sandbox's own
-  network namespace and hands it to the workbench over a socket pair (SCM_RIGHTS), so nothing
-  inside needs a unix socket or a forwarding process (see `proxy.py`);
-- where the kernel has Landlock, restricts the sandbox to read and execute beneath the `ro`
-  paths and everything beneath the `rw` ones (and, from ABI 6, to its own abstract sockets
-  and signals): a second wall if a mount let through more than it should;
-- writes what it applied (`/proc/self/limits`, `status`, `mountinfo`, `net/dev`, its
-  namespaces, the Landlock ABI, 0 for none) to the status pipe, which the command does not
-  inherit (close-on-exec);
-- as the sandbox's PID 1 (bwrap `--as-pid-1`), forks and execs the command (PATH lookup; a
-  failure writes an `error` and exits 127 when the command is not found, else 126), reaps
-  whatever re-parents to it, and when the command ends, counts the processes it left behind
-  in the namespace, kills them all (`kill(-1)` from PID 1 reaches every one of them), and
-  writes `end` (`code:N` or `signal:N`, which bwrap's own exit code cannot tell apart) and
-  `left` (how many it killed). The pipe reaches EOF when the sandbox is gone;
-  `limits_exec.decode_report` reads it.
-
-`/usr/bin/perl` must exist (`perl-base` is essential on Debian and Ubuntu); availability says
-so where it does not.
+process restricts itself, and a Landlock-restricted bwrap could not mount), so bwrap runs
+`perl -e LOADER` (`loader.pl`, core perl without a single module: it starts in about a
+millisecond, where Python takes ten) as the sandbox's PID 1 (`--as-pid-1`), under the seccomp
+filter. It sets each rlimit with hard = soft (RLIMIT_NPROC, set inside the new user namespace,
+then counts the sandbox's processes only, not all of the user's); with `listen`, opens the
+allow-list proxy's listener on 127.0.0.1:PORT of the sandbox's own network namespace and hands
+it to the workbench over a socket pair (SCM_RIGHTS), so nothing inside needs a unix socket or
+a forwarding process (see `proxy.py`); where the kernel has Landlock, restricts the sandbox to
+read and execute beneath the `ro` paths and everything beneath the `rw` ones (and, from ABI 6,
+to its own abstract sockets and signals), a second wall should a mount let through more than
+it should; and writes what it applied (`/proc/self/limits`, `status`, `mountinfo`, `net/dev`,
+its namespaces, the Landlock ABI, 0 for none) to the status pipe, which the command does not
+inherit. Then it forks and execs the command (PATH lookup; a failure writes an `error` and
+exits 127 when the command is not found, else 126), reaps whatever re-parents to it, and when
+the command ends, counts the processes it left behind in the namespace, kills them all
+(`kill(-1)` from PID 1 reaches every one) and writes `end` (`code:N` or `signal:N`, which
+bwrap's own exit code cannot tell apart) and `left` (how many it killed). The pipe reaches EOF
+when the sandbox is gone (`limits_exec.decode_report` reads it). `/usr/bin/perl` must exist
+(`perl-base` is essential on Debian and Ubuntu); availability says so where it does not.
 """
 
 import os

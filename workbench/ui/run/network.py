@@ -1,8 +1,6 @@
 """The Network tab of a finished run: every connection its command asked the allow-list proxy
-for (bubblewrap with allowed hosts), allowed, refused or failed, with the bytes each way.
-
-Hosts and details come from the command's requests and are shown as plain text.
-"""
+for (bubblewrap with allowed hosts), allowed, refused or failed, with the bytes each way. Hosts
+and details come from the command's requests and are shown as plain text."""
 
 from PySide6.QtWidgets import QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
