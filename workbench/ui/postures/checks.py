@@ -1,12 +1,11 @@
-"""`PostureChecks`: the row of posture checkboxes the Compare and Lab pages choose with.
-
-It offers the postures that can run here and have an executor in this build, ticks every one
+"""`PostureChecks`: the posture checkboxes (two rows of three) the Compare and Lab pages choose
+with. It offers the postures that can run here and have an executor in this build, ticks every one
 of them but `local` (which only the user ticks, in the danger colour) or the ones a page asks
 for (`tick`), and says which are ticked, strongest first.
 """
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QGridLayout, QWidget
 
 from workbench.executors import implemented_postures
 from workbench.postures.description import POSTURE_INFO
@@ -14,6 +13,8 @@ from workbench.postures.model import Availability, PostureId
 from workbench.ui.common.text import tooltip
 from workbench.ui.common.widgets import plain_label, set_status
 from workbench.ui.postures.picker import CARD_ORDER
+
+COLUMNS = 3
 
 
 class PostureChecks(QWidget):
@@ -29,10 +30,10 @@ class PostureChecks(QWidget):
         """`purpose` starts each box's accessible name, e.g. "Compare under"."""
         super().__init__(parent)
         self.boxes: dict[PostureId, QCheckBox] = {}
-        row = QHBoxLayout(self)
-        row.setContentsMargins(0, 0, 0, 0)
-        row.addWidget(plain_label("Postures:", self))
-        for posture_id in CARD_ORDER:
+        grid = QGridLayout(self)
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.addWidget(plain_label("Postures:", self), 0, 0)
+        for index, posture_id in enumerate(CARD_ORDER):
             box = QCheckBox(POSTURE_INFO[posture_id].title, self)
             box.setAccessibleName(f"{purpose} {POSTURE_INFO[posture_id].title}")
             box.setEnabled(False)
@@ -40,8 +41,8 @@ class PostureChecks(QWidget):
             if posture_id is PostureId.LOCAL:
                 set_status(box, "danger")
             self.boxes[posture_id] = box
-            row.addWidget(box)
-        row.addStretch(1)
+            grid.addWidget(box, index // COLUMNS, 1 + index % COLUMNS)
+        grid.setColumnStretch(1 + COLUMNS, 1)
         self._connect_signals()
 
     def _connect_signals(self) -> None:
