@@ -92,7 +92,9 @@ def lab_leftovers(env: dict[str, str]) -> list[Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("posture_id", [PostureId.LOCAL, PostureId.HARDENED, PostureId.QUICKJS])
+@pytest.mark.parametrize(
+    "posture_id", [PostureId.LOCAL, PostureId.HARDENED, PostureId.BUBBLEWRAP, PostureId.QUICKJS]
+)
 def test_host_postures_keep_their_promises(posture_id: PostureId, env: dict[str, str]) -> None:
     if posture_id not in implemented_postures():
         pytest.skip(f"the {posture_id} executor is not in this build yet")

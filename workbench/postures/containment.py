@@ -4,7 +4,8 @@ the probe lab all read.
 `CONTAINMENT[posture][aspect]` is a `Claim` about one thing a skill may try (`Aspect`): whether the
 posture stops it at its default settings (`contained`) and why, the card line and warning that say
 so, the setting that opens it when loosened (`unless`, `opened`) and, where it differs, the claim
-when the workbench runs as root (`as_root`); `claim()` looks one up. A new posture adds its row here
+when the workbench runs as root (`as_root`), and whether the posture has anything the aspect is
+about at all (`applies`: no rlimit to raise); `claim()` looks one up. A new posture adds its row here
 (docs/ARCHITECTURE.md, "How to add a posture").
 """
 
@@ -35,6 +36,7 @@ class Aspect(StrEnum):
     CPU = "cpu"  # spin the CPU without end
     MEMORY = "memory"  # take memory without bound
     DISK = "disk"  # fill the disk
+    LIMITS = "limits"  # raise its own rlimits
 
 
 class Setting(StrEnum):
@@ -45,6 +47,7 @@ class Setting(StrEnum):
     RUN_AS_ROOT = "run as root"
     SECRETS = "secrets passed"
     FETCH = "fetch hosts"
+    ALLOW_HOSTS = "allowed hosts"
 
     def opened(self, posture: Posture) -> tuple[str, ...]:
         """What the setting lets through under `posture`, in words; () at its safe default."""
@@ -54,6 +57,7 @@ class Setting(StrEnum):
             Setting.RUN_AS_ROOT: ("root",) if posture.run_as_root else (),
             Setting.SECRETS: posture.confirmed_secret_env,
             Setting.FETCH: posture.fetch_hosts,
+            Setting.ALLOW_HOSTS: posture.allow_hosts,
         }
         return values[self]
 
@@ -69,6 +73,7 @@ class Claim:
     unless: Setting | None = None
     opened: tuple[PostureWarning, ...] = ()  # "{}" in a text: what the setting lets through
     as_root: "Claim | None" = None
+    applies: bool = True  # False: the posture has nothing of the kind (`why` says so)
 
     def opened_warnings(self, posture: Posture) -> list[PostureWarning]:
         """The warnings of the setting that opens it, when `posture` loosened that setting."""
@@ -132,6 +137,7 @@ _LOCAL: dict[Aspect, Claim] = {
     Aspect.CPU: Claim(True, "wall-clock timeout", card=_TIMEOUT_AND_TREE_KILL),
     Aspect.MEMORY: Claim(False, "no memory limit", card=_NO_LIMITS),
     Aspect.DISK: Claim(False, "no disk limit", card=_NO_LIMITS),
+    Aspect.LIMITS: Claim(False, "it runs with no limits, so there is none to raise", applies=False),
 }
 
 _HARDENED_LIMITS = "Limits on CPU time, memory, processes, open files and file size."
@@ -228,6 +234,12 @@ _HARDENED: dict[Aspect, Claim] = {
             "fill the disk."
         ),
     ),
+    Aspect.LIMITS: Claim(
+        False,
+        "its CPU-time hard limit is a second above the soft one",
+        card="Stop it from raising its CPU-time limit by a second: the hard limit is one second "
+        "above the soft one, so the command gets SIGXCPU before SIGKILL.",
+    ),
 }
 
 _MOUNTED_ONLY = "Only the workspace and the skill folder are mounted, the skill folder read-only."
@@ -282,6 +294,7 @@ _DOCKER: dict[Aspect, Claim] = {
     ),
     Aspect.MEMORY: Claim(True, "cgroup memory limit", card=_CGROUPS),
     Aspect.DISK: Claim(False, "no size limit on the workspace", warning=_NO_DISK_LIMIT),
+    Aspect.LIMITS: Claim(True, "its limits are cgroups, not rlimits it could raise", applies=False),
 }
 
 _AS_DOCKER = (
@@ -354,11 +367,74 @@ _QUICKJS: dict[Aspect, Claim] = {
         "up to 256 MiB into the workspace",
         warning=_info("A run can write up to 256 MiB into the workspace."),
     ),
+    Aspect.LIMITS: Claim(True, "no process API", card=_NO_HOST_API),
+}
+
+_BWRAP_VIEW = (
+    "Only /usr (read-only), the skill folder (read-only), the workspace, a private /tmp, its own "
+    "/proc and a minimal /dev: none of your home folder or other users' files."
+)
+_BWRAP_PROCESSES = (
+    "Its own PID namespace: it sees no other process, and nothing it starts outlives the run, "
+    "nor the workbench."
+)
+_BWRAP_LIMITS = (
+    "Limits on CPU time, memory, processes, open files and file size that it cannot raise "
+    "(hard = soft), and on what it writes to disk in all."
+)
+_BWRAP_WALLS = (
+    "No capabilities and no_new_privs; a seccomp filter refuses new namespaces, ptrace, keyrings, "
+    "perf_event_open, bpf, io_uring and new unix sockets; Landlock, where the kernel has it, is a "
+    "second wall around the files."
+)
+_BWRAP_SEES_USR = _info(
+    "Bound in read-only: /usr (every program and library installed there is readable), a few "
+    "files of /etc (certificates, alternatives, hosts) and the skill folder."
+)
+_BWRAP_MOUNTED = Claim(True, "only /usr, the skill and the workspace are mounted", card=_BWRAP_VIEW)
+
+_BUBBLEWRAP: dict[Aspect, Claim] = {
+    Aspect.HOST_FILES: _BWRAP_MOUNTED,
+    Aspect.PRIVATE_FILES: _BWRAP_MOUNTED,
+    Aspect.WRITE_OUTSIDE: _BWRAP_MOUNTED,
+    Aspect.SKILL_FOLDER: Claim(True, "read-only mount", card=_BWRAP_VIEW),
+    Aspect.SECRETS: _HARDENED[Aspect.SECRETS],
+    Aspect.NETWORK: Claim(
+        True,
+        "its own network namespace",
+        card="No network but its own loopback; with allowed hosts, only those, through a proxy "
+        "that records every attempt.",
+        unless=Setting.ALLOW_HOSTS,
+        opened=(
+            _loosened(
+                "Network is ON for these hosts, through the workbench's proxy: {}. Every "
+                "attempt, allowed or refused, is in the run record."
+            ),
+        ),
+    ),
+    Aspect.OTHER_PROCESSES: Claim(True, "its own PID namespace", card=_BWRAP_PROCESSES),
+    Aspect.PRIVILEGE: Claim(True, "no capabilities, no_new_privs", card=_BWRAP_WALLS),
+    Aspect.PROGRAMS: Claim(
+        False,
+        "runs the system's programs from /usr",
+        card="Hide /usr: every program and library installed there is readable.",
+        warning=_BWRAP_SEES_USR,
+    ),
+    Aspect.NATIVE_CODE: Claim(False, "loads native code inside the sandbox"),
+    Aspect.NODE_API: Claim(False, "runs under the system's Node, if it has one"),
+    Aspect.PROCESSES: Claim(True, "RLIMIT_NPROC in its own user namespace", card=_BWRAP_LIMITS),
+    Aspect.DAEMONS: Claim(True, "its PID 1 kills what the command left", card=_BWRAP_PROCESSES),
+    Aspect.LEFTOVERS: Claim(True, "its /tmp, /dev/shm and IPC end with the run", card=_BWRAP_VIEW),
+    Aspect.CPU: Claim(True, "RLIMIT_CPU", card=_BWRAP_LIMITS),
+    Aspect.MEMORY: Claim(True, "RLIMIT_AS", card=_BWRAP_LIMITS),
+    Aspect.DISK: Claim(True, "disk limit", card=_BWRAP_LIMITS),
+    Aspect.LIMITS: Claim(True, "hard limits equal soft ones", card=_BWRAP_LIMITS),
 }
 
 CONTAINMENT: dict[PostureId, dict[Aspect, Claim]] = {
     PostureId.LOCAL: _LOCAL,
     PostureId.HARDENED: _HARDENED,
+    PostureId.BUBBLEWRAP: _BUBBLEWRAP,
     PostureId.DOCKER: _DOCKER,
     PostureId.GVISOR: _GVISOR,
     PostureId.QUICKJS: _QUICKJS,
@@ -391,13 +467,20 @@ def admission(found: Claim) -> str:
     return found.warning.text if found.warning is not None else ""
 
 
-def network_reach(posture_id: PostureId, network: Network, fetch_hosts: tuple[str, ...]) -> str:
+def network_reach(
+    posture_id: PostureId,
+    network: Network,
+    fetch_hosts: tuple[str, ...],
+    allow_hosts: tuple[str, ...] = (),
+) -> str:
     """What a run's network really was under `posture_id` and those settings, in words."""
     found = claim(posture_id, Aspect.NETWORK)
     if not found.contained:
         return "not blocked: the host's network"
-    posture = Posture(posture_id, network=network, fetch_hosts=fetch_hosts)
+    posture = Posture(posture_id, network=network, fetch_hosts=fetch_hosts, allow_hosts=allow_hosts)
     opened = ", ".join(found.unless.opened(posture)) if found.unless else ""
     if not opened:
         return "off"
+    if found.unless is Setting.ALLOW_HOSTS:
+        return f"only {opened}, through the logging proxy"
     return f"fetch only, to {opened}" if found.unless is Setting.FETCH else f"ON ({opened})"

@@ -76,6 +76,22 @@ POSTURE_INFO: dict[PostureId, PostureInfo] = {
         "private home folder. Best effort, not a sandbox.",
         more_guarantees=("Private HOME and TMPDIR inside the run's folder.",),
     ),
+    PostureId.BUBBLEWRAP: PostureInfo(
+        id=PostureId.BUBBLEWRAP,
+        title="Bubblewrap sandbox",
+        summary="A local process in its own user, mount, PID, IPC and network namespaces "
+        "(bwrap), without root or a daemon: it sees the system's /usr, the skill folder and "
+        "the workspace, and nothing else of this computer.",
+        more_does_not=(
+            "Protect against kernel bugs: it shares the host kernel.",
+            "Stop a disk fill at once: what a run writes is checked a hundred times a second, "
+            "so a fast writer overshoots the disk limit by what it writes in that time.",
+            "Exist where the kernel refuses unprivileged user namespaces.",
+        ),
+        notes=(
+            PostureWarning(Severity.INFO, "It shares the host kernel; a kernel bug can break out."),
+        ),
+    ),
     PostureId.DOCKER: PostureInfo(
         id=PostureId.DOCKER,
         title="Docker container",
@@ -138,14 +154,23 @@ def assess(posture: Posture) -> list[PostureWarning]:
     warnings += POSTURE_INFO[posture.id].notes
     for c in found:
         warnings += c.opened_warnings(posture)
-    warnings += _loosened_limits(posture.limits)
+    if posture.id is PostureId.BUBBLEWRAP:
+        tmp = _format_limit("disk_bytes", posture.limits.disk_bytes)
+        warnings.append(
+            PostureWarning(
+                Severity.INFO, f"Its private /tmp and /dev/shm hold up to {tmp} each, in memory."
+            )
+        )
+    extra = ("disk_bytes",) if posture.id is PostureId.BUBBLEWRAP else ()
+    warnings += _loosened_limits(posture.limits, extra)
     return list(dict.fromkeys(warnings))
 
 
-def _loosened_limits(limits: Limits) -> list[PostureWarning]:
-    """A warning for each limit set above its safe default."""
+def _loosened_limits(limits: Limits, extra: tuple[str, ...] = ()) -> list[PostureWarning]:
+    """A warning for each limit set above its safe default (`extra`: limits only this posture
+    honours)."""
     warnings = []
-    for name in ("timeout_s", "memory_bytes", "cpus", "pids", "cpu_seconds"):
+    for name in ("timeout_s", "memory_bytes", "cpus", "pids", "cpu_seconds", *extra):
         value, default = getattr(limits, name), getattr(DEFAULT_LIMITS, name)
         if value > default:
             warnings.append(
@@ -165,11 +190,12 @@ _LIMIT_LABELS = {
     "cpus": "CPU limit",
     "pids": "Process limit",
     "cpu_seconds": "CPU-time limit",
+    "disk_bytes": "Disk limit",
 }
 
 
 def _format_limit(name: str, value: float) -> str:
-    if name == "memory_bytes":
+    if name.endswith("_bytes"):
         return f"{value / MIB:g} MiB"
     if name in ("timeout_s", "cpu_seconds"):
         return f"{value:g} s"

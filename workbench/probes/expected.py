@@ -28,6 +28,7 @@ PROBE_ASPECTS: dict[ProbeId, Aspect | None] = {
     ProbeId.MEMORY: Aspect.MEMORY,
     ProbeId.FORK: Aspect.PROCESSES,
     ProbeId.DISK: Aspect.DISK,
+    ProbeId.RLIMIT: Aspect.LIMITS,
     ProbeId.DAEMON: Aspect.DAEMONS,
     ProbeId.ESCAPE: None,  # about display, not the posture
 }
@@ -47,6 +48,8 @@ def expected(posture_id: PostureId, probe: ProbeId, *, as_root: bool) -> Expect:
     if aspect is None:
         return Expect(Verdict.NOT_APPLICABLE, "about display, not the posture")
     found = claim(posture_id, aspect, as_root=as_root)
+    if not found.applies:
+        return Expect(Verdict.NOT_APPLICABLE, found.why)
     if found.contained:
         return Expect(Verdict.CONTAINED, found.why)
     return Expect(Verdict.NOT_CONTAINED, admission(found))
