@@ -1,2 +1,3 @@
-"""The `bubblewrap` posture: each command in its own namespaces (bwrap), limits it cannot
-raise."""
+"""The `bubblewrap` posture: each command in a fresh bwrap sandbox (`executor`), its command line
+(`sandbox`), its seccomp filter (`seccomp`), the PID 1 that sets its limits (`loader`), the
+allow-list proxy (`proxy`) and where bwrap comes from (`availability`)."""

@@ -1,6 +1,6 @@
 # The bubblewrap posture's loader: the sandbox's PID 1, under its seccomp filter; it starts the
-# command. See loader.py. Core perl and no module at all (not even strict, warnings or Errno):
-# each one loaded costs a millisecond on every run.
+# command. See loader.py. Core perl and no module at all (not even strict, warnings, Errno or a
+# method call on a handle, which loads IO::File): each one loaded slows every run's start.
 
 my ($status_fd, $prlimit_nr, $sendmsg_nr) = splice(@ARGV, 0, 3);
 open(my $status, '>&=', $status_fd) or exit 126;    # written with syswrite: no IO::Handle

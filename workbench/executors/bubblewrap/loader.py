@@ -2,8 +2,8 @@
 
 bwrap itself cannot set rlimits or Landlock, and Landlock cannot be applied from outside (a
 process restricts itself, and a Landlock-restricted bwrap could not mount), so bwrap runs
-`perl -e LOADER` (`loader.pl`, core perl without a single module: it starts in about a
-millisecond, where Python takes ten) as the sandbox's PID 1 (`--as-pid-1`), under the seccomp
+`perl -e LOADER` (`loader.pl`, core perl without a single module, so it starts in a fraction
+of Python's time; see docs/notes.md) as the sandbox's PID 1 (`--as-pid-1`), under the seccomp
 filter. It sets each rlimit with hard = soft (RLIMIT_NPROC, set inside the new user namespace,
 then counts the sandbox's processes only, not all of the user's); with `listen`, opens the
 allow-list proxy's listener on 127.0.0.1:PORT of the sandbox's own network namespace and hands
