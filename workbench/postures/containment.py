@@ -5,8 +5,8 @@ the probe lab all read.
 posture stops it at its default settings (`contained`) and why, the card line and warning that say
 so, the setting that opens it when loosened (`unless`, `opened`) and, where it differs, the claim
 when the workbench runs as root (`as_root`), and whether the posture has anything the aspect is
-about at all (`applies`: no rlimit to raise); `claim()` looks one up. A new posture adds its row here
-(docs/ARCHITECTURE.md, "How to add a posture").
+about at all (`applies`: no rlimit to raise); `claim()` looks one up. A new posture adds its row
+here (docs/ARCHITECTURE.md, "How to add a posture").
 """
 
 import os
