@@ -1,7 +1,8 @@
 """Putting a workspace back exactly as a snapshot recorded it.
 
 `restore_workspace` removes every entry the wanted snapshot does not have as it is, recreates the
-deleted and modified ones from the blob store, and sets permission bits and times back, all by
+deleted and modified ones from the blob store (`restore_from`: from any other `Contents`, such as a
+staged copy of the workspace, see `carry`), and sets permission bits and times back, all by
 descriptor without following links, so nothing the run planted leads it out of the workspace; a
 final snapshot verifies the result, and the report counts what was put back and names each path that
 could not be, with the reason.
@@ -13,10 +14,10 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from workbench.errors import WorkspaceError
-from workbench.workspace.blobs import BlobSession, BlobStore
+from workbench.workspace.blobs import BlobStore
 from workbench.workspace.changes import ChangeKind, EntryType, FileChange, quoted
 from workbench.workspace.diff import diff_snapshots
 from workbench.workspace.snapshot import (
@@ -31,6 +32,14 @@ from workbench.workspace.snapshot import (
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
 _PATH_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _T = TypeVar("_T")
+
+
+class Contents(Protocol):
+    """Where a restore reads file contents from, by content hash (a `BlobSession` is one)."""
+
+    def has(self, digest: str) -> bool: ...
+
+    def copy_to_fd(self, digest: str, out_fd: int) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +66,17 @@ def restore_workspace(
 
     `limits` are those `wanted` was taken with; the restore's own snapshots use them too.
     """
+    with store.session() as blobs:
+        return restore_from(root, wanted, blobs, limits)
+
+
+def restore_from(
+    root: Path,
+    wanted: Snapshot,
+    contents: Contents,
+    limits: SnapshotLimits = DEFAULT_SNAPSHOT_LIMITS,
+) -> RestoreReport:
+    """`restore_workspace`, with the files' contents read from `contents`."""
     if wanted.truncated:
         raise WorkspaceError(
             "The workspace had too many entries to be recorded completely, so it cannot be "
@@ -64,11 +84,10 @@ def restore_workspace(
         )
     if "" in wanted.unlisted:
         raise WorkspaceError("The workspace could not be listed when it was recorded.")
-    with store.session() as blobs:
-        restorer = _Restorer(root, wanted, blobs)
-        restorer.prune()
-        current = take_snapshot(root, previous=wanted, limits=limits)
-        restorer.apply(diff_snapshots(wanted, current))
+    restorer = _Restorer(root, wanted, contents)
+    restorer.prune()
+    current = take_snapshot(root, previous=wanted, limits=limits)
+    restorer.apply(diff_snapshots(wanted, current))
     return restorer.report(take_snapshot(root, previous=wanted, limits=limits))
 
 
@@ -80,7 +99,7 @@ class _Frame:
 
 
 class _Restorer:
-    def __init__(self, root: Path, wanted: Snapshot, blobs: BlobSession) -> None:
+    def __init__(self, root: Path, wanted: Snapshot, blobs: Contents) -> None:
         self.root = root
         self.wanted = wanted
         self.blobs = blobs

@@ -329,3 +329,8 @@ def iter_ancestors(path: str) -> Iterator[str]:
     while "/" in path:
         path = path.rsplit("/", 1)[0]
         yield path
+
+
+def within(path: str, paths: frozenset[str]) -> bool:
+    """True when `path` or a folder above it is one of `paths`."""
+    return path in paths or any(folder in paths for folder in iter_ancestors(path))
