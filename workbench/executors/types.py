@@ -87,6 +87,7 @@ class SessionSpec:
     skill_name: str
     workspace: Path
     runs_dir: Path  # parent folder for per-run folders (logs, private HOME/TMPDIR)
+    exclude: tuple[str, ...] = ()  # paths below the workspace that are not its (the data folder)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +99,7 @@ class RunRequest:
     env: dict[str, str] = field(default_factory=dict)  # extra variables the user asked for
     output_cap_bytes: int = 4 * 1024 * 1024  # per stream, kept in memory
     on_sample: Callable[[ResourceSample], None] | None = None  # live monitor samples
+    on_progress: Callable[[str], None] | None = None  # work around the command, in words
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,7 +85,10 @@ class RunService:
     def session(self, plan: RunPlan) -> SessionSpec:
         """The session `run_once` starts the executor of `plan` in."""
         workspace = plan.workspace.absolute()
-        return SessionSpec(plan.skill_dir, plan.skill_name, workspace, self.layout.runs_root)
+        exclude = self._data_folder_inside(workspace)
+        return SessionSpec(
+            plan.skill_dir, plan.skill_name, workspace, self.layout.runs_root, exclude
+        )
 
     async def run_once(
         self,

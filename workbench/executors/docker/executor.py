@@ -14,15 +14,18 @@ import contextlib
 import os
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import docker
 from docker.errors import DockerException
+from requests.exceptions import RequestException
 
 from workbench.errors import ExecutorError
-from workbench.executors.docker.engine import EngineUnreachable, engine_client
+from workbench.executors.docker.engine import EngineUnreachable, engine_client, resolve_engine
+from workbench.executors.docker.locality import confirm, remember, sees_files
 from workbench.executors.docker.outcome import (
     ExecEnd,
     classify,
@@ -31,6 +34,7 @@ from workbench.executors.docker.outcome import (
     split_sandbox_report,
 )
 from workbench.executors.docker.owner import reap_sessions, session_name
+from workbench.executors.docker.remote import CopiedFiles
 from workbench.executors.docker.sampler import ContainerSampler
 from workbench.executors.docker.session import DockerSession, ExecStream, Sweep
 from workbench.executors.docker.spec import (
@@ -40,6 +44,7 @@ from workbench.executors.docker.spec import (
     network_refusal,
     posture_card,
     skill_mount,
+    volume_name,
 )
 from workbench.executors.inflight import InFlight, prepare_runs_dir
 from workbench.executors.process.capture import StreamCapture
@@ -88,6 +93,7 @@ class DockerExecutor:
         self._card = PostureCard(posture)
         self.session_id = ""  # the container label that finds this session's container
         self._loan: SharedLoan | None = None
+        self._files: CopiedFiles | None = None  # on an engine that does not see our files
         self._in_flight = InFlight()
 
     async def start(self, session: SessionSpec) -> None:
@@ -105,13 +111,56 @@ class DockerExecutor:
             raise ExecutorError(f"The Docker engine failed to answer: {error}") from error
         if refusal:  # e.g. gVisor asked for a network its runtime cannot give
             raise ExecutorError(refusal)
-        self._session = await self._warm_session(session) or await self._cold_session(session)
+        self._session = await self._local_session(session) or await self._copied_session(session)
         self._card = self._read_card(self._session)
         self._in_flight.reopen()
         self._spec = session
-        if os.geteuid() == 0 and not self.posture.run_as_root:
+        if self._files is None and os.geteuid() == 0 and not self.posture.run_as_root:
             loan = FolderLoan(session.workspace, CONTAINER_UID, CONTAINER_UID)
             self._loan = SharedLoan(loan)
+
+    async def _local_session(self, session: SessionSpec) -> DockerSession | None:
+        """A session that bind-mounts the folders, or None when the engine does not see them
+        (`locality`: asked once per engine, confirmed in each session container)."""
+        assert self._client is not None
+        url = resolve_engine().url
+        try:
+            local = await asyncio.to_thread(
+                sees_files, self._client, url, session.workspace, self.posture.image
+            )
+        except (DockerException, RequestException) as error:
+            raise ExecutorError(f"The Docker engine failed to answer: {error}") from error
+        if not local:
+            return None
+        started = await self._warm_session(session) or await self._cold_session(session)
+        if await asyncio.to_thread(confirm, started.api, started.container_id, session.workspace):
+            return started
+        remember(url, False)  # the engine moved since it was asked
+        await started.stop()
+        return None
+
+    async def _copied_session(self, session: SessionSpec) -> DockerSession:
+        """A session whose skill and workspace are copied in and out (`remote`)."""
+        assert self._client is not None
+        self.session_id, self.warm = secrets.token_hex(6), False
+        options = self._options(session, self.session_id, copied=True)
+        started = DockerSession(self._client, options)
+        await started.start()
+        uid, gid = map(int, str(options["user"]).split(":"))
+        self._files = CopiedFiles(started.api, session, (uid, gid))
+        try:
+            await self._load(started)
+        except ExecutorError:
+            await started.stop()
+            raise
+        return started
+
+    async def _load(self, session: DockerSession) -> None:
+        """Serve the copied files from `session`'s new container: its skill volume filled."""
+        assert self._files is not None
+        self._files.adopt(session.container_id)
+        skill_volume = volume_name(self.session_id, "skill")
+        await asyncio.to_thread(self._files.load_skill, self.posture.image, skill_volume)
 
     async def _cold_session(self, session: SessionSpec) -> DockerSession:
         assert self._client is not None
@@ -135,9 +184,11 @@ class DockerExecutor:
         self.session_id, self.warm = claimed.session_id, True
         return warm
 
-    def _options(self, session: SessionSpec, session_id: str) -> dict[str, Any]:
+    def _options(
+        self, session: SessionSpec, session_id: str, copied: bool = False
+    ) -> dict[str, Any]:
         """The session container's options, named as this process's (`docker_owner`)."""
-        options = container_options(self.posture, session, session_id, self.runtime)
+        options = container_options(self.posture, session, session_id, self.runtime, copied)
         return options | {"name": session_name(session_id)}
 
     def _read_card(self, session: DockerSession) -> PostureCard:
@@ -164,7 +215,7 @@ class DockerExecutor:
         finally:  # also when the engine went away and the container could not be removed
             if self._client is not None:
                 await asyncio.to_thread(self._client.close)
-            self._session = self._client = self._spec = None
+            self._session = self._client = self._spec = self._files = None
 
     async def run(self, request: RunRequest, sink: OutputSink, cancel: CancelToken) -> RunResult:
         """Run one command in the container; see `Executor.run`."""
@@ -184,6 +235,12 @@ class DockerExecutor:
                 except OSError as error:
                     cause = f"cannot lend the workspace to uid {CONTAINER_UID}: {error}"
                     return self._error(run_id, run_dir, cause, warnings)
+            if self._files is not None:
+                try:
+                    say = _in_loop(request.on_progress)
+                    await asyncio.to_thread(self._files.send, WORKSPACE_MOUNT, say)
+                except ExecutorError as error:
+                    return self._error(run_id, run_dir, str(error), warnings)
             try:
                 return await self._run(
                     self._spec, self._session, request, run_id, run_dir, sink, cancel, warnings
@@ -201,6 +258,8 @@ class DockerExecutor:
             if not await session.running():  # stopped or removed since the last run
                 await session.recycle()
                 self.warm = False
+                if self._files is not None:
+                    await self._load(session)
                 self._card = self._read_card(session)
         except (DockerException, OSError) as error:
             return f"the Docker engine does not answer: {error}"
@@ -291,6 +350,11 @@ class DockerExecutor:
         if not failure:  # an exec ends with 137 when its container is removed under it
             with contextlib.suppress(DockerException, OSError):
                 failure = "" if await session.running() else CONTAINER_GONE
+        if self._files is not None:
+            say = _in_loop(request.on_progress)
+            warnings += await asyncio.to_thread(
+                self._files.bring_back, WORKSPACE_MOUNT, run_dir, say
+            )
         after = session.cgroup.counters() if session.cgroup else None
         outputs = {s: c.finish() for s, c in captures.items()}
         stderr = captures[Stream.STDERR]
@@ -366,3 +430,15 @@ async def _pump(
             reports += [report] if report else []
         if data:
             captures[kind].feed(data, time.monotonic() - t0)
+
+
+def _in_loop(say: Callable[[str], None] | None) -> Callable[[str], None] | None:
+    """`say`, called from a worker thread but run in this event loop's thread."""
+    if say is None:
+        return None
+    loop = asyncio.get_running_loop()
+
+    def in_loop(text: str) -> None:
+        loop.call_soon_threadsafe(say, text)
+
+    return in_loop

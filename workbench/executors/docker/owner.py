@@ -4,7 +4,8 @@
 containers carry in a label and session containers in their name (`session_name`, `name_owner`);
 `owner_gone` is true only for an owner of this machine that is surely not running now, and
 `reap_sessions` / `reap_killed_sessions` remove the session containers (and the skill processes in
-them) of such owners, e.g. a workbench killed mid-run.
+them, and their volumes on an engine that does not see this machine's files) of such owners, e.g. a
+workbench killed mid-run.
 """
 
 import contextlib
@@ -20,8 +21,8 @@ from requests.exceptions import RequestException
 
 from workbench.errors import ExecutorError
 from workbench.executors.docker.engine import engine_client
-from workbench.executors.docker.session import pooled, remove_container
-from workbench.executors.docker.spec import LABEL_APP
+from workbench.executors.docker.session import pooled, remove_container, remove_volumes
+from workbench.executors.docker.spec import LABEL_APP, LABEL_SESSION
 
 MACHINE_IDS = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -85,6 +86,7 @@ def reap_sessions(client: docker.DockerClient) -> int:
         try:
             remove_container(client.api, item["Id"])
             removed += 1
+            remove_volumes(client.api, (item.get("Labels") or {}).get(LABEL_SESSION) or "-")
         except (DockerException, RequestException, ExecutorError):
             pass
     return removed

@@ -176,10 +176,11 @@ class DockerSession:
             await self.stop()
             raise ExecutorError("The session container exited right after it started.")
         host_pid = int(self.attrs["State"].get("Pid") or 0)
-        self.cgroup = CgroupFiles.for_pid(host_pid) if host_pid else None
+        cgroup = CgroupFiles.for_pid(host_pid) if host_pid else None
+        # On another machine the engine's pid is some other process here, in another cgroup.
+        self.cgroup = cgroup if cgroup and self.container_id in str(cgroup.pids) else None
         self.baseline_tasks = self.cgroup.usage().tasks if self.cgroup else 0
-        local = self.cgroup is not None and self.container_id in str(self.cgroup.pids)
-        host_kills = local and self._options.get("runtime") == "runc" and os.geteuid() == 0
+        host_kills = self._options.get("runtime") == "runc" and os.geteuid() == 0
         self._host = self.cgroup if host_kills else None
 
     def _create(self) -> str:
@@ -308,9 +309,14 @@ class DockerSession:
         await self.start()
 
     async def stop(self) -> None:
-        """Remove the container (forced). Safe to call more than once."""
+        """Remove the container (forced), and the session's volumes if it has them. Safe to
+        call more than once."""
         if self.container_id:
             await asyncio.to_thread(remove_container, self.api, self.container_id)
+        if self._options.get("mounts"):
+            await asyncio.to_thread(
+                remove_volumes, self.api, self._options["labels"][LABEL_SESSION]
+            )
 
 
 def _kill_tagged(pid: int, tag: bytes) -> bool:
@@ -364,6 +370,19 @@ def remove_container(api: docker.APIClient, container_id: str) -> None:
             ) from error
 
 
+def remove_volumes(api: docker.APIClient, session_id: str | None = None) -> None:
+    """Remove the workbench's volumes of one session (or of all) that no container uses; one
+    in use or gone already stays. `ExecutorError` when the engine does not answer."""
+    labels = [LABEL_APP] + ([f"{LABEL_SESSION}={session_id}"] if session_id else [])
+    try:
+        found = api.volumes(filters={"label": labels}).get("Volumes") or []
+        for volume in found:
+            with contextlib.suppress(APIError):  # in use (another session's), or gone
+                api.remove_volume(volume["Name"])
+    except (DockerException, RequestException) as error:
+        raise ExecutorError(f"Could not remove the session's volumes: {error}") from error
+
+
 def pooled(item: dict[str, Any]) -> bool:
     """True when a container listing's entry is still waiting in a warm pool (not claimed)."""
     return any(name.lstrip("/").startswith(POOL_NAME_PREFIX) for name in item.get("Names") or ())
@@ -380,4 +399,5 @@ def remove_leftovers(client: docker.DockerClient, session_id: str | None = None)
     found = [item for item in found if not pooled(item)]
     for item in found:
         remove_container(client.api, item["Id"])
+    remove_volumes(client.api, session_id)
     return len(found)

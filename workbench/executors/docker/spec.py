@@ -2,17 +2,21 @@
 
 `container_options()` turns a typed `Posture` and a `SessionSpec` into the keyword arguments
 of docker-py's `containers.create`, with every control at its safe setting unless the posture
-loosens it. `posture_card()` reads the container's inspect data back into a CIS-style
-checklist of (control, held) pairs, so the card shows what the engine applied, not what was
-asked for. The process limit is the pids cgroup under runc and RLIMIT_NPROC under gVisor
-(`_process_limit`). `network_refusal()` says when the engine's runtime cannot give the network a
-posture asks for.
+loosens it. On an engine that sees this machine's files the skill folder (read-only) and the
+workspace are bind-mounted; on one that does not (`copied`), they are two volumes the session
+owns (named after it, labelled with it), which `remote` fills and empties. `posture_card()`
+reads the container's inspect data back into a CIS-style checklist of (control, held) pairs,
+so the card shows what the engine applied, not what was asked for, and where the engine is
+("Engine on this machine" / "Remote engine: files are copied"). The process limit is the pids
+cgroup under runc and RLIMIT_NPROC under gVisor (`_process_limit`). `network_refusal()` says
+when the engine's runtime cannot give the network a posture asks for.
 """
 
 import os
 from typing import Any
 
 import docker
+from docker.types import Mount
 
 from workbench.executors.availability import EngineRuntimes, network_off
 from workbench.executors.types import PostureCard, SessionSpec
@@ -28,6 +32,8 @@ CONTAINER_UID = 1000
 NPROC = "nproc"
 RUNSC_PROCESS_LIMIT = "RLIMIT_NPROC inside gVisor"
 ENGINE_SOCKETS = ("docker.sock", "podman.sock")
+LOCAL = "Engine on this machine"
+COPIED = "Remote engine: files are copied"
 # What Docker and Podman grant a container unless told otherwise (Podman's inspect lists these
 # one by one where Docker says "ALL").
 DEFAULT_CAPABILITIES = frozenset(
@@ -56,35 +62,38 @@ def skill_mount(session: SessionSpec) -> str:
     return f"{SKILLS_MOUNT}/{session.skill_name}"
 
 
-def container_user(posture: Posture) -> str:
+def volume_name(session_id: str, role: str) -> str:
+    """The name of a session's volume: `role` is "skill" or "workspace"."""
+    return f"skill-workbench-{session_id}-{role}"
+
+
+def container_user(posture: Posture, copied: bool = False) -> str:
     """The uid:gid commands run as: root only when the posture asks for it.
 
-    A non-root workbench maps to its own uid so files written to the workspace stay the
-    user's; a workbench running as root still runs commands as uid 1000.
+    A non-root workbench maps to its own uid so files written to a bind-mounted workspace stay
+    the user's; a workbench running as root, or whose files are copied (they come back as the
+    user's files anyway), runs commands as the image's uid 1000.
     """
     if posture.run_as_root:
         return "0:0"
-    if hasattr(os, "getuid") and os.getuid() != 0:
+    if hasattr(os, "getuid") and os.getuid() != 0 and not copied:
         return f"{os.getuid()}:{os.getgid()}"
     return f"{CONTAINER_UID}:{CONTAINER_UID}"
 
 
 def container_options(
-    posture: Posture, session: SessionSpec, session_id: str, runtime: str
+    posture: Posture, session: SessionSpec, session_id: str, runtime: str, copied: bool = False
 ) -> dict[str, Any]:
-    """Keyword arguments for `client.containers.create(...)` of the session container."""
+    """Keyword arguments for `client.containers.create(...)` of the session container; with
+    `copied`, the skill and the workspace are the session's volumes, not bind mounts."""
     limits = posture.limits
-    volumes = [
-        f"{session.skill_dir.resolve()}:{skill_mount(session)}:ro",
-        f"{session.workspace.resolve()}:{WORKSPACE_MOUNT}:rw",
-        *posture.extra_mounts,
-    ]
+    labels = {LABEL_APP: "1", LABEL_SESSION: session_id, LABEL_SKILL: session.skill_name}
     return {
         "image": posture.image,
         "command": ["sh", "-c", SUPERVISOR_SCRIPT, SUPERVISOR_NAME],
         "init": True,
         "runtime": runtime,
-        "user": container_user(posture),
+        "user": container_user(posture, copied),
         "working_dir": WORKSPACE_MOUNT,
         "network_mode": "bridge" if posture.network is Network.BRIDGE else "none",
         "mem_limit": limits.memory_bytes,
@@ -96,9 +105,28 @@ def container_options(
         "security_opt": ["no-new-privileges"],
         "cap_drop": ["ALL"],
         "cgroupns": "private",
-        "volumes": volumes,
-        "labels": {LABEL_APP: "1", LABEL_SESSION: session_id, LABEL_SKILL: session.skill_name},
+        **_folders(posture, session, session_id, copied, labels),
+        "labels": labels,
     }
+
+
+def _folders(
+    posture: Posture, session: SessionSpec, session_id: str, copied: bool, labels: dict[str, str]
+) -> dict[str, Any]:
+    """The skill folder (read-only) and the workspace: bind mounts, or the session's volumes."""
+    if not copied:
+        folders = [
+            f"{session.skill_dir.resolve()}:{skill_mount(session)}:ro",
+            f"{session.workspace.resolve()}:{WORKSPACE_MOUNT}:rw",
+        ]
+        return {"volumes": [*folders, *posture.extra_mounts]}
+    skill = volume_name(session_id, "skill")
+    workspace = volume_name(session_id, "workspace")
+    mounts = [
+        Mount(skill_mount(session), skill, read_only=True, labels=labels),
+        Mount(WORKSPACE_MOUNT, workspace, labels=labels),
+    ]
+    return {"volumes": list(posture.extra_mounts), "mounts": mounts}
 
 
 def _process_limit(pids: int, runtime: str) -> dict[str, Any]:
@@ -151,6 +179,10 @@ def posture_card(posture: Posture, attrs: dict[str, Any], runtime: str) -> Postu
     skill: dict[str, Any] = next(
         (m for m in mounts if m.get("Destination", "").startswith(SKILLS_MOUNT)), {}
     )
+    workspace: dict[str, Any] = next(
+        (m for m in mounts if m.get("Destination") == WORKSPACE_MOUNT), {}
+    )
+    copied = workspace.get("Type") == "volume"
     checks = (
         (f"Non-root user ({user})", user.split(":")[0] not in ("", "0", "root")),
         ("All capabilities dropped", _capabilities_dropped(host)),
@@ -173,6 +205,7 @@ def posture_card(posture: Posture, attrs: dict[str, Any], runtime: str) -> Postu
         ),
         ("No devices, not privileged", not host.get("Devices") and not host.get("Privileged")),
         ("Skill folder mounted read-only", skill.get("RW") is False),
+        (COPIED if copied else LOCAL, True),
         _runtime_check(str(host.get("Runtime") or ""), runtime),
     )
     return PostureCard(posture=posture, checks=checks, run_as=user)
