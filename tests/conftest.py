@@ -1,8 +1,9 @@
 """Fixtures every test shares: an isolated user data area, and the Docker engine gate.
 
 Docker tests skip with a reason when no engine answers, except under
-WORKBENCH_REQUIRE_DOCKER=1 (CI), where any skip of a `docker`, `gvisor` or `podman` test is a
-failure: a missing engine, runtime, image or executor must not pass unnoticed.
+WORKBENCH_REQUIRE_DOCKER=1 (CI), where any skip of a `docker`, `gvisor`, `podman` or
+`remote_engine` test is a failure: a missing engine, runtime, image or executor must not pass
+unnoticed.
 """
 
 import os
@@ -47,11 +48,12 @@ def docker_runtimes() -> Iterator[set[str]]:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Under WORKBENCH_REQUIRE_DOCKER=1, a skipped docker, gvisor or podman test fails."""
+    """Under WORKBENCH_REQUIRE_DOCKER=1, a skipped container test fails."""
     del call
     report = yield
     required = os.environ.get("WORKBENCH_REQUIRE_DOCKER") == "1"
-    containers = any(item.get_closest_marker(name) for name in ("docker", "gvisor", "podman"))
+    markers = ("docker", "gvisor", "podman", "remote_engine")
+    containers = any(item.get_closest_marker(name) for name in markers)
     if required and containers and report.skipped:
         reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"

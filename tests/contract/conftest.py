@@ -1,9 +1,13 @@
 """The contract harness: started executors of every available posture, one event loop per test.
 
-Adding a posture to the contract suite is one line in `CONTRACT_POSTURES`.
+Adding a posture to the contract suite is one line in `CONTRACT_POSTURES`. The docker posture
+runs twice: on the engine this machine uses, and (`docker-remote`) on the engine named by
+`WORKBENCH_REMOTE_ENGINE`, which does not see the test's files (`.ci/remote-engine` starts one),
+so every case also holds with the workspace copied in and out.
 """
 
 import asyncio
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -23,12 +27,15 @@ from workbench.executors.types import (
 from workbench.monitor.sample import ResourceSample
 from workbench.postures.model import Posture, PostureId
 
+REMOTE_DOCKER = "docker-remote"  # the docker posture on the engine that does not see our files
+REMOTE_ENGINE_VARIABLE = "WORKBENCH_REMOTE_ENGINE"
 CONTRACT_POSTURES = [
     PostureId.LOCAL,
     PostureId.HARDENED,
     PostureId.BUBBLEWRAP,
     pytest.param(PostureId.DOCKER, marks=pytest.mark.docker),
     pytest.param(PostureId.GVISOR, marks=[pytest.mark.docker, pytest.mark.gvisor]),
+    pytest.param(REMOTE_DOCKER, marks=[pytest.mark.docker, pytest.mark.remote_engine]),
 ]
 CONTAINER_POSTURES = {PostureId.DOCKER, PostureId.GVISOR}  # gated on a Docker engine
 # Postures whose processes the host sees. A container's escapees end with the container, which
@@ -111,12 +118,26 @@ def reachable_dir() -> Iterator[Path]:
     shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.fixture(params=CONTRACT_POSTURES, ids=lambda p: p.value)
+@pytest.fixture
+def remote_engine(monkeypatch: pytest.MonkeyPatch) -> str:
+    """`DOCKER_HOST` set to the engine that does not see the test's files; skips without one."""
+    host = os.environ.get(REMOTE_ENGINE_VARIABLE, "")
+    if not host:
+        pytest.skip(f"no remote engine: {REMOTE_ENGINE_VARIABLE} is not set (see .ci/run)")
+    monkeypatch.setenv("DOCKER_HOST", host)
+    return host
+
+
+@pytest.fixture(params=CONTRACT_POSTURES, ids=str)
 def harness(request: pytest.FixtureRequest, reachable_dir: Path) -> Iterator[Harness]:
     """A started executor of each contract posture."""
-    if request.param in CONTAINER_POSTURES:
+    posture_id = request.param
+    if posture_id == REMOTE_DOCKER:
+        request.getfixturevalue("remote_engine")
+        posture_id = PostureId.DOCKER
+    if posture_id in CONTAINER_POSTURES:
         request.getfixturevalue("docker_runtimes")  # skips (or fails) without an engine
-    h = Harness(request.param, reachable_dir)
+    h = Harness(posture_id, reachable_dir)
     yield h
     h.close()
 

@@ -156,9 +156,11 @@ class DockerExecutor:
         return started
 
     async def _load(self, session: DockerSession) -> None:
-        """Serve the copied files from `session`'s new container: its skill volume filled."""
+        """Serve the copied files from `session`'s container (adopted when it is new), its
+        skill volume holding the skill as it is now."""
         assert self._files is not None
-        self._files.adopt(session.container_id)
+        if self._files.container_id != session.container_id:
+            self._files.adopt(session.container_id)
         skill_volume = volume_name(self.session_id, "skill")
         await asyncio.to_thread(self._files.load_skill, self.posture.image, skill_volume)
 
@@ -237,6 +239,7 @@ class DockerExecutor:
                     return self._error(run_id, run_dir, cause, warnings)
             if self._files is not None:
                 try:
+                    await self._load(self._session)
                     say = _in_loop(request.on_progress)
                     await asyncio.to_thread(self._files.send, WORKSPACE_MOUNT, say)
                 except ExecutorError as error:

@@ -1,19 +1,21 @@
 """The session's copies of the skill and the workspace, on an engine that does not see our files.
 
 `CopiedFiles.load_skill` puts the skill folder into the session's skill volume through a
-loader container (created, never started, removed at once: the session container mounts that
-volume read-only). Before each command `send` makes the container's /workspace hold what the
-workspace holds: unless it already does, it is emptied (an exec as the container's user) and
-the workspace is put in through the engine's archive API (`archive.Packer`), once its size is
-checked against `WORKSPACE_LIMIT_BYTES`, so nothing is sent for a workspace over it. After each
-command `bring_back` takes the container's /workspace through the archive API, unpacks it into
-a staging folder in the run's folder (`archive.unpack`, which refuses hostile entries), and
-carries the command's changes into the workspace (`workspace.carry`); the run service's
-snapshots, diff and restore then see them as with a local engine. Both report progress in
-words through `on_progress` (in the worker thread). Faults between the app and the engine
-(no answer within the client's timeout, a connection cut mid-copy) are an `ExecutorError`
-while sending (the command does not run) and a caution on the run while bringing back (its
-outcome is kept, the workspace stays as it was); the staging folder is removed either way.
+loader container (the session container mounts that volume read-only; the loader is created,
+started only to empty a volume that holds an older copy, and removed at once), again before a
+command whenever the skill changed. Before each command `send` makes the container's
+/workspace hold what the workspace holds: unless it already does, it is emptied (an exec as
+the container's user) and the workspace is put in through the engine's archive API
+(`archive.Packer`), once its size is checked against `WORKSPACE_LIMIT_BYTES`, so nothing is
+sent for a workspace over it. After each command `bring_back` takes the container's
+/workspace through the archive API, unpacks it into a staging folder in the run's folder
+(`archive.unpack`, which refuses hostile entries), and carries the command's changes into the
+workspace (`workspace.carry`); the run service's snapshots, diff and restore then see them as
+with a local engine. Both report progress in words through `on_progress` (in the worker
+thread). Faults between the app and the engine (no answer within the client's timeout, a
+connection cut mid-copy) are an `ExecutorError` while sending (the command does not run) and a
+caution on the run while bringing back (its outcome is kept, the workspace stays as it was);
+the staging folder is removed either way.
 """
 
 import contextlib
@@ -31,6 +33,7 @@ from requests.exceptions import RequestException
 from workbench.errors import ExecutorError, WorkspaceError
 from workbench.executors.docker.archive import ArchiveTooLarge, Packer, unpack
 from workbench.executors.docker.engine import missing_image
+from workbench.executors.docker.spec import LABEL_APP
 from workbench.executors.process.outcome import format_bytes
 from workbench.executors.types import SessionSpec
 from workbench.postures.model import MIB, PostureWarning, Severity
@@ -47,7 +50,7 @@ PROGRESS_EVERY_S = 0.5
 LOADER_MOUNT = "/load"
 STAGING_NAME = "workspace-copy"
 EMPTY_SCRIPT = 'chmod -R u+rwX "$1" 2>/dev/null; find "$1" -mindepth 1 -delete && echo emptied'
-EMPTY_TIMEOUT_S = 120.0
+EMPTY_TIMEOUT_S = 120
 
 Words = Callable[[str], None]
 
@@ -102,29 +105,44 @@ class CopiedFiles:
         # What the container's /workspace holds as far as we know: None when unknown.
         self._held: Snapshot | None = None
         self._sent: Snapshot | None = None
+        self._skill: Snapshot | None = None  # what the skill volume holds (None: empty)
 
     def adopt(self, container_id: str) -> None:
         """Serve the newly started container `container_id`, whose volumes are empty."""
         self.container_id = container_id
         self._held = Snapshot(self._spec.workspace, 0, {})
-        self._sent = None
+        self._sent = self._skill = None
 
     def load_skill(self, image: str, skill_volume: str) -> None:
-        """Put the skill folder into the session's skill volume. Blocking."""
+        """Make the session's skill volume hold the skill folder as it is now (nothing to do
+        when it already does). Blocking; `ExecutorError` when it could not."""
         skill = take_snapshot(self._spec.skill_dir)
+        if self._skill is not None and not diff_snapshots(self._skill, skill):
+            return
         self._check_size(skill, "The skill folder")
-        mount = Mount(LOADER_MOUNT, skill_volume)
         try:
             loader = self._api.create_container(
-                image, ["true"], host_config=self._api.create_host_config(mounts=[mount])
+                image,
+                ["sh", "-c", EMPTY_SCRIPT, "sh", LOADER_MOUNT],
+                user="0:0",
+                labels={LABEL_APP: "1"},
+                host_config=self._api.create_host_config(
+                    mounts=[Mount(LOADER_MOUNT, skill_volume)], network_mode="none"
+                ),
             )
         except docker.errors.ImageNotFound as error:
             raise ExecutorError(missing_image(image)) from error
         except (DockerException, RequestException) as error:
             raise ExecutorError(f"Could not copy the skill to the engine: {error}") from error
         try:
+            if self._skill is not None:  # an older skill is there: the loader empties it
+                self._api.start(loader["Id"])
+                if self._api.wait(loader["Id"], timeout=EMPTY_TIMEOUT_S)["StatusCode"] != 0:
+                    raise ExecutorError("Could not empty the engine's copy of the skill.")
+            self._skill = None
             packer = Packer(self._spec.skill_dir, _sendable(skill), (0, 0))
             self._api.put_archive(loader["Id"], LOADER_MOUNT, packer.chunks())
+            self._skill = skill
         except (DockerException, RequestException, OSError) as error:
             raise ExecutorError(
                 f"Could not copy the skill to the engine: {_engine_fault(error)}"
