@@ -128,18 +128,28 @@ def remote_engine(monkeypatch: pytest.MonkeyPatch) -> str:
     return host
 
 
-@pytest.fixture(params=CONTRACT_POSTURES, ids=str)
-def harness(request: pytest.FixtureRequest, reachable_dir: Path) -> Iterator[Harness]:
-    """A started executor of each contract posture."""
+def _started(request: pytest.FixtureRequest, base: Path) -> Iterator[Harness]:
     posture_id = request.param
     if posture_id == REMOTE_DOCKER:
         request.getfixturevalue("remote_engine")
         posture_id = PostureId.DOCKER
     if posture_id in CONTAINER_POSTURES:
         request.getfixturevalue("docker_runtimes")  # skips (or fails) without an engine
-    h = Harness(posture_id, reachable_dir)
+    h = Harness(posture_id, base)
     yield h
     h.close()
+
+
+@pytest.fixture(params=CONTRACT_POSTURES, ids=str)
+def harness(request: pytest.FixtureRequest, reachable_dir: Path) -> Iterator[Harness]:
+    """A started executor of each contract posture."""
+    yield from _started(request, reachable_dir)
+
+
+@pytest.fixture(params=[CONTRACT_POSTURES[2], CONTRACT_POSTURES[4]], ids=str)
+def container_harness(request: pytest.FixtureRequest, reachable_dir: Path) -> Iterator[Harness]:
+    """A started executor of the docker posture, on the local engine and on the remote one."""
+    yield from _started(request, reachable_dir)
 
 
 @pytest.fixture(params=HOST_POSTURES, ids=lambda p: p.value)
