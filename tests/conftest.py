@@ -44,6 +44,17 @@ def docker_runtimes() -> Iterator[set[str]]:
     yield runtimes
 
 
+@pytest.fixture
+def remote_engine(monkeypatch: pytest.MonkeyPatch) -> str:
+    """`DOCKER_HOST` set to the engine that does not see this machine's files, named by
+    WORKBENCH_REMOTE_ENGINE (`.ci/remote-engine` starts one); skips without it."""
+    host = os.environ.get("WORKBENCH_REMOTE_ENGINE", "")
+    if not host:
+        pytest.skip("no remote engine: WORKBENCH_REMOTE_ENGINE is not set (see .ci/run)")
+    monkeypatch.setenv("DOCKER_HOST", host)
+    return host
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]

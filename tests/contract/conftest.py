@@ -7,7 +7,6 @@ so every case also holds with the workspace copied in and out.
 """
 
 import asyncio
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -28,7 +27,6 @@ from workbench.monitor.sample import ResourceSample
 from workbench.postures.model import Posture, PostureId
 
 REMOTE_DOCKER = "docker-remote"  # the docker posture on the engine that does not see our files
-REMOTE_ENGINE_VARIABLE = "WORKBENCH_REMOTE_ENGINE"
 CONTRACT_POSTURES = [
     PostureId.LOCAL,
     PostureId.HARDENED,
@@ -116,16 +114,6 @@ def reachable_dir() -> Iterator[Path]:
     base.chmod(0o755)
     yield base
     shutil.rmtree(base, ignore_errors=True)
-
-
-@pytest.fixture
-def remote_engine(monkeypatch: pytest.MonkeyPatch) -> str:
-    """`DOCKER_HOST` set to the engine that does not see the test's files; skips without one."""
-    host = os.environ.get(REMOTE_ENGINE_VARIABLE, "")
-    if not host:
-        pytest.skip(f"no remote engine: {REMOTE_ENGINE_VARIABLE} is not set (see .ci/run)")
-    monkeypatch.setenv("DOCKER_HOST", host)
-    return host
 
 
 def _started(request: pytest.FixtureRequest, base: Path) -> Iterator[Harness]:

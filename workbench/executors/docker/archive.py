@@ -21,8 +21,13 @@ import os
 import stat
 import tarfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import docker
+from docker.errors import create_api_error_from_http_exception
+from requests.exceptions import HTTPError, RequestException
 
 from workbench.workspace.changes import EntryType, quoted
 from workbench.workspace.snapshot import Entry
@@ -34,6 +39,23 @@ _NEW_FILE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CL
 _SENT_TYPES = {EntryType.DIR: tarfile.DIRTYPE, EntryType.SYMLINK: tarfile.SYMTYPE}
 
 Progress = Callable[[int], None]  # bytes of file content moved so far
+
+
+@contextmanager
+def fetched(api: docker.APIClient, container_id: str, path: str) -> Iterator[Iterator[bytes]]:
+    """The engine's tar of `path` in the container, as chunks read with the client's timeout
+    on every read: docker-py's own `get_archive` turns the timeout off, so an engine that
+    stopped answering mid-copy would hang it for good."""
+    url = f"{api.base_url}/v{api.api_version}/containers/{container_id}/archive"
+    response = api.get(url, params={"path": path}, stream=True, timeout=api.timeout)
+    try:
+        try:
+            response.raise_for_status()
+        except HTTPError as error:  # as docker-py says it: NotFound, APIError
+            create_api_error_from_http_exception(error)
+        yield response.iter_content(CHUNK)
+    finally:
+        response.close()
 
 
 class ArchiveTooLarge(Exception):
@@ -228,6 +250,8 @@ def unpack(
         for info in tar:
             try:
                 state.member(tar, info)
+            except RequestException:  # an OSError too, but the engine's, not the staging's
+                raise
             except OSError as error:
                 rel = state._relative(info.name) or info.name
                 state._refuse(rel, f"could not be written here: {error.strerror}")

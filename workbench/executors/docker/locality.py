@@ -26,6 +26,7 @@ from docker.types import Mount
 from requests.exceptions import RequestException
 
 from workbench.errors import ExecutorError
+from workbench.executors.docker.archive import fetched
 from workbench.executors.docker.engine import missing_image
 from workbench.executors.docker.spec import LABEL_APP, WORKSPACE_MOUNT
 from workbench.platform.paths import data_dir
@@ -98,8 +99,9 @@ class Marker:
     def seen_by(self, api: docker.APIClient, container_id: str, folder: str) -> bool:
         """True when the container's `folder` holds this marker, content and all."""
         try:
-            chunks, _ = api.get_archive(container_id, f"{folder}/{self.name}")
-            with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
+            with fetched(api, container_id, f"{folder}/{self.name}") as chunks:
+                data = b"".join(chunks)
+            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
                 member = tar.extractfile(tar.getmembers()[0])
                 return member is not None and member.read() == self.content
         except (APIError, tarfile.TarError, IndexError):  # the engine said no, or sent no file

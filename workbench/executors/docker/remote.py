@@ -31,7 +31,7 @@ from docker.types import Mount
 from requests.exceptions import RequestException
 
 from workbench.errors import ExecutorError, WorkspaceError
-from workbench.executors.docker.archive import ArchiveTooLarge, Packer, unpack
+from workbench.executors.docker.archive import ArchiveTooLarge, Packer, fetched, unpack
 from workbench.executors.docker.engine import missing_image
 from workbench.executors.docker.spec import LABEL_APP
 from workbench.executors.process.outcome import format_bytes
@@ -61,7 +61,7 @@ def _engine_fault(error: BaseException) -> str:
         return "the session container is gone"
     if isinstance(error, APIError):
         return f"the engine refused: {error.explanation or error}"
-    if isinstance(error, OSError):
+    if isinstance(error, OSError) and not isinstance(error, RequestException):
         return f"reading the local files failed: {error}"
     return f"the engine stopped answering or the connection was cut ({error})"
 
@@ -208,9 +208,9 @@ class CopiedFiles:
         try:
             staging.mkdir()
             meter = _Meter(on_progress, "Copying the workspace back from the engine")
-            chunks, _ = self._api.get_archive(self.container_id, mount)
             top = mount.rstrip("/").rpartition("/")[2]
-            unpacked = unpack(chunks, staging, top, self.limit_bytes, meter)
+            with fetched(self._api, self.container_id, mount) as chunks:
+                unpacked = unpack(chunks, staging, top, self.limit_bytes, meter)
             meter(unpacked.received_bytes, final=True)
             staged = take_snapshot(staging, exclude=sent.excluded)
             report = carry_back(
@@ -223,7 +223,9 @@ class CopiedFiles:
         except (DockerException, RequestException) as error:
             return _not_back(_engine_fault(error))
         except (tarfile.TarError, EOFError) as error:
-            return _not_back(f"the engine sent a broken archive ({error})")
+            return _not_back(
+                f"the copy arrived cut short or broken, as when the connection is cut ({error})"
+            )
         except (OSError, WorkspaceError) as error:
             return _not_back(f"the staging folder or the workspace failed ({error})")
         finally:
