@@ -184,7 +184,8 @@ def posture_from_args(posture_id: PostureId, args: argparse.Namespace, name: str
 async def _run_with_signals(services: "RunServices", plan: "RunPlan", live: bool) -> "CompletedRun":
     with cancel_on_signals() as cancel:
         try:
-            return await services.run(plan, LiveOutput() if live else _no_output, cancel)
+            sink = LiveOutput() if live else _no_output
+            return await services.run(plan, sink, cancel, on_progress=warn)
         finally:
             await services.close()
 

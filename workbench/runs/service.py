@@ -96,14 +96,16 @@ class RunService:
         sink: OutputSink,
         cancel: CancelToken,
         on_sample: Callable[[ResourceSample], None] | None = None,
+        on_progress: Callable[[str], None] | None = None,
     ) -> CompletedRun:
-        """Run `plan` once (see the module doc); output chunks go to `sink` as they come."""
+        """Run `plan` once (see the module doc); output chunks go to `sink` as they come,
+        what the executor does around the command (copying the workspace) to `on_progress`."""
         plan = replace(plan, workspace=plan.workspace.absolute())
         run_dir = self.layout.run_dir(plan.run_id)
         await asyncio.to_thread(self._begin, plan, run_dir)
         try:
             before = await asyncio.to_thread(self._snapshot_before, plan.workspace, run_dir)
-            result = await self._execute(plan, run_dir, sink, cancel, on_sample)
+            result = await self._execute(plan, run_dir, sink, cancel, on_sample, on_progress)
             after_path = run_dir / AFTER_SNAPSHOT
             after = await asyncio.to_thread(self._snapshot, plan.workspace, before, after_path)
         except WorkbenchError as error:
@@ -190,12 +192,17 @@ class RunService:
         sink: OutputSink,
         cancel: CancelToken,
         on_sample: Callable[[ResourceSample], None] | None,
+        on_progress: Callable[[str], None] | None,
     ) -> RunResult:
         executor = self.build_executor(plan.posture)
         try:
             await executor.start(self.session(plan))
             request = RunRequest(
-                argv=plan.argv, run_id=plan.run_id, env=dict(plan.env), on_sample=on_sample
+                argv=plan.argv,
+                run_id=plan.run_id,
+                env=dict(plan.env),
+                on_sample=on_sample,
+                on_progress=on_progress,
             )
             return await executor.run(request, sink, cancel)
         finally:

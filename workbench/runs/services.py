@@ -80,15 +80,16 @@ class RunServices:
         sink: OutputSink,
         cancel: CancelToken,
         on_sample: Callable[[ResourceSample], None] | None = None,
+        on_progress: Callable[[str], None] | None = None,
     ) -> CompletedRun:
         """Run `plan` once, warm when a pool holds a sandbox for it (see the module doc)."""
         pool = self.engine_pools.get(plan.posture.id)
         if pool is None:
-            return await self.runs.run_once(plan, sink, cancel, on_sample)
+            return await self.runs.run_once(plan, sink, cancel, on_sample, on_progress)
         session = self.runs.session(plan)
         size = await pool.adopt(plan.posture, session)
         try:
-            return await self.runs.run_once(plan, sink, cancel, on_sample)
+            return await self.runs.run_once(plan, sink, cancel, on_sample, on_progress)
         finally:
             fresh = pool.key(plan.posture, session).fresh
             await pool.detach()

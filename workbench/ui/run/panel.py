@@ -306,7 +306,9 @@ class RunPanel(QWidget):
         try:
             plan = _plan(skill, posture, text, folder, self._service)
             self.changes.watch(plan.workspace)
-            done = await self._service.run_once(plan, self.output.append, cancel, self._add_sample)
+            done = await self._service.run_once(
+                plan, self.output.append, cancel, self._add_sample, self._show_progress
+            )
         except WorkbenchError as error:
             self.banner.show_message(f"Not run: {error}", "danger")
             self.run_refused.emit(str(error))
@@ -332,6 +334,10 @@ class RunPanel(QWidget):
         self.network.set_result(result)
         self.tabs.setTabText(NETWORK_TAB, f"Network ({len(result.network_log)})")
         self.tabs.setTabText(CHANGES_TAB, f"Workspace changes ({len(result.changes)})")
+
+    def _show_progress(self, text: str) -> None:
+        """What the run does around the command (copying the workspace to a remote engine)."""
+        self.banner.show_message(f"{text}… (Stop or Ctrl+. ends the run)", "muted")
 
     def _add_sample(self, sample: ResourceSample) -> None:
         self.charts.add_sample(sample)
