@@ -5,8 +5,11 @@ warm one from a `ContainerPool`, after removing the session containers of killed
 reads the effective posture card back from the engine. `run()` execs the command with the run's tag,
 streams its output, samples the container (`ContainerSampler`), ends on exit, timeout, Stop or
 shutdown, kills and verifies the run's processes (`DockerSession.sweep`) and classifies the result
-(`outcome`); `stop()` removes the container. The `gvisor` posture is the same executor on the
-`runsc` runtime. Design notes: docs/notes.md, "Docker sessions".
+(`outcome`); `stop()` removes the container. On an engine that does not see this machine's files
+(`locality`) the session owns volumes instead of bind mounts and copies the skill and workspace in
+before each command and the workspace back after it (`remote`), never from a warm pool. The
+`gvisor` posture is the same executor on the `runsc` runtime. Design notes: docs/notes.md, "Docker
+sessions" and "Remote engines".
 """
 
 import asyncio

@@ -6,8 +6,9 @@ after each hand-out, and drains containers of an older key. `claim()` takes one 
 claim lock, checks it is still clean and still mounts the run's folders (for a fresh workspace,
 renames its spare folder over the run's), and hands it to one session, which removes it afterwards;
 `executor()` builds the executors that claim, falling back to a cold start. `status()` reports what
-is ready and any engine problem, and `close()` removes what the pool holds. Design notes:
-docs/notes.md, "Warm pools".
+is ready and any engine problem (an engine that does not see this machine's files, `locality`,
+keeps no pool), and `close()` removes what the pool holds. Design notes: docs/notes.md, "Warm
+pools".
 """
 
 import asyncio
@@ -23,8 +24,9 @@ from docker.errors import DockerException, NotFound
 from requests.exceptions import RequestException
 
 from workbench.errors import ExecutorError
-from workbench.executors.docker.engine import EngineUnreachable, engine_client
+from workbench.executors.docker.engine import EngineUnreachable, engine_client, resolve_engine
 from workbench.executors.docker.executor import ENGINE_TIMEOUT_S, DockerExecutor, runtime_of
+from workbench.executors.docker.locality import sees_files
 from workbench.executors.docker.owner import owner, session_name
 from workbench.executors.docker.session import (
     POOL_NAME_PREFIX,
@@ -275,6 +277,11 @@ class ContainerPool:
             spare = self.spares_dir / f"{SPARE_PREFIX}{token}"
             spare.mkdir(parents=True)
             session = replace(session, workspace=spare)
+        url, image = resolve_engine().url, key.posture.image
+        if not await asyncio.to_thread(sees_files, client, url, session.workspace, image):
+            if spare is not None:
+                spare.rmdir()
+            raise ExecutorError(REMOTE_ENGINE)
         name = f"{POOL_NAME_PREFIX}{key.digest[:12]}-{token}"
         options = container_options(key.posture, session, token, runtime_of(key.posture))
         options["name"] = name
@@ -346,6 +353,12 @@ class ContainerPool:
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+REMOTE_ENGINE = (
+    "The engine does not see this machine's files (a remote engine): it keeps no warm pool, "
+    "and each run copies the workspace to it instead."
+)
 
 
 def _engine_problem(error: BaseException) -> str:
