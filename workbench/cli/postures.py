@@ -8,6 +8,7 @@ from workbench.cli.output import emit_json
 from workbench.errors import PostureError
 from workbench.executors.availability import docker_engine_runtimes, probe_availability
 from workbench.executors.docker.engine import engine_name
+from workbench.executors.docker.locality import files_note
 from workbench.postures.description import POSTURE_INFO, assess
 from workbench.postures.model import Availability, Posture, PostureId, default_posture_id
 
@@ -39,6 +40,7 @@ def _postures(args: argparse.Namespace) -> int:
             {
                 "default": default,
                 "engine": engine_name(),
+                "engine_files": files_note(),
                 "postures": [
                     _posture_json(posture_id, availability[posture_id], posture_id == default)
                     for posture_id in PostureId
@@ -46,7 +48,8 @@ def _postures(args: argparse.Namespace) -> int:
             },
         )
         return 0
-    print(f"engine: {engine_name()}\n")
+    note = files_note()
+    print(f"engine: {engine_name()}" + (f"\n  {note}" if note else "") + "\n")
     for posture_id in PostureId:
         print(_posture_text(posture_id, availability[posture_id], posture_id == default))
     return 0

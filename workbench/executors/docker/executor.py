@@ -124,7 +124,7 @@ class DockerExecutor:
 
     async def _local_session(self, session: SessionSpec) -> DockerSession | None:
         """A session that bind-mounts the folders, or None when the engine does not see them
-        (`locality`: asked once per engine, confirmed in each session container)."""
+        (`locality`: asked once per engine, confirmed in each cold session container)."""
         assert self._client is not None
         url = resolve_engine().url
         try:
@@ -135,10 +135,13 @@ class DockerExecutor:
             raise ExecutorError(f"The Docker engine failed to answer: {error}") from error
         if not local:
             return None
-        started = await self._warm_session(session) or await self._cold_session(session)
+        warm = await self._warm_session(session)
+        if warm is not None:  # its pool asked, and its mounts were checked at the claim
+            return warm
+        started = await self._cold_session(session)
         if await asyncio.to_thread(confirm, started.api, started.container_id, session.workspace):
             return started
-        remember(url, False)  # the engine moved since it was asked
+        remember(url, None)  # the engine moved since it was asked: ask again next time
         await started.stop()
         return None
 

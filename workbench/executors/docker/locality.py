@@ -7,7 +7,8 @@ workspace, creates (never starts) a throwaway container that bind-mounts the wor
 reads the marker back through the engine's archive API. Only the very content proves a local
 engine; an error or anything else means the files must be copied. The answer is kept per
 engine endpoint, in memory and in `engines.json` in the data folder; `confirm` checks it again
-in each session container for the price of one archive call, and `remember` corrects it. The
+in each cold session container for the price of one archive call, and a failed check makes
+the next session ask again. The
 endpoint's kind is only a hint, used when no marker can be written (a read-only workspace): a
 Unix socket is taken to be on this machine.
 """
@@ -27,8 +28,8 @@ from requests.exceptions import RequestException
 
 from workbench.errors import ExecutorError
 from workbench.executors.docker.archive import fetched
-from workbench.executors.docker.engine import missing_image
-from workbench.executors.docker.spec import LABEL_APP, WORKSPACE_MOUNT
+from workbench.executors.docker.engine import EngineUnreachable, missing_image, resolve_engine
+from workbench.executors.docker.spec import COPIED, LABEL_APP, LOCAL, WORKSPACE_MOUNT
 from workbench.platform.paths import data_dir
 
 CACHE_NAME = "engines.json"
@@ -51,10 +52,16 @@ def _read_cache() -> dict[str, bool]:
     return {str(url): value for url, value in stored.items() if isinstance(value, bool)}
 
 
-def remember(url: str, sees: bool) -> None:
-    """Keep the answer for the engine at `url` (in memory, and in the data folder if it can)."""
-    _known[url] = sees
-    stored = _read_cache() | {url: sees}
+def remember(url: str, sees: bool | None) -> None:
+    """Keep the answer for the engine at `url`, or forget it (None), in memory and in the
+    data folder if it can."""
+    stored = _read_cache()
+    if sees is None:
+        _known.pop(url, None)
+        stored.pop(url, None)
+    else:
+        _known[url] = sees
+        stored[url] = sees
     path = _cache_path()
     with contextlib.suppress(OSError):
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -106,6 +113,17 @@ class Marker:
                 return member is not None and member.read() == self.content
         except (APIError, tarfile.TarError, IndexError):  # the engine said no, or sent no file
             return False
+
+
+def files_note() -> str:
+    """What is known of the engine in use and this machine's files, for people."""
+    try:
+        answer = known(resolve_engine().url)
+    except EngineUnreachable:
+        return ""
+    if answer is None:
+        return "whether it sees this machine's files is found out at the first run"
+    return LOCAL if answer else COPIED
 
 
 def hint(url: str) -> bool:

@@ -1,0 +1,66 @@
+"""Whether the engine sees this machine's files, asked of real engines: the local one does, the
+remote one (its own mount namespace) does not, and a kept answer that went stale is caught."""
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from workbench.executors.docker.engine import engine_client, resolve_engine
+from workbench.executors.docker.executor import DockerExecutor
+from workbench.executors.docker.locality import CACHE_NAME, known, remember, sees_files
+from workbench.executors.docker.spec import COPIED, LOCAL
+from workbench.executors.types import SessionSpec
+from workbench.platform.paths import data_dir
+from workbench.postures.model import Posture, PostureId
+
+pytestmark = [pytest.mark.docker, pytest.mark.timeout(60)]
+IMAGE = Posture(PostureId.DOCKER).image
+
+
+def _asked(workspace: Path) -> bool:
+    client = engine_client()
+    try:
+        return sees_files(client, resolve_engine().url, workspace, IMAGE)
+    finally:
+        client.close()
+
+
+def test_the_local_engine_sees_the_workspace_and_the_answer_is_kept(
+    docker_runtimes: set[str], tmp_path: Path
+) -> None:
+    assert _asked(tmp_path) is True
+    assert list(tmp_path.iterdir()) == []  # the marker is gone
+    kept = json.loads((data_dir() / CACHE_NAME).read_text())
+    assert kept[resolve_engine().url] is True
+
+
+@pytest.mark.remote_engine
+def test_the_remote_engine_does_not_see_it(remote_engine: str, tmp_path: Path) -> None:
+    assert _asked(tmp_path) is False
+    assert known(remote_engine) is False
+
+
+@pytest.mark.remote_engine
+def test_a_stale_answer_is_caught_in_the_session_and_asked_again(
+    remote_engine: str, tmp_path: Path
+) -> None:
+    remember(remote_engine, True)  # as if the endpoint had been a local engine before
+    (tmp_path / "skill").mkdir()
+    (tmp_path / "skill" / "SKILL.md").write_text("---\nname: demo\n---\n")
+    (tmp_path / "workspace").mkdir()
+    spec = SessionSpec(tmp_path / "skill", "demo", tmp_path / "workspace", tmp_path / "runs")
+    executor = DockerExecutor(Posture(PostureId.DOCKER))
+
+    async def go() -> tuple[tuple[str, bool], ...]:
+        await executor.start(spec)
+        try:
+            return executor._card.checks
+        finally:
+            await executor.stop()
+
+    checks = asyncio.run(go())
+    assert (COPIED, True) in checks and (LOCAL, True) not in checks
+    assert known(remote_engine) is None  # the next session asks again
+    assert list((tmp_path / "workspace").iterdir()) == []
