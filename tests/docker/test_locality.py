@@ -30,6 +30,7 @@ def _asked(workspace: Path) -> bool:
 def test_the_local_engine_sees_the_workspace_and_the_answer_is_kept(
     docker_runtimes: set[str], tmp_path: Path
 ) -> None:
+    remember(resolve_engine().url, None)  # asked afresh, whatever this process knew
     assert _asked(tmp_path) is True
     assert list(tmp_path.iterdir()) == []  # the marker is gone
     kept = json.loads((data_dir() / CACHE_NAME).read_text())
@@ -38,6 +39,7 @@ def test_the_local_engine_sees_the_workspace_and_the_answer_is_kept(
 
 @pytest.mark.remote_engine
 def test_the_remote_engine_does_not_see_it(remote_engine: str, tmp_path: Path) -> None:
+    remember(remote_engine, None)
     assert _asked(tmp_path) is False
     assert known(remote_engine) is False
 
