@@ -1,14 +1,10 @@
 """Carrying what a command did to a copy of the workspace back into the workspace.
 
-A command on an engine that does not see this machine's files works on a copy: `sent` is the
-snapshot of what was copied out, `staged` the snapshot of the copy as it came back, unpacked
-into a staging folder. `carry_back` applies the difference between the two, and only that, to
-the workspace: the wanted state is the workspace as it is now, with every path the command
-added, changed or deleted taken from `staged` (paths in `keep`, which did not come back
-whole, stay as they are). `restore_from` then makes it so, reading the files from the staging
-folder: nothing is written before the whole copy is back, each file goes to a temporary name
-and is renamed into place, and what the user changed meanwhile that the command did not
-touch is kept.
+`carry_back` takes `sent` (the snapshot of what was copied out) and `staged` (the copy as it came
+back, unpacked into a staging folder) and makes the workspace the workspace as it is now with every
+path the command added, changed or deleted taken from `staged` (paths in `keep` stay as they are),
+through `restore_from` with the staged files as the contents: nothing is written before the whole
+copy is back, each file is renamed into place, and what the user changed meanwhile is kept.
 """
 
 import os

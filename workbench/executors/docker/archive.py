@@ -1,19 +1,11 @@
 """Tar streams of a folder for the engine's archive API, and unpacking the engine's tar safely.
 
-`Packer` streams the folders, regular files and symlinks a `Snapshot` lists as one tar
-(GNU format, names as raw bytes, so any name a Linux file system holds survives), each entry
-owned by the container's user, with its permission bits and time; it reads each file as it
-goes, never the whole tree into memory, and counts the bytes for progress. FIFOs, sockets and
-devices are not sent, nor what cannot be read (`skipped`).
-
-`unpack` writes the engine's tar of a folder into an empty staging folder, entry by entry as
-it arrives, and refuses (and names in its answer) every entry that could write outside that
-folder or is not a plain workspace entry: an absolute name, a `..`, a name outside the
-archive's top folder, a hard link to anything but a file unpacked before it, an entry below
-something that is not a folder the archive made, a second entry of the same name, a device
-or FIFO. Symlinks are kept as links with their target text (nothing is ever written through
-one); set-uid and set-gid bits are dropped; folders get their modes and times last, deepest
-first. More than `limit_bytes` of file content stops the unpacking with `ArchiveTooLarge`.
+`Packer` streams the folders, files and symlinks a `Snapshot` lists as one tar owned by the
+container's user (raw-byte names, modes and times kept; FIFOs, sockets, devices and unreadable files
+left out in `skipped`); `fetched` reads an archive with the client's timeout on every read; `unpack`
+writes one into an empty staging folder as it arrives and refuses, naming them, the entries that
+could write outside it or are not plain workspace entries, keeping symlinks as links, dropping
+set-uid bits and stopping past a size limit. Design notes: docs/notes.md, "Remote engines".
 """
 
 import io

@@ -1,16 +1,11 @@
 """Whether the engine sees this machine's files: a marker only a local engine can read.
 
-A bind mount names a folder on the engine's machine. An engine elsewhere (ssh, tcp, a VM, or
-a mount namespace of its own) has no such folder, or another one of that name, so the only
-proof is a file: `sees_files` writes a marker with a random name and content into the
-workspace, creates (never starts) a throwaway container that bind-mounts the workspace, and
-reads the marker back through the engine's archive API. Only the very content proves a local
-engine; an error or anything else means the files must be copied. The answer is kept per
-engine endpoint, in memory and in `engines.json` in the data folder; `confirm` checks it again
-in each cold session container for the price of one archive call, and a failed check makes
-the next session ask again. The
-endpoint's kind is only a hint, used when no marker can be written (a read-only workspace): a
-Unix socket is taken to be on this machine.
+`sees_files` writes a marker with random content into the workspace and reads it back through a
+throwaway container (created, never started) that bind-mounts the workspace; only the very content
+proves a local engine. The answer is kept per endpoint in memory and in `engines.json` in the data
+folder; `confirm` checks it again in a cold session container, and `remember(url, None)` forgets it
+when that check fails. The endpoint's kind is only a hint, used when no marker can be written.
+Design notes: docs/notes.md, "Remote engines".
 """
 
 import contextlib

@@ -1,21 +1,12 @@
 """The session's copies of the skill and the workspace, on an engine that does not see our files.
 
-`CopiedFiles.load_skill` puts the skill folder into the session's skill volume through a
-loader container (the session container mounts that volume read-only; the loader is created,
-started only to empty a volume that holds an older copy, and removed at once), again before a
-command whenever the skill changed. Before each command `send` makes the container's
-/workspace hold what the workspace holds: unless it already does, it is emptied (an exec as
-the container's user) and the workspace is put in through the engine's archive API
-(`archive.Packer`), once its size is checked against `WORKSPACE_LIMIT_BYTES`, so nothing is
-sent for a workspace over it. After each command `bring_back` takes the container's
-/workspace through the archive API, unpacks it into a staging folder in the run's folder
-(`archive.unpack`, which refuses hostile entries), and carries the command's changes into the
-workspace (`workspace.carry`); the run service's snapshots, diff and restore then see them as
-with a local engine. Both report progress in words through `on_progress` (in the worker
-thread). Faults between the app and the engine (no answer within the client's timeout, a
-connection cut mid-copy) are an `ExecutorError` while sending (the command does not run) and a
-caution on the run while bringing back (its outcome is kept, the workspace stays as it was);
-the staging folder is removed either way.
+`CopiedFiles` fills the session's read-only skill volume through a loader container (again when
+the skill changed), puts the workspace into the container's volume before each command unless it
+already holds it (after checking its size against `WORKSPACE_LIMIT_BYTES`), and after each command
+brings it back through a staging folder (`archive.unpack`) and carries the command's changes into
+the workspace (`workspace.carry`), with progress in words. Engine faults are an `ExecutorError`
+while sending and a caution on the run while bringing back; the workspace is never half-written.
+Design notes: docs/notes.md, "Remote engines".
 """
 
 import contextlib

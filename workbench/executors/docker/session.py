@@ -4,8 +4,8 @@
 that hands the exec socket's output to the event loop from a thread), and `sweep`s a run: it kills
 every process carrying the run's tag and verifies none is left, from the host through the cgroup and
 pidfds where it can (runc, local engine, root), else by a second exec inside, with the supervisor's
-`kill -9 -1` when a fork bomb leaves no slot for that exec. `remove_container` and
-`remove_leftovers` clean up. Every docker-py call goes through `asyncio.to_thread`.
+`kill -9 -1` when a fork bomb leaves no slot for that exec. `remove_container`, `remove_volumes`
+and `remove_leftovers` clean up. Every docker-py call goes through `asyncio.to_thread`.
 """
 
 import asyncio
