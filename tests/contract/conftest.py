@@ -27,13 +27,17 @@ from workbench.monitor.sample import ResourceSample
 from workbench.postures.model import Posture, PostureId
 
 REMOTE_DOCKER = "docker-remote"  # the docker posture on the engine that does not see our files
+DOCKER_ON_BOTH_ENGINES = [
+    pytest.param(PostureId.DOCKER, marks=pytest.mark.docker),
+    pytest.param(REMOTE_DOCKER, marks=[pytest.mark.docker, pytest.mark.remote_engine]),
+]
 CONTRACT_POSTURES = [
     PostureId.LOCAL,
     PostureId.HARDENED,
     PostureId.BUBBLEWRAP,
-    pytest.param(PostureId.DOCKER, marks=pytest.mark.docker),
+    DOCKER_ON_BOTH_ENGINES[0],
     pytest.param(PostureId.GVISOR, marks=[pytest.mark.docker, pytest.mark.gvisor]),
-    pytest.param(REMOTE_DOCKER, marks=[pytest.mark.docker, pytest.mark.remote_engine]),
+    DOCKER_ON_BOTH_ENGINES[1],
 ]
 CONTAINER_POSTURES = {PostureId.DOCKER, PostureId.GVISOR}  # gated on a Docker engine
 # Postures whose processes the host sees. A container's escapees end with the container, which
@@ -134,7 +138,7 @@ def harness(request: pytest.FixtureRequest, reachable_dir: Path) -> Iterator[Har
     yield from _started(request, reachable_dir)
 
 
-@pytest.fixture(params=[CONTRACT_POSTURES[2], CONTRACT_POSTURES[4]], ids=str)
+@pytest.fixture(params=DOCKER_ON_BOTH_ENGINES, ids=str)
 def container_harness(request: pytest.FixtureRequest, reachable_dir: Path) -> Iterator[Harness]:
     """A started executor of the docker posture, on the local engine and on the remote one."""
     yield from _started(request, reachable_dir)
