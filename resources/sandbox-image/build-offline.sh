@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Build the sandbox image with no registry: a debootstrap (minbase) of Debian bookworm from the
-# host's configured apt mirror, stripped, imported into the engine, then a user layer (uid 1000
-# `sandbox`, /workspace, /mnt/skills). Needs root, debootstrap and a running engine.
+# Build the sandbox image with no registry: a debootstrap (minbase) of Debian bookworm with the
+# packages of packages.txt from the host's configured apt mirror, stripped, imported into the
+# engine, then the Dockerfile beside this script on top of it (which finds every package
+# installed, so it needs no registry either). Needs root, debootstrap and a running engine.
 # Cache-friendly: the stripped root filesystem is kept as a tarball in
 # ${XDG_CACHE_HOME:-~/.cache}/skill-workbench/, keyed by the package list; the whole build is
 # skipped when the image already carries this recipe's label (pass --force to rebuild anyway).
@@ -12,13 +13,14 @@ force=0
 if [ "${1:-}" = "--force" ]; then force=1; shift; fi
 tag="${1:-skill-workbench-sandbox:latest}"
 suite=bookworm
-packages="bash,coreutils,findutils,grep,sed,gawk,diffutils,procps,psmisc,file,jq,zip,unzip"
-packages="$packages,xz-utils,bzip2,python3,nodejs"
+here="$(cd "$(dirname "$0")" && pwd)"
+packages="$(grep -v '^#' "$here/packages.txt" | paste -sd, -)"
 label=org.skill-workbench.recipe
 say() { echo "build-offline: $*" >&2; }
 
-# The recipe is this script itself: any change to it (packages, user layer) makes a new image.
-recipe="$(sha256sum "$0" | cut -c1-16)"
+# The recipe is this script, the Dockerfile and the package list: any change to one of them
+# makes a new image (workbench.executors.docker.image.recipe_hash computes the same).
+recipe="$(cat "$here/build-offline.sh" "$here/Dockerfile" "$here/packages.txt" | sha256sum | cut -c1-16)"
 if [ "$force" = 0 ] && [ "$(docker image inspect --format "{{ index .Config.Labels \"$label\" }}" \
     "$tag" 2>/dev/null || true)" = "$recipe" ]; then
   say "$tag is current (recipe $recipe); nothing to do"
@@ -84,22 +86,11 @@ else
     --change 'CMD ["bash"]' "$tarball" "$base" >/dev/null
 fi
 
-# The user layer. HOME is on the read-only root at run time: caches are pointed at /tmp.
-say "adding the user layer (sandbox, uid 1000) and tagging $tag"
-if ! log="$(DOCKER_BUILDKIT=0 docker build --quiet --label "$label=$recipe" --tag "$tag" - 2>&1 <<DOCKERFILE
-FROM $base
-RUN groupadd --gid 1000 sandbox \
- && useradd --uid 1000 --gid 1000 --create-home --home-dir /home/sandbox --shell /bin/bash sandbox \
- && mkdir -p /workspace /mnt/skills && chown 1000:1000 /workspace
-ENV HOME=/home/sandbox XDG_CACHE_HOME=/tmp/.cache PYTHONDONTWRITEBYTECODE=1 \
-    npm_config_cache=/tmp/.npm LANG=C.UTF-8
-USER 1000:1000
-WORKDIR /workspace
-CMD ["bash"]
-DOCKERFILE
-)"; then
+say "adding the Dockerfile's layers (user sandbox, uid 1000) and tagging $tag"
+if ! log="$(DOCKER_BUILDKIT=0 docker build --quiet --build-arg "BASE=$base" \
+    --label "$label=$recipe" --tag "$tag" "$here" 2>&1)"; then
   echo "$log" >&2
-  say "the user layer failed"
+  say "the Dockerfile's layers failed"
   exit 1
 fi
 say "built $tag (recipe $recipe)"

@@ -11,7 +11,13 @@ import pytest
 
 from workbench.cli import main
 from workbench.executors.docker.executor import DockerExecutor
-from workbench.executors.docker.image import ImageError, build_offline, build_online, image_status
+from workbench.executors.docker.image import (
+    ImageError,
+    build_offline,
+    build_online,
+    image_packages,
+    image_status,
+)
 from workbench.executors.types import CancelToken, RunStatus
 from workbench.platform.paths import example_skills_dir
 from workbench.postures.model import DEFAULT_IMAGE, Posture, PostureId
@@ -96,3 +102,19 @@ def test_the_python_example_runs_in_the_image(
     assert completed.result.status is RunStatus.OK, completed.result.stderr.text
     assert completed.result.stdout.text.splitlines()[-1] == "42"
     assert "notes.txt" in (workspace / "report.md").read_text()
+
+
+def test_the_image_holds_every_package_of_the_list(docker_runtimes: set[str]) -> None:
+    """Whichever way it was built, the image has every package of packages.txt installed."""
+    client = docker.from_env()
+    try:
+        listed = client.containers.run(
+            DEFAULT_IMAGE,
+            ["dpkg-query", "-W", "-f", "${Package} ${Status}\\n"],
+            network_mode="none",
+            remove=True,
+        ).decode()
+    finally:
+        client.close()
+    installed = {line.split()[0] for line in listed.splitlines() if line.endswith("ok installed")}
+    assert set(image_packages()) <= installed

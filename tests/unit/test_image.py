@@ -1,6 +1,7 @@
 """`workbench image build`: the builder's progress and failures reach the user (no engine)."""
 
 import hashlib
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ from workbench.executors.docker.image import (
     ImageStatus,
     build_offline,
     build_online,
+    image_packages,
+    recipe_dir,
     recipe_hash,
 )
 
@@ -18,7 +21,7 @@ from workbench.executors.docker.image import (
 def fake_builder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> Path:
     script = tmp_path / "build-offline.sh"
     script.write_text(body)
-    monkeypatch.setattr("workbench.executors.docker.image.builder_script", lambda: script)
+    monkeypatch.setattr("workbench.executors.docker.image.recipe_dir", lambda: tmp_path)
     return script
 
 
@@ -46,13 +49,41 @@ def test_a_failed_offline_build_says_so_with_its_last_line(
     assert lines == ["--force", "needs root"]
 
 
-def test_the_recipe_is_the_hash_of_the_builder_script(
+def test_the_recipe_is_the_hash_of_the_builder_dockerfile_and_package_list(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     script = fake_builder(tmp_path, monkeypatch, "exit 0\n")
-    assert recipe_hash() == hashlib.sha256(b"exit 0\n").hexdigest()[:16]
+    (tmp_path / "Dockerfile").write_text("FROM x\n")
+    (tmp_path / "packages.txt").write_text("bash\n")
+    assert recipe_hash() == hashlib.sha256(b"exit 0\nFROM x\nbash\n").hexdigest()[:16]
+    (tmp_path / "packages.txt").write_text("bash\npython3-pip\n")
+    changed = hashlib.sha256(b"exit 0\nFROM x\nbash\npython3-pip\n").hexdigest()[:16]
+    assert recipe_hash() == changed
     script.write_text("exit 1\n")
-    assert recipe_hash() == hashlib.sha256(b"exit 1\n").hexdigest()[:16]
+    assert recipe_hash() != changed
+
+
+def test_the_offline_builder_hashes_the_recipe_as_the_workbench_does(tmp_path: Path) -> None:
+    """The label the script gives its image is the one `image status` expects."""
+    script = recipe_dir() / "build-offline.sh"
+    line = next(line for line in script.read_text().splitlines() if line.startswith("recipe="))
+    command = line.removeprefix("recipe=").strip('"').removeprefix("$(").removesuffix(")")
+    here = f"here={recipe_dir()}; "
+    hashed = subprocess.run(
+        ["bash", "-c", here + command], capture_output=True, text=True, check=True
+    )
+    assert hashed.stdout.strip() == recipe_hash()
+
+
+def test_the_online_and_offline_builds_install_the_same_package_list() -> None:
+    """One list: the Dockerfile installs packages.txt, the offline builder debootstraps it."""
+    dockerfile = (recipe_dir() / "Dockerfile").read_text()
+    builder = (recipe_dir() / "build-offline.sh").read_text()
+    assert "COPY packages.txt" in dockerfile
+    assert "apt-get install" in dockerfile and "$missing" in dockerfile
+    assert '"$here/packages.txt"' in builder and '--include="$packages"' in builder
+    assert '"$here"' in builder.split("docker build")[-1]  # the same Dockerfile on top
+    assert "python3-pip" in image_packages()
 
 
 def test_only_an_image_with_the_expected_recipe_is_current() -> None:

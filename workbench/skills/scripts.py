@@ -6,8 +6,8 @@ capability preview (`workbench.authoring.preview`) predicts postures will block:
 subprocesses, environment reads, host files outside the workspace, privilege, destructive
 deletes, native code and Node-only APIs, plus the external commands invoked. They only read
 text: nothing here runs, imports or follows anything from the skill. `IMAGE_PACKAGES` mirrors
-the package list of the offline image recipe (`resources/sandbox-image/build-offline.sh`; a
-test keeps them in step); `IMAGE_TOOLS` is every command those packages provide.
+the package list of the sandbox image (`resources/sandbox-image/packages.txt`; a test keeps
+them in step); `IMAGE_TOOLS` is every command those packages provide.
 """
 
 import ast
@@ -45,6 +45,7 @@ IMAGE_PACKAGES: dict[str, tuple[str, ...]] = {
     "xz-utils": ("xz", "unxz", "xzcat"),
     "bzip2": ("bzip2", "bunzip2", "bzcat"),
     "python3": ("python3",),
+    "python3-pip": ("pip", "pip3"),
     "nodejs": ("node", "nodejs"),
 }  # fmt: skip
 IMAGE_TOOLS = frozenset(tool for tools in IMAGE_PACKAGES.values() for tool in tools)

@@ -2,11 +2,13 @@
 
 `image_status` asks the resolved engine (`workbench.executors.docker.engine`) about the image:
 whether it exists, its id, size, creation time, recipe label, whether that label matches the
-offline builder shipped with this version, and the engine's runtimes. `build_offline` runs the
-bundled builder script (`resources/sandbox-image/build-offline.sh`: debootstrap from the host's apt
-mirror, no registry); `build_online` builds `packaging/sandbox-image/Dockerfile` through the
-engine, which needs a registry. Both report progress one line at a time and raise `ImageError` with
-a plain message when they fail. Headless: no Qt here.
+recipe shipped with this version, and the engine's runtimes. The recipe is one folder,
+`resources/sandbox-image/`: one package list (`packages.txt`), one `Dockerfile` that installs it,
+and `build-offline.sh`, which debootstraps those packages from the host's apt mirror (no
+registry) and puts the same Dockerfile on top. `build_offline` runs that script; `build_online`
+builds the Dockerfile through the engine from Debian's registry image. Both label the image with
+the recipe's hash, report progress one line at a time and raise `ImageError` with a plain
+message when they fail. Headless: no Qt here.
 """
 
 import hashlib
@@ -25,7 +27,7 @@ from workbench.platform.paths import resources_dir
 from workbench.postures.model import DEFAULT_IMAGE
 
 RECIPE_LABEL = "org.skill-workbench.recipe"
-ONLINE_CONTEXT = Path(__file__).resolve().parents[3] / "packaging" / "sandbox-image"
+RECIPE_FILES = ("build-offline.sh", "Dockerfile", "packages.txt")
 OFFLINE_HINT = "build it without a registry with `workbench image build --offline`"
 
 Progress = Callable[[str], None]
@@ -56,14 +58,27 @@ class ImageStatus:
         return self.exists and self.recipe == self.expected_recipe
 
 
+def recipe_dir() -> Path:
+    """The image's recipe shipped with the workbench: package list, Dockerfile, builder."""
+    return resources_dir() / "sandbox-image"
+
+
 def builder_script() -> Path:
     """The offline builder shipped with the workbench."""
-    return resources_dir() / "sandbox-image" / "build-offline.sh"
+    return recipe_dir() / "build-offline.sh"
+
+
+def image_packages() -> tuple[str, ...]:
+    """The Debian packages the image holds (beyond debootstrap's minimal base), in list order."""
+    text = (recipe_dir() / "packages.txt").read_text()
+    return tuple(line.strip() for line in text.splitlines() if line.strip() and line[0] != "#")
 
 
 def recipe_hash() -> str:
-    """The recipe label the offline builder gives its image: a hash of the script itself."""
-    return hashlib.sha256(builder_script().read_bytes()).hexdigest()[:16]
+    """The recipe label both builds give the image: a hash of the recipe's files, in the order
+    the offline builder hashes them."""
+    recipe = b"".join((recipe_dir() / name).read_bytes() for name in RECIPE_FILES)
+    return hashlib.sha256(recipe).hexdigest()[:16]
 
 
 def image_status(tag: str = DEFAULT_IMAGE) -> ImageStatus:
@@ -125,18 +140,19 @@ def build_offline(tag: str, progress: Progress, force: bool = False) -> None:
 
 
 def build_online(tag: str, progress: Progress) -> None:
-    """Build `packaging/sandbox-image/Dockerfile` through the engine, streaming its log."""
-    if not (ONLINE_CONTEXT / "Dockerfile").is_file():
-        raise ImageError(
-            f"The online Dockerfile ships only with the source tree ({ONLINE_CONTEXT} is "
-            f"missing); {OFFLINE_HINT}."
-        )
+    """Build the recipe's Dockerfile through the engine, streaming its log."""
     try:
         client = engine_client()
     except DockerException as error:
         raise ImageError(str(error)) from error
     try:
-        chunks = client.api.build(path=str(ONLINE_CONTEXT), tag=tag, rm=True, decode=True)
+        chunks = client.api.build(
+            path=str(recipe_dir()),
+            tag=tag,
+            rm=True,
+            decode=True,
+            labels={RECIPE_LABEL: recipe_hash()},
+        )
         for chunk in chunks:
             if "error" in chunk:
                 raise ImageError(
