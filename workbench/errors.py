@@ -31,3 +31,7 @@ class WorkspaceError(WorkbenchError):
 
 class HistoryError(WorkbenchError):
     """The run history could not be read or written."""
+
+
+class EnvironmentBuildError(WorkbenchError):
+    """A skill environment could not be built, found or removed (the message names the step)."""

@@ -4,7 +4,8 @@ A prediction, not a security control (`NOTICE` says so wherever it is shown). `p
 the skill's scripts and front matter, within bounds fit for hostile skills, into `Finding`s, the
 commands the sandbox image lacks (`IMAGE_TOOLS`) and a `PosturePrediction` per posture from its
 containment claims; `unrunnable_postures(skill)` is the cheap check the posture picker makes on
-every selection: which postures cannot start the skill's command at all.
+every selection: which postures cannot start the skill's command at all; `script_texts(folder)`
+is the bounded read on its own (skill environments infer imports from it).
 """
 
 import itertools
@@ -163,22 +164,40 @@ def _is_executable_script(path: Path) -> bool:
         return False
 
 
-def _scan_files(folder: Path) -> tuple[list[Finding], list[str]]:
-    findings: list[Finding] = []
-    skipped: list[str] = []
-    scanned = 0
+@dataclass(frozen=True, slots=True)
+class ScriptText:
+    """One script of a skill as the static read sees it: its path relative to the skill, its
+    language (`python`, `shell` or `javascript`) and its text (at most `MAX_FILE_BYTES`)."""
+
+    file: str
+    language: str
+    text: str
+
+
+def script_texts(folder: Path, skipped: list[str]) -> list[ScriptText]:
+    """The scripts of the skill in `folder`, read within the bounds of the module docstring;
+    what was left out is appended to `skipped`."""
+    scripts: list[ScriptText] = []
     for path in _candidates(folder, skipped):
         relative = str(path.relative_to(folder))
-        data = _read(path, skipped, relative)
+        data = read_bounded(path, skipped, relative)
         if data is None or (language := _language(path, data)) is None:
             continue
-        scanned += 1
-        if scanned > MAX_FILES:
+        if len(scripts) == MAX_FILES:
             skipped.append(f"{relative} and the rest: only {MAX_FILES} scripts are read")
             break
-        text = data.decode("utf-8", errors="replace")
-        scan = {"python": scan_python, "shell": scan_shell, "javascript": scan_javascript}
-        findings += scan[language](text, relative)
+        scripts.append(ScriptText(relative, language, data.decode("utf-8", errors="replace")))
+    return scripts
+
+
+def _scan_files(folder: Path) -> tuple[list[Finding], list[str]]:
+    skipped: list[str] = []
+    scan = {"python": scan_python, "shell": scan_shell, "javascript": scan_javascript}
+    findings = [
+        finding
+        for script in script_texts(folder, skipped)
+        for finding in scan[script.language](script.text, script.file)
+    ]
     return findings, skipped
 
 
@@ -210,7 +229,9 @@ def _candidates(folder: Path, skipped: list[str]) -> list[Path]:
     return sorted(found)
 
 
-def _read(path: Path, skipped: list[str], relative: str) -> bytes | None:
+def read_bounded(path: Path, skipped: list[str], relative: str) -> bytes | None:
+    """A regular text file's first `MAX_FILE_BYTES` (whole lines), never through a link; None
+    for anything else (what and why appended to `skipped` when it is worth saying)."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         with os.fdopen(os.open(path, flags), "rb") as file:

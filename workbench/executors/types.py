@@ -8,10 +8,10 @@ sentence naming the control that ended the run. Outcomes are never encoded in ex
 import asyncio
 import secrets
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Protocol
 
 from workbench.monitor.sample import ResourceSample
@@ -80,14 +80,40 @@ class CancelToken:
 
 
 @dataclass(frozen=True, slots=True)
+class SkillEnvironment:
+    """A skill's built environment as an executor applies it: plain data that
+    `workbench.environments` makes. `root` is a host folder the command reads and never writes;
+    `python` and `node` are folders inside it for PYTHONPATH and NODE_PATH; `image`, when set, is
+    the image a container posture runs instead of its own (the one with the system packages)."""
+
+    env_id: str
+    root: Path
+    python: tuple[str, ...] = ()
+    node: tuple[str, ...] = ()
+    image: str = ""
+
+    def variables(self, seen_at: PurePath, base: Mapping[str, str]) -> dict[str, str]:
+        """PYTHONPATH and NODE_PATH for a command that sees `root` at `seen_at`, each ahead of
+        the value it has in `base`."""
+        found = {}
+        for name, folders in (("PYTHONPATH", self.python), ("NODE_PATH", self.node)):
+            paths = [str(seen_at / folder) for folder in folders] + [base.get(name, "")]
+            if folders:
+                found[name] = ":".join(path for path in paths if path)
+        return found
+
+
+@dataclass(frozen=True, slots=True)
 class SessionSpec:
-    """What an executor needs to start a session: the skill and the workspace it serves."""
+    """What an executor needs to start a session: the skill, the workspace it serves and the
+    skill's environment, if it runs with one."""
 
     skill_dir: Path
     skill_name: str
     workspace: Path
     runs_dir: Path  # parent folder for per-run folders (logs, private HOME/TMPDIR)
     exclude: tuple[str, ...] = ()  # paths below the workspace that are not its (the data folder)
+    environment: SkillEnvironment | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +144,7 @@ class PostureCard:
 
     `checks` pairs a control with whether it held, e.g. ("RLIMIT_AS 256 MiB", True). `started`
     says how the sandbox came to be when a warm pool could serve it: taken warm (and how), or
-    started cold.
+    started cold. `environment` and `image_id` say what the run ran with, so it can be repeated.
     """
 
     posture: Posture
@@ -127,6 +153,8 @@ class PostureCard:
     env_dropped: tuple[str, ...] = ()
     run_as: str = ""
     started: str = ""
+    environment: str = ""  # the skill environment's id, "" when it ran without one
+    image_id: str = ""  # the image a container posture ran, as the engine names it
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """`DataLayout`: where the run history, kept file contents, run folders and workspaces live."""
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +11,7 @@ from workbench.workspace.blobs import BlobStore
 
 BEFORE_SNAPSHOT = "workspace-before.json.gz"
 AFTER_SNAPSHOT = "workspace-after.json.gz"
-SHARED_WORKSPACES = Path("/var/tmp/skill-workbench/workspaces")
+SHARED = Path("/var/tmp/skill-workbench")  # for what a throwaway uid must reach, when root
 NOBODY = 65534  # any uid other than the folders' owners: only the "other" bits count
 
 
@@ -54,13 +55,30 @@ class DataLayout:
         command as a throwaway uid, which must reach the workspace, so it is
         /var/tmp/skill-workbench/workspaces instead.
         """
-        if os.geteuid() == 0 and not can_reach(_existing(self.root), NOBODY, NOBODY):
-            return SHARED_WORKSPACES
+        if self._private():
+            return SHARED / "workspaces"
         return self.root / "workspaces"
 
     def fresh_workspace(self, run_id: str) -> Path:
         """The workspace folder made for a run that was not given one."""
         return self.fresh_workspaces / run_id
+
+    @property
+    def environments(self) -> Path:
+        """The built skill environments (`workbench.environments.store`).
+
+        Commands read them, so when the hardened posture's throwaway uid could not enter the
+        data folder (root's) they go under /var/tmp/skill-workbench instead, in a folder named
+        after the data folder (each data folder keeps its own).
+        """
+        if self._private():
+            digest = hashlib.sha256(os.fsencode(self.root.absolute())).hexdigest()[:12]
+            return SHARED / f"environments-{digest}"
+        return self.root / "environments"
+
+    def _private(self) -> bool:
+        """True when the app runs as root and other users cannot enter the data folder."""
+        return os.geteuid() == 0 and not can_reach(_existing(self.root), NOBODY, NOBODY)
 
 
 def _existing(path: Path) -> Path:

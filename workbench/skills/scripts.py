@@ -280,6 +280,50 @@ class _PythonScanner(ast.NodeVisitor):
         return ""
 
 
+@dataclass(frozen=True, slots=True)
+class PythonImport:
+    """One absolute import of a Python script: the dotted module, its 1-based line, and whether
+    it sits in a `try` that catches ImportError (the script runs without it)."""
+
+    module: str
+    line: int
+    optional: bool
+
+
+def python_imports(text: str) -> list[PythonImport]:
+    """The absolute imports of a Python script, from its syntax tree (relative imports, which
+    are the skill's own modules, are left out); [] when it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    guarded = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.Try) and any(map(_catches_import_error, block.handlers))
+        for statement in block.body
+        for node in ast.walk(statement)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module]
+        else:
+            continue
+        found += [PythonImport(name, node.lineno, id(node) in guarded) for name in modules]
+    return found
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    """True for `except:`, `except ImportError` and the like (tuples included)."""
+    kinds = handler.type
+    names = kinds.elts if isinstance(kinds, ast.Tuple) else [kinds]
+    wide = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+    return kinds is None or any(isinstance(n, ast.Name) and n.id in wide for n in names)
+
+
 def _is_outside_variable(name: object) -> TypeGuard[str]:
     """True for an environment variable name the workbench does not set itself."""
     return isinstance(name, str) and name not in _SAFE_VARS

@@ -21,7 +21,7 @@ from workbench.executors.types import (
 )
 from workbench.postures.model import Posture, PostureId
 from workbench.runs.history import RunHistory
-from workbench.runs.layout import SHARED_WORKSPACES, DataLayout
+from workbench.runs.layout import SHARED, DataLayout
 from workbench.runs.record import RunState
 from workbench.runs.service import RunPlan, RunService
 from workbench.runs.undo import restore_run
@@ -207,6 +207,6 @@ def test_fresh_workspaces_stay_reachable_for_the_hardened_posture_as_root() -> N
         in_open = DataLayout(Path(base) / "data").fresh_workspace("r2")
     assert in_open == Path(base) / "data" / "workspaces" / "r2"
     if os.geteuid() == 0:
-        assert in_private == SHARED_WORKSPACES / "r1"
+        assert in_private == SHARED / "workspaces" / "r1"
     else:
         assert in_private == private / "data" / "workspaces" / "r1"
