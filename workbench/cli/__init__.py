@@ -39,6 +39,7 @@ COMMANDS = (
     "gui",
     "bench",
     "image",
+    "env",
     "pool",
 )
 

@@ -22,6 +22,7 @@ from workbench.cli.run import (
     cancel_on_signals,
     command_argv,
     posture_from_args,
+    skill_environment,
     warn_posture,
 )
 from workbench.errors import PostureError, UsageError
@@ -74,8 +75,14 @@ def _compare(args: argparse.Namespace) -> int:
         warn_posture(posture)
     source = None if args.workspace is None else args.workspace.absolute()
     runs = tuple((posture, argv) for posture in postures)
-    request = CompareRequest(skill.name, skill.path, runs, source)
-    records = asyncio.run(_compare_with_signals(RunServices.open().runs, request))
+    services = RunServices.open()
+    environments = {
+        posture.id: found
+        for posture in postures
+        if (found := skill_environment(skill, posture, services.layout, args.no_env)) is not None
+    }
+    request = CompareRequest(skill.name, skill.path, runs, source, environments)
+    records = asyncio.run(_compare_with_signals(services.runs, request))
     rows = [compare_row(record) for record in records]
     if args.json:
         emit_json(

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.cli.output import emit_json, warn
-from workbench.cli.run import add_posture_options, posture_from_args
+from workbench.cli.run import add_posture_options, posture_from_args, skill_environment
 from workbench.errors import UsageError, WorkbenchError
 from workbench.executors.types import SessionSpec, new_run_id
 from workbench.postures.model import CONTAINER_POSTURES, PostureId
@@ -99,7 +99,10 @@ def _fill(args: argparse.Namespace) -> int:
             workspace.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise WorkbenchError(f"Cannot make the workspace {workspace}: {error}") from None
-    session = SessionSpec(skill.path, skill.name, workspace, layout.runs_root)
+    environment = skill_environment(skill, posture, layout, no_env=False)  # as `run` takes it
+    session = SessionSpec(
+        skill.path, skill.name, workspace, layout.runs_root, environment=environment
+    )
     pool = ContainerPool(layout.fresh_workspaces, owned=False)  # stays after we exit
 
     async def fill() -> None:

@@ -26,15 +26,24 @@ from workbench.errors import PostureError, UsageError, WorkbenchError
 from workbench.executors.bubblewrap.proxy import parse_host
 from workbench.executors.types import new_run_id
 from workbench.postures.description import assess
-from workbench.postures.model import Network, Posture, PostureId, Severity, parse_posture_id
+from workbench.postures.model import (
+    DEFAULT_IMAGE,
+    Network,
+    Posture,
+    PostureId,
+    Severity,
+    parse_posture_id,
+)
+from workbench.runs.layout import DataLayout
 from workbench.runs.record import network_line, plain_text, record_to_dict, to_jsonable
 from workbench.skills import default_roots, find_skill
 from workbench.workspace.changes import path_text
 
 if TYPE_CHECKING:  # imported when a run happens: they are heavy, and every command loads us
-    from workbench.executors.types import CancelToken, OutputChunk, RunResult
+    from workbench.executors.types import CancelToken, OutputChunk, RunResult, SkillEnvironment
     from workbench.runs.service import CompletedRun, RunPlan
     from workbench.runs.services import RunServices
+    from workbench.skills.model import Skill
 
 EXIT_TIMEOUT = 124
 EXIT_NOT_RUN = 125
@@ -72,8 +81,12 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """The options `run` and `compare` share: limits, network, --json and the command."""
+    """The options `run` and `compare` share: limits, network, image, environment, --json and
+    the command."""
     add_posture_options(parser)
+    parser.add_argument(
+        "--no-env", action="store_true", help="run without the skill's built environment"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND [ARG...]")
 
@@ -91,6 +104,9 @@ def add_posture_options(parser: argparse.ArgumentParser) -> None:
         metavar="HOST[:PORT]",
         help="bubblewrap: let the command reach this host (ports 80 and 443 without :PORT) "
         "through the workbench's logging proxy; repeatable",
+    )
+    parser.add_argument(
+        "--image", help=f"the image docker and gvisor run (default {DEFAULT_IMAGE})"
     )
 
 
@@ -110,7 +126,11 @@ def _run(args: argparse.Namespace) -> int:
     workspace = args.workspace or services.layout.fresh_workspace(run_id)
     if args.workspace is None:
         warn(f"workspace: {workspace} (a fresh folder; use --workspace DIR for your own)")
-    plan = RunPlan(skill.name, skill.path, posture, argv, workspace.absolute(), run_id=run_id)
+    environment = skill_environment(skill, posture, services.layout, args.no_env)
+    plan = RunPlan(
+        skill.name, skill.path, posture, argv, workspace.absolute(), run_id=run_id,
+        environment=environment,
+    )  # fmt: skip
     warn_posture(posture)
     try:
         done = asyncio.run(_run_with_signals(services, plan, live=not args.json))
@@ -123,6 +143,31 @@ def _run(args: argparse.Namespace) -> int:
     else:
         _summary(done)
     return exit_code(done.result)
+
+
+def skill_environment(
+    skill: "Skill", posture: Posture, layout: DataLayout, no_env: bool
+) -> "SkillEnvironment | None":
+    """The skill's built environment for `posture` (None with `--no-env`, or when it has
+    none), saying on stderr which one a run uses, or why it has none."""
+    from workbench.environments.resolve import for_run
+    from workbench.environments.store import EnvironmentStore
+
+    if no_env:
+        return None
+    try:
+        found, warning = for_run(skill, posture, EnvironmentStore(layout.environments))
+    except WorkbenchError as error:
+        warn(f"warning: running without the skill's environment: {error}")
+        return None
+    if warning:
+        warn(f"warning: {warning}")
+    if found is None:
+        return None
+    packages = ", ".join(found.installed + found.installed_node) or "no packages"
+    image = f"; image {found.image}" if found.image else ""
+    warn(f"environment: {found.env_id} ({packages}{image})")
+    return found.for_run()
 
 
 def command_argv(args: argparse.Namespace, name: str) -> tuple[str, ...]:
@@ -149,8 +194,9 @@ def warn_posture(posture: Posture) -> None:
 
 
 def posture_from_args(posture_id: PostureId, args: argparse.Namespace, name: str) -> Posture:
-    """`posture_id` with the limits, network and allowed hosts given by `add_run_options`'s
-    options (allowed hosts go to the bubblewrap posture only; `run` refuses them for another)."""
+    """`posture_id` with the limits, network, image and allowed hosts given by
+    `add_run_options`'s options (allowed hosts go to the bubblewrap posture only; `run` refuses
+    them for another)."""
     hosts = tuple(args.allow_host or ())
     if hosts and name == "run" and posture_id is not PostureId.BUBBLEWRAP:
         raise UsageError("workbench run: --allow-host works with --posture bubblewrap only")
@@ -163,6 +209,7 @@ def posture_from_args(posture_id: PostureId, args: argparse.Namespace, name: str
         posture_id,
         network=Network(args.network or Network.NONE),
         allow_hosts=hosts if posture_id is PostureId.BUBBLEWRAP else (),
+        image=args.image or DEFAULT_IMAGE,
     )
     limits = {
         name: value

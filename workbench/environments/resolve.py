@@ -68,20 +68,6 @@ def inputs_for(skill: Skill, target: Target, store: EnvironmentStore, needs: Nee
     )
 
 
-def edit(
-    skill: Skill,
-    store: EnvironmentStore,
-    python: tuple[str, ...] | None,
-    system: tuple[str, ...] | None = None,
-) -> None:
-    """Keep the user's requirements for `skill` (None: back to the skill's own)."""
-    store.update_skill_record(
-        skill.path,
-        python=None if python is None else list(python),
-        system=None if system is None else list(system),
-    )
-
-
 def status(skill: Skill, posture: Posture, store: EnvironmentStore) -> EnvStatus:
     """The skill's environment under `posture` (asks the image or interpreter its Python)."""
     needs = read_needs(skill)

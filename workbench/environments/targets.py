@@ -2,10 +2,11 @@
 
 A container posture runs the image's `python3`: the image is asked once per image id, in a
 throwaway container without network, and the answer is remembered in the environments folder's
-`targets.json`. A process posture runs the `python3` on the host's PATH, asked each time (a few
-milliseconds). QuickJS runs no Python and has no environment. The answer is a `Target`: Python
-version, machine and glibc (which wheels fit), and what the environment is built on (the image
-and its id, or the host interpreter and its exact version), which is part of the cache key.
+`targets.json`. A process posture runs the `python3` on the host's PATH (bubblewrap the system's
+/usr/bin/python3, the only one its sandbox holds), asked each time (a few milliseconds). QuickJS
+runs no Python and has no environment. The answer is a `Target`: Python version, machine and
+glibc (which wheels fit), and what the environment is built on (the image and its id, or the
+host interpreter and its exact version), which is part of the cache key.
 """
 
 import json
@@ -27,6 +28,7 @@ PROBE = (
     "platform.libc_ver()[1] or '-', sys.executable, sys.version.split()[0])"
 )
 PROBE_S = 60
+SYSTEM_PYTHON = "/usr/bin/python3"
 
 
 class TargetKind(StrEnum):
@@ -79,12 +81,17 @@ def target_for(posture: Posture, cache: Path) -> Target:
         raise EnvironmentBuildError(
             "The quickjs posture runs JavaScript in its own engine: it has no environment to build."
         )
-    return image_target(posture.image, cache) if kind is TargetKind.IMAGE else host_target()
+    if kind is TargetKind.IMAGE:
+        return image_target(posture.image, cache)
+    if posture.id is PostureId.BUBBLEWRAP and Path(SYSTEM_PYTHON).exists():
+        return host_target(SYSTEM_PYTHON)  # its sandbox binds the system's /usr, nothing else
+    return host_target()
 
 
-def host_target() -> Target:
-    """The `python3` on this computer's PATH, as the process postures run it."""
-    found = shutil.which("python3")
+def host_target(python: str = "python3") -> Target:
+    """`python` (by default the `python3` on this computer's PATH), as a process posture runs
+    it."""
+    found = shutil.which(python)
     if found is None:
         raise EnvironmentBuildError(
             "No python3 on this computer's PATH to build an environment for."

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from workbench.postures.containment import claims
 from workbench.postures.model import (
+    CONTAINER_POSTURES,
+    DEFAULT_IMAGE,
     DEFAULT_LIMITS,
     MIB,
     STRENGTH_ORDER,
@@ -161,6 +163,12 @@ def assess(posture: Posture) -> list[PostureWarning]:
                 Severity.INFO, f"Its private /tmp and /dev/shm hold up to {tmp} each, in memory."
             )
         )
+    if posture.id in CONTAINER_POSTURES and posture.image != DEFAULT_IMAGE:
+        text = (
+            f"Runs the image {posture.image}, not the workbench's sandbox image: it holds what "
+            "its maker put in it (the container's controls are the same)."
+        )
+        warnings.append(PostureWarning(Severity.CAUTION, text, True))
     extra = ("disk_bytes",) if posture.id is PostureId.BUBBLEWRAP else ()
     warnings += _loosened_limits(posture.limits, extra)
     return list(dict.fromkeys(warnings))

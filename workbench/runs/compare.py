@@ -12,11 +12,11 @@ import asyncio
 import shlex
 import shutil
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.errors import UsageError, WorkbenchError, WorkspaceError
-from workbench.executors.types import CancelToken, OutputChunk, new_run_id
+from workbench.executors.types import CancelToken, OutputChunk, SkillEnvironment, new_run_id
 from workbench.postures.model import STRENGTH_ORDER, Posture, PostureId
 from workbench.runs.record import RunRecord
 from workbench.runs.service import RunPlan, RunService
@@ -32,6 +32,8 @@ class CompareRequest:
     """Each posture, in order, with the argv it runs."""
     source: Path | None = None
     """The workspace each run starts from a copy of; None: each starts empty."""
+    environments: dict[PostureId, SkillEnvironment] = field(default_factory=dict)
+    """The skill's environment under each posture that has one built."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,9 +105,11 @@ async def run_compare(
         workspace = service.layout.fresh_workspace(run_id)
         if request.source is not None:
             await asyncio.to_thread(_copy_workspace, request.source, workspace, service)
+        environment = request.environments.get(posture.id)
         plan = RunPlan(
-            request.skill_name, request.skill_dir, posture, argv, workspace, run_id=run_id
-        )
+            request.skill_name, request.skill_dir, posture, argv, workspace, run_id=run_id,
+            environment=environment,
+        )  # fmt: skip
         try:
             record = (await service.run_once(plan, _ignore_output, cancel)).record
         except WorkbenchError:

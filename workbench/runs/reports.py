@@ -136,6 +136,9 @@ def _card_section(result: dict[str, Any]) -> _Section:
     section.rows += [("network", reach), ("run as", card.get("run_as") or "-")]
     if card.get("started"):
         section.rows.append(("started", card["started"]))
+    section.rows.append(("Skill environment", card.get("environment") or "none"))
+    if card.get("image_id"):
+        section.rows.append(("Image id", card["image_id"]))
     section.rows.append(("Environment kept", ", ".join(card.get("env_kept", [])) or "-"))
     section.rows.append(("Environment dropped", ", ".join(card.get("env_dropped", [])) or "-"))
     section.lines = [f"{'held' if ok else 'NOT HELD'}: {name}" for name, ok in card["checks"]]

@@ -3,7 +3,8 @@
 `run_once` records the run as started, snapshots the workspace (keeping a copy of every file
 for restore; hashes are reused from the last run in the same workspace where a file's stat is
 unchanged), starts an executor, runs the command, always stops the executor, snapshots the
-workspace again, diffs the two into the result's `changes` and records the finished run.
+workspace again, diffs the two into the result's `changes` and records the finished run (a
+failure whose stderr shows a missing dependency gets a cause that says so).
 Blocking work (hashing, copying, sqlite) runs in threads, so the GUI's loop stays responsive.
 If the workbench itself fails (a `WorkbenchError`, e.g. the executor cannot start) the record
 is completed with status `error` and the error is raised; if the task is cancelled the record
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from workbench.environments.diagnosis import missing_dependency
 from workbench.errors import WorkbenchError, WorkspaceError
 from workbench.executors.contract import Executor
 from workbench.executors.types import (
@@ -26,6 +28,7 @@ from workbench.executors.types import (
     RunResult,
     RunStatus,
     SessionSpec,
+    SkillEnvironment,
     new_run_id,
 )
 from workbench.monitor.sample import ResourceSample
@@ -48,7 +51,8 @@ ExecutorFactory = Callable[[Posture], Executor]
 
 @dataclass(frozen=True, slots=True)
 class RunPlan:
-    """What to run: a skill's command under a posture, in a workspace folder."""
+    """What to run: a skill's command under a posture, in a workspace folder, with the skill's
+    environment when it has one (`workbench.environments`)."""
 
     skill_name: str
     skill_dir: Path
@@ -57,6 +61,7 @@ class RunPlan:
     workspace: Path
     env: dict[str, str] = field(default_factory=dict)
     run_id: str = field(default_factory=new_run_id)
+    environment: SkillEnvironment | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +92,12 @@ class RunService:
         workspace = plan.workspace.absolute()
         exclude = self._data_folder_inside(workspace)
         return SessionSpec(
-            plan.skill_dir, plan.skill_name, workspace, self.layout.runs_root, exclude
+            plan.skill_dir,
+            plan.skill_name,
+            workspace,
+            self.layout.runs_root,
+            exclude,
+            environment=plan.environment,
         )
 
     async def run_once(
@@ -116,6 +126,7 @@ class RunService:
             raise
         result = replace(
             result,
+            cause=_cause(result, plan),
             changes=diff_snapshots(before, after),
             warnings=result.warnings or tuple(assess(plan.posture)),
         )
@@ -207,3 +218,13 @@ class RunService:
             return await executor.run(request, sink, cancel)
         finally:
             await executor.stop()
+
+
+def _cause(result: RunResult, plan: RunPlan) -> str:
+    """The result's cause, or for a failed run whose stderr shows a dependency its environment
+    lacks, the sentence that says so (`environments.diagnosis`)."""
+    if result.status is not RunStatus.FAILED:
+        return result.cause
+    posture = plan.posture.id.value
+    missing = missing_dependency(result.stderr.text, plan.skill_name, posture)
+    return f"{result.cause}: {missing}" if missing else result.cause

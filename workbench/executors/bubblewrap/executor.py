@@ -241,7 +241,7 @@ class BubblewrapExecutor(SubprocessExecutor):
             name: proxy_url for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
         }
         fixed = {
-            **context.command_env(),
+            **context.command_env(context.request.env),
             "HOME": str(HOME),
             "TMPDIR": "/tmp",
             **(proxy_env if allow.entries else {}),
@@ -257,7 +257,10 @@ class BubblewrapExecutor(SubprocessExecutor):
         seccomp_fd = _filled_pipe(seccomp)
         channel, inside = socket.socketpair() if allow.entries else (None, None)
         inside_fd = inside.detach() if inside is not None else None
-        spec = SandboxSpec(session.skill_dir, session.workspace, limits.disk_bytes, seccomp_fd)
+        environment = () if session.environment is None else (session.environment.root,)
+        spec = SandboxSpec(
+            session.skill_dir, session.workspace, limits.disk_bytes, seccomp_fd, environment
+        )
         loader = loader_argv(status_write, rlimits(limits), landlock_rules(spec), inside_fd)
         argv = (str(self._bwrap.path), *bwrap_args(spec), "--", *loader, *context.request.argv)
         child_ends = (status_write, seccomp_fd, *(() if inside_fd is None else (inside_fd,)))

@@ -39,6 +39,7 @@ class SandboxSpec:
     workspace: Path
     tmp_bytes: int
     seccomp_fd: int
+    read_only: tuple[Path, ...] = ()  # more folders bound read-only (the skill's environment)
 
 
 def bwrap_args(spec: SandboxSpec, root: Path = Path("/")) -> list[str]:
@@ -58,6 +59,7 @@ def bwrap_args(spec: SandboxSpec, root: Path = Path("/")) -> list[str]:
     args += ["--size", str(spec.tmp_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
     args += ["--size", str(spec.tmp_bytes), "--tmpfs", "/tmp", "--dir", str(HOME)]
     binds = [(spec.workspace, "--bind"), (spec.skill_dir, "--ro-bind")]
+    binds += [(folder, "--ro-bind") for folder in spec.read_only]
     for folder, how in sorted(binds, key=lambda bind: len(bind[0].parts)):  # outer ones first
         args += [how, str(folder), str(folder)]
     args += ["--remount-ro", "/", "--chdir", str(spec.workspace)]

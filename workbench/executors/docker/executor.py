@@ -114,10 +114,10 @@ class DockerExecutor:
             raise ExecutorError(f"The Docker engine failed to answer: {error}") from error
         if refusal:  # e.g. gVisor asked for a network its runtime cannot give
             raise ExecutorError(refusal)
+        self._spec = session
         self._session = await self._local_session(session) or await self._copied_session(session)
         self._card = self._read_card(self._session)
         self._in_flight.reopen()
-        self._spec = session
         if self._files is None and os.geteuid() == 0 and not self.posture.run_as_root:
             loan = FolderLoan(session.workspace, CONTAINER_UID, CONTAINER_UID)
             self._loan = SharedLoan(loan)
@@ -202,6 +202,8 @@ class DockerExecutor:
     def _read_card(self, session: DockerSession) -> PostureCard:
         """The effective posture card, and whether the container came warm from the pool."""
         card = posture_card(self.posture, session.attrs, self.runtime)
+        environment = self._spec.environment if self._spec and self._files is None else None
+        card = replace(card, environment=environment.env_id if environment else "")
         how = (
             "Warm container from the pool (never used, checked clean)"
             if self.warm

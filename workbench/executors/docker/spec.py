@@ -3,16 +3,19 @@
 `container_options()` turns a typed `Posture` and a `SessionSpec` into the keyword arguments
 of docker-py's `containers.create`, with every control at its safe setting unless the posture
 loosens it. On an engine that sees this machine's files the skill folder (read-only) and the
-workspace are bind-mounted; on one that does not (`copied`), they are two volumes the session
-owns (named after it, labelled with it), which `remote` fills and empties. `posture_card()`
-reads the container's inspect data back into a CIS-style checklist of (control, held) pairs,
-so the card shows what the engine applied, not what was asked for, and where the engine is
-("Engine on this machine" / "Remote engine: files are copied"). The process limit is the pids
-cgroup under runc and RLIMIT_NPROC under gVisor (`_process_limit`). `network_refusal()` says
-when the engine's runtime cannot give the network a posture asks for.
+workspace are bind-mounted, and so is a skill environment (read-only at /opt/skill-env, with
+PYTHONPATH and NODE_PATH pointing into it, its image with its Debian packages replacing the
+posture's); on one that does not (`copied`), the skill and workspace are two volumes the session
+owns (named after it, labelled with it), which `remote` fills and empties, and no environment is
+mounted. `posture_card()` reads the container's inspect data back into a CIS-style checklist of
+(control, held) pairs, so the card shows what the engine applied, not what was asked for, and
+where the engine is ("Engine on this machine" / "Remote engine: files are copied"). The process
+limit is the pids cgroup under runc and RLIMIT_NPROC under gVisor (`_process_limit`).
+`network_refusal()` says when the engine's runtime cannot give the network a posture asks for.
 """
 
 import os
+from pathlib import PurePosixPath
 from typing import Any
 
 import docker
@@ -27,6 +30,7 @@ LABEL_SESSION = "org.skill-workbench.session"
 LABEL_SKILL = "org.skill-workbench.skill"
 SKILLS_MOUNT = "/mnt/skills"
 WORKSPACE_MOUNT = "/workspace"
+ENVIRONMENT_MOUNT = PurePosixPath("/opt/skill-env")
 TMPFS_OPTIONS = "rw,nosuid,nodev,size=64m"
 CONTAINER_UID = 1000
 NPROC = "nproc"
@@ -88,8 +92,10 @@ def container_options(
     `copied`, the skill and the workspace are the session's volumes, not bind mounts."""
     limits = posture.limits
     labels = {LABEL_APP: "1", LABEL_SESSION: session_id, LABEL_SKILL: session.skill_name}
+    environment = None if copied else session.environment
     return {
-        "image": posture.image,
+        "image": environment.image if environment and environment.image else posture.image,
+        "environment": environment.variables(ENVIRONMENT_MOUNT, {}) if environment else {},
         "command": ["sh", "-c", SUPERVISOR_SCRIPT, SUPERVISOR_NAME],
         "init": True,
         "runtime": runtime,
@@ -119,6 +125,8 @@ def _folders(
             f"{session.skill_dir.resolve()}:{skill_mount(session)}:ro",
             f"{session.workspace.resolve()}:{WORKSPACE_MOUNT}:rw",
         ]
+        if session.environment is not None:
+            folders.append(f"{session.environment.root.resolve()}:{ENVIRONMENT_MOUNT}:ro")
         return {"volumes": [*folders, *posture.extra_mounts]}
     skill = volume_name(session_id, "skill")
     workspace = volume_name(session_id, "workspace")
@@ -206,9 +214,21 @@ def posture_card(posture: Posture, attrs: dict[str, Any], runtime: str) -> Postu
         ("No devices, not privileged", not host.get("Devices") and not host.get("Privileged")),
         ("Skill folder mounted read-only", skill.get("RW") is False),
         (COPIED if copied else LOCAL, True),
+        *_environment_check(mounts),
         _runtime_check(str(host.get("Runtime") or ""), runtime),
     )
-    return PostureCard(posture=posture, checks=checks, run_as=user)
+    return PostureCard(
+        posture=posture, checks=checks, run_as=user, image_id=str(attrs.get("Image") or "")
+    )
+
+
+def _environment_check(mounts: list[dict[str, Any]]) -> list[tuple[str, bool]]:
+    """A row for the skill environment's mount, when there is one."""
+    found = [mount for mount in mounts if mount.get("Destination") == str(ENVIRONMENT_MOUNT)]
+    return [
+        (f"Skill environment mounted read-only at {ENVIRONMENT_MOUNT}", m.get("RW") is False)
+        for m in found
+    ]
 
 
 def _cpu_label(cpus: float) -> str:

@@ -210,7 +210,7 @@ class HardenedExecutor(SubprocessExecutor):
             problem := await _lend_private(folder, run_uid, self._workspace_loan)
         ):
             return problem
-        fixed = {**context.command_env(), "HOME": str(home), "TMPDIR": str(tmp)}
+        fixed = context.command_env(context.request.env) | {"HOME": str(home), "TMPDIR": str(tmp)}
         app_env = {name: v for name, v in os.environ.items() if name != APP_MARK_ENV}
         env = scrub_env(self.posture, app_env, context.request.env, fixed)
         limits = self.posture.limits

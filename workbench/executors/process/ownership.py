@@ -116,10 +116,12 @@ def can_reach(path: Path, uid: int, gid: int, need_read: bool = False) -> bool:
 
 def unreachable(session: SessionSpec, run_uid: int, posture: str) -> str:
     """Why `run_uid`, the throwaway user `posture` runs commands as, cannot reach the session's
-    workspace or skill folder; "" when it can."""
+    workspace, skill folder or skill environment; "" when it can."""
+    environment = () if session.environment is None else (session.environment.root,)
     for path, what, read in (
         (session.workspace, "workspace", False),
         (session.skill_dir, "skill folder", True),
+        *((root, "skill environment", True) for root in environment),
     ):
         if not can_reach(path, run_uid, run_uid, read):
             return (

@@ -9,8 +9,8 @@ finish as cancelled) and waits for their kill to complete.
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +48,14 @@ class RunContext:
     session: SessionSpec
     request: RunRequest
 
-    def command_env(self) -> dict[str, str]:
-        """The variables every executor sets for the command."""
+    def command_env(self, base: Mapping[str, str]) -> dict[str, str]:
+        """The variables every executor sets for the command: SKILL_DIR, WORKSPACE, and the
+        skill environment's PYTHONPATH and NODE_PATH, ahead of those in `base`."""
+        environment = self.session.environment
         return {
             "SKILL_DIR": str(self.session.skill_dir),
             "WORKSPACE": str(self.session.workspace),
+            **(environment.variables(environment.root, base) if environment else {}),
         }
 
 
@@ -167,6 +170,8 @@ class SubprocessExecutor(ABC):
             status, cause = RunStatus.ERROR, launch_error
         warnings += left_behind_warnings(outcome.kill.signalled, status) + prepared.notes
         rc = outcome.returncode
+        environment = context.session.environment
+        card = replace(prepared.card, environment=environment.env_id if environment else "")
         return RunResult(
             run_id=context.run_id,
             status=status,
@@ -179,7 +184,7 @@ class SubprocessExecutor(ABC):
             peak_processes=outcome.peak_processes,
             stdout=outcome.stdout,
             stderr=outcome.stderr,
-            card=prepared.card,
+            card=card,
             warnings=warnings,
             leftover_processes=outcome.kill.leftover,
             samples=outcome.samples,

@@ -133,7 +133,7 @@ class QuickJsExecutor(SubprocessExecutor):
                 "fetch": fetch,
             },
         }
-        env = context.command_env()
+        env = context.command_env({})
         checks = [
             (f"QuickJS memory limit {format_bytes(limits.memory_bytes)}", True),
             (f"QuickJS stack limit {format_bytes(STACK_LIMIT_BYTES)}", True),
