@@ -18,6 +18,7 @@ import io
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from collections import deque
@@ -227,17 +228,21 @@ def _run_tool(what: str, argv: list[str], step: _StepProgress) -> None:
         except BaseException:
             tool.kill()
             raise
+    if tool.returncode < 0:  # e.g. SIGXFSZ: a file size limit
+        name = signal.Signals(-tool.returncode).name
+        raise EnvironmentBuildError(f"{what} failed: {argv[0]} was killed by {name}")
     if tool.returncode != 0:
         raise EnvironmentBuildError(f"{what} failed: {_said(kept, tool.returncode)}")
 
 
 def _said(lines: deque[str], code: int) -> str:
-    """A tool's error in one line: its error lines (uv's tree marks dropped), else its last."""
-    marks = "×╰─▶│ \t"
-    errors = [line.strip(marks) for line in lines if line[:1] in "×╰│" or "error" in line.lower()]
-    text = " ".join(errors or list(lines)[-3:]) or f"it exited with code {code}"
+    """A tool's error in one line: its `error:` and `cause:` lines (uv's, apt's `E:`), else its
+    last lines."""
+    marks = re.compile(r"^(?:error|cause|E|npm (?:ERR!|error)|×|╰─▶|│)[:\s]+", re.IGNORECASE)
+    said = [marks.sub("", line) for line in lines if marks.match(line)]
+    text = ": ".join(said or list(lines)[-3:]) or f"it exited with code {code}"
     text = re.sub(r"\s+", " ", text).strip()
-    return text if len(text) <= 400 else text[:397] + "..."
+    return text if len(text) <= 500 else text[:497] + "..."
 
 
 def _build_image(inputs: Inputs, tag: str, env_id: str, step: _StepProgress) -> str:
