@@ -231,6 +231,7 @@ def test_the_banner_and_the_card_of_a_killed_run(qtbot: Any) -> None:
         "✗  CPU share 1 core(s) (needs a cgroup)",
     ]
     assert items(view.tree)[1].text(0) == "Ran as: uid 61234 (throwaway)"
-    dropped = items(view.tree)[3]
+    assert items(view.tree)[2].text(0) == "Skill environment: none"
+    dropped = items(view.tree)[4]
     assert dropped.text(0).endswith(": 2")
     assert items(dropped)[1].text(0) == "<b>X</b>"

@@ -41,7 +41,9 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
         "--during", type=float, metavar="S", help="shoot S seconds into the run, not after it"
     )
     scene.add_argument(
-        "--view", choices=("run", "history", "compare", "lab"), help="page to show (default run)"
+        "--view",
+        choices=("run", "history", "compare", "lab", "environment"),
+        help="page to show (default run; environment: the run with the skill's Environment tab)",
     )
     parser.set_defaults(handler=_gui)
 

@@ -84,11 +84,20 @@ class Needs:
         return tuple(item.distribution for item in self.inferred if not item.optional)
 
     @property
+    def library_packages(self) -> tuple[tuple[str, str], ...]:
+        """(distribution, Debian package) for each library to build that runs a program of a
+        Debian package (pdf2image runs poppler-utils' pdftoppm)."""
+        return tuple(
+            (requirement_name(requirement), package)
+            for requirement in self.python
+            for package in LIBRARY_PACKAGES.get(canonical(requirement_name(requirement)), ())
+        )
+
+    @property
     def system(self) -> tuple[str, ...]:
         """The Debian packages the image needs added: for the tools, and for the libraries."""
         packages = {tool.package for tool in self.tools}
-        for requirement in self.python:
-            packages.update(LIBRARY_PACKAGES.get(canonical(requirement_name(requirement)), ()))
+        packages.update(package for _, package in self.library_packages)
         return tuple(sorted(packages))
 
 

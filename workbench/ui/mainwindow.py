@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.ansi import reveal_bidi
+from workbench.environments.store import EnvironmentStore
 from workbench.postures.model import PostureId
 from workbench.runs.service import CompletedRun
 from workbench.skills import Skill
@@ -70,6 +71,7 @@ class MainWindow(QMainWindow):
         self.message_bar = MessageBar(self)
         self.browser = SkillBrowser(self)
         self.view = SkillView(self)
+        self.view.environment.set_store(EnvironmentStore(services.runs.layout.environments))
         self.editor = SkillEditor(self)
         self.view.tabs().insertTab(1, self.editor, "Edit")
         self.run_panel = RunPanel(services.runs, settings, self)
@@ -157,6 +159,7 @@ class MainWindow(QMainWindow):
             self.history.tasks,
             self.compare.tasks,
             self.lab.tasks,
+            self.view.environment.tasks,
         ):
             tasks.failed.connect(self.message_bar.show_error)
         self.browser.skill_gone.connect(self.message_bar.show_error)
@@ -255,6 +258,7 @@ class MainWindow(QMainWindow):
         )
         await self.history.shutdown()
         await self.postures.shutdown()
+        await self.view.environment.tasks.close()
         await self.authoring.tasks.close()
         await self.tasks.close()
 
@@ -381,6 +385,7 @@ class MainWindow(QMainWindow):
     def on_postures_posture_changed(self, posture_id: PostureId) -> None:
         self.run_panel.set_posture(posture_id)
         self.status_line.show_posture(posture_id)
+        self.view.environment.set_posture(self.run_panel.limits.posture(posture_id))
         self._prime_pool()
 
     # Internals --------------------------------------------------------------------------

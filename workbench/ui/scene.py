@@ -29,7 +29,8 @@ class Scene:
     memory_mib: int | None = None
     show: str = "output"
     during_s: float | None = None
-    view: str = "run"  # or "history" (the run selected), "compare" or "lab" (their results)
+    view: str = "run"  # or "history" (the run selected), "compare", "lab" (their results) or
+    # "environment" (the run, with the skill's Environment tab on show)
     allow_hosts: tuple[str, ...] = ()  # bubblewrap's allowed hosts
 
 
@@ -49,6 +50,8 @@ async def stage(window: MainWindow, scene: Scene) -> None:
     panel = window.run_panel
     if scene.posture is not None:
         _choose(window, scene.posture)
+    if scene.view == "environment":
+        window.view.tabs().setCurrentWidget(window.view.environment)
     if scene.command is not None:
         panel.command.setText(scene.command)
         panel.command.setCursorPosition(0)
@@ -64,6 +67,12 @@ async def stage(window: MainWindow, scene: Scene) -> None:
         await task
         await panel.changes.settle()
     panel.tabs.setCurrentIndex(TABS[scene.show])
+    if scene.view == "environment":
+        window.view.environment.refresh()  # after the run: what it ran with
+        for _ in range(100):
+            if window.view.environment.status() is not None:
+                break
+            await asyncio.sleep(0.1)
     if scene.view == "history" and panel.last_run is not None:
         window.pages.setCurrentWidget(window.history)
         await window.history.show_run(panel.last_run.record.run_id)

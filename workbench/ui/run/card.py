@@ -51,6 +51,9 @@ class CardView(QWidget):
         if card.started:
             self._section(f"Started: {card.started}")
         self._section(f"Ran as: {card.run_as or 'not known'}")
+        self._section(f"Skill environment: {card.environment or 'none'}")
+        if card.image_id:
+            self._section(f"Image: {card.image_id}")
         for title, names in (
             ("Environment kept", card.env_kept),
             ("Environment dropped (looked like secrets or not allowed)", card.env_dropped),

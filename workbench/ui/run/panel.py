@@ -2,15 +2,17 @@
 
 `RunPanel` holds the command field (the skill's suggested command and its history), the limits
 (`LimitControls`) and workspace (`WorkspaceChoice`); Run (Ctrl+Return) runs the command through the
-run service, and while it runs the panel shows the countdown, live output (`OutputView`), the
-process tree (`ProcessTreeView`) and charts, then the outcome banner, the workspace changes with
-Restore and the effective posture card, under a line naming the run they belong to. Stop is Ctrl+.;
-nothing here blocks the event loop.
+run service with the skill's built environment for the posture (looked up before each run; a
+missing or out-of-date one is said in the banner), and while it runs the panel shows the
+countdown, live output (`OutputView`), the process tree (`ProcessTreeView`) and charts, then the
+outcome banner, the workspace changes with Restore and the effective posture card, under a line
+naming the run they belong to. Stop is Ctrl+.; nothing here blocks the event loop.
 """
 
 import asyncio
 import shlex
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, QStringListModel, Qt, QTimer, Signal
@@ -26,6 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.environments.resolve import for_run
+from workbench.environments.store import EnvironmentStore
 from workbench.errors import UsageError, WorkbenchError
 from workbench.executors.types import CancelToken, new_run_id
 from workbench.monitor.sample import ResourceSample
@@ -305,6 +309,7 @@ class RunPanel(QWidget):
         self.on_countdown_timer_timeout()
         try:
             plan = _plan(skill, posture, text, folder, self._service)
+            plan = await self._with_environment(plan, skill)
             self.changes.watch(plan.workspace)
             done = await self._service.run_once(
                 plan, self.output.append, cancel, self._add_sample, self._show_progress
@@ -321,6 +326,18 @@ class RunPanel(QWidget):
             self._countdown_timer.stop()
             self.countdown.setText("")
             self.output.finish()
+
+    async def _with_environment(self, plan: RunPlan, skill: Skill) -> RunPlan:
+        """`plan` with the skill's built environment for its posture; what is missing or out
+        of date is said in the banner while the run goes on."""
+        store = EnvironmentStore(self._service.layout.environments)
+        try:
+            found, warning = await asyncio.to_thread(for_run, skill, plan.posture, store)
+        except WorkbenchError as error:
+            found, warning = None, f"running without the skill's environment: {error}"
+        if warning:
+            self.banner.show_message(self.banner.sentence.text(), "muted", warning)
+        return replace(plan, environment=found.for_run() if found else None)
 
     def _show_result(self, done: CompletedRun) -> None:
         result = done.result

@@ -1,5 +1,6 @@
-"""The skill view: one skill's header, SKILL.md body, front matter, diagnostics, files and the
-capability preview (a prediction from a static read, labelled as such, never a security control).
+"""The skill view: one skill's header, SKILL.md body, front matter, diagnostics, files, the
+capability preview (a prediction from a static read, labelled as such, never a security control)
+and its environment (`EnvironmentPanel`).
 
 Everything shown here comes from the skill's own files and is untrusted. Labels are plain
 text, the body is rendered as Markdown with HTML turned off, links are never opened and
@@ -33,6 +34,7 @@ from workbench.skills import Skill
 from workbench.skills.diagnostics import UNREADABLE_FRONT_MATTER
 from workbench.ui.common.text import badge_text, diagnostic_counts, plural, tooltip
 from workbench.ui.common.widgets import plain_label, set_status
+from workbench.ui.skills.environment import EnvironmentPanel
 from workbench.ui.skills.files import FileBrowser
 from workbench.ui.theme import icon
 
@@ -110,7 +112,7 @@ class ElidedLabel(QLabel):
 
 
 class SkillView(QWidget):
-    """Everything about one skill, in a header and four tabs.
+    """Everything about one skill, in a header and tabs (the last: its environment).
 
     Signals:
         status_message(str): a short message for the status bar.
@@ -189,6 +191,8 @@ class SkillView(QWidget):
         self._tabs.addTab(self._diagnostics_page, "Diagnostics")
         self._tabs.addTab(self._files, "Files")
         self._tabs.addTab(self._capabilities_page, "Capabilities")
+        self.environment = EnvironmentPanel(self)
+        self._tabs.addTab(self.environment, "Environment")
 
         self._placeholder = plain_label("Select a skill to see its instructions and files.", self)
         self._placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -235,6 +239,7 @@ class SkillView(QWidget):
         self._tabs.setVisible(has_skill)
         self._placeholder.setVisible(not has_skill)
         self._files.show_skill(skill)
+        self.environment.show_skill(skill)
         if skill is None:
             return
         self._name.set_full_text(reveal_bidi(skill.name))
