@@ -110,6 +110,7 @@ def _refill_detached(plan: RunPlan, size: int, fresh: bool) -> None:
     argv += ["--posture", plan.posture.id.value, "--network", plan.posture.network.value]
     argv += ["--timeout", repr(limits.timeout_s), "--memory", str(limits.memory_bytes)]
     argv += ["--cpus", repr(limits.cpus), "--pids", str(limits.pids), "--size", str(size)]
+    argv += ["--image", plan.posture.image]
     null = (os.devnull, os.O_RDWR, 0)
     files = [(os.POSIX_SPAWN_OPEN, fd, *null) for fd in (0, 1, 2)]
     with contextlib.suppress(OSError):  # no refill: the next run starts cold
