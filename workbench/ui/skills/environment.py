@@ -316,6 +316,7 @@ class EnvironmentPanel(QWidget):
         self.progress.setRange(0, 1)
         self.progress.setValue(1 if found.state is EnvState.BUILT else 0)
         self.message.setText(_details(found))
+        self.message.setToolTip(tooltip(_everything(found)))
         set_status(self.message, "muted" if found.state is EnvState.BUILT else "warning")
         if found.state is EnvState.NOT_NEEDED:
             set_status(self.message, "muted")
@@ -382,7 +383,9 @@ def _details(found: EnvStatus) -> str:
             "Not built: runs will lack these packages. Build installs them once; runs reuse them."
         )
     assert environment is not None
-    installed = ", ".join(environment.installed + environment.installed_node) or "nothing"
+    installed = environment.installed + environment.installed_node
+    shown = ", ".join(installed[:3]) + (", …" if len(installed) > 3 else "")
+    packages = f"{len(installed)} packages ({shown})" if installed else "no packages"
     image = f" · image {environment.image}" if environment.image else ""
     lead = (
         "Out of date (the requirements, the image or its Python changed): runs use the old one "
@@ -391,4 +394,14 @@ def _details(found: EnvStatus) -> str:
         else ""
     )
     notes = "".join(f" {note}" for note in environment.notes)
-    return f"{lead}Environment {environment.env_id}: {installed}{image} · {environment.path}{notes}"
+    return f"{lead}Environment {environment.env_id}: {packages}{image}{notes}"
+
+
+def _everything(found: EnvStatus) -> str:
+    """The details' tool tip: every installed package and where the environment is."""
+    environment = found.environment
+    if environment is None:
+        return ""
+    installed = "\n".join(environment.installed + environment.installed_node)
+    image = f"\nimage {environment.image} ({environment.image_id})" if environment.image else ""
+    return f"{environment.path}{image}\n{installed}"
