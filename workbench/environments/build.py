@@ -180,7 +180,7 @@ def _install_python(inputs: Inputs, folder: Path, step: _StepProgress) -> tuple[
         else ["--python", target.interpreter]
     )
     argv = [
-        find_uv_bin(), "pip", "install", "--no-config", "--only-binary", ":all:",
+        _uv(), "pip", "install", "--no-config", "--only-binary", ":all:",
         "--target", str(folder), *where, "-r", str(requirements),
     ]  # fmt: skip
     _run_tool("installing the Python packages (uv)", argv, step)
@@ -188,6 +188,20 @@ def _install_python(inputs: Inputs, folder: Path, step: _StepProgress) -> tuple[
         f"{dist.metadata['Name']} {dist.version}" for dist in distributions(path=[str(folder)])
     }
     return tuple(sorted(found, key=str.lower))
+
+
+def _uv() -> str:
+    """The uv binary of the `uv` package (or, failing that, one on PATH)."""
+    try:
+        return find_uv_bin()
+    except FileNotFoundError:  # e.g. a frozen build, whose scripts folder holds no uv
+        found = shutil.which("uv")
+        if found is None:
+            raise EnvironmentBuildError(
+                "Building Python packages needs uv, which this installation lacks "
+                "(pip install uv, or put uv on PATH)."
+            ) from None
+        return found
 
 
 def _install_node(inputs: Inputs, folder: Path, step: _StepProgress) -> tuple[str, ...]:
