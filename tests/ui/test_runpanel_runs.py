@@ -77,12 +77,13 @@ def test_a_run_shows_samples_output_outcome_changes_diff_and_card(
 
     panel.tabs.setCurrentIndex(CARD_TAB)
     card = panel.card_view
-    assert card.tree.topLevelItemCount() == 4
+    assert card.tree.topLevelItemCount() == 5
+    assert items(card.tree)[2].text(0) == "Skill environment: none"
     if posture is PostureId.HARDENED:
         assert "Hardened local" in card.heading.text()
         texts = [check.text(0) for check in items(items(card.tree)[0])]
         assert any("RLIMIT_AS" in text and text.startswith("✓") for text in texts), texts
-        dropped = items(card.tree)[3].text(0)
+        dropped = items(card.tree)[4].text(0)
         assert dropped.startswith("Environment dropped")
 
     workspace = panel.last_run.record.workspace if panel.last_run else None

@@ -138,6 +138,7 @@ class EnvironmentPanel(QWidget):
             grows.setMinimumHeight(48)
         # Scrolled when the tab is short, so the panel never makes the window taller.
         scroll = QScrollArea(self)
+        scroll.setAccessibleName("Skill environment")
         scroll.setWidget(body)
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
