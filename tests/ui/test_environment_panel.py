@@ -25,8 +25,12 @@ def environments(services: Services) -> Iterator[Path]:
 
 
 async def settled(window: MainWindow, state: EnvState | None = None) -> None:
+    """Wait until the panel shows a state (`state`, when given); the caller's timeout bounds it."""
     panel = window.view.environment
-    while (found := panel.status()) is None or (state is not None and found.state is not state):
+    for _ in range(1000):
+        found = panel.status()
+        if found is not None and (state is None or found.state is state):
+            return
         await asyncio.sleep(0.05)
 
 

@@ -35,7 +35,8 @@ from workbench.environments.resolve import EnvState, EnvStatus, status
 from workbench.environments.store import EnvironmentStore
 from workbench.environments.targets import target_kind
 from workbench.errors import WorkbenchError
-from workbench.postures.model import POSTURE_INFO, Posture, PostureId
+from workbench.postures.description import POSTURE_INFO
+from workbench.postures.model import Posture, PostureId
 from workbench.skills import Skill
 from workbench.ui.common.tasks import Tasks
 from workbench.ui.common.text import tooltip
