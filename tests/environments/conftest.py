@@ -86,7 +86,7 @@ def built() -> Iterator[Built]:
     base.chmod(0o755)
     skill = load_skill(write_skill(base / "env-probe"))
     layout = DataLayout(base / "data")
-    store = EnvironmentStore(layout.environments)
+    store = layout.environment_store()
     try:
         yield Built(skill, store, layout)
     finally:

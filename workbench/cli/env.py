@@ -55,9 +55,8 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
 
 
 def _store() -> "EnvironmentStore":
-    from workbench.environments.store import EnvironmentStore
 
-    return EnvironmentStore(DataLayout.default().environments)
+    return DataLayout.default().environment_store()
 
 
 def _posture(args: argparse.Namespace) -> Posture:

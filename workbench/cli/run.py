@@ -151,12 +151,11 @@ def skill_environment(
     """The skill's built environment for `posture` (None with `--no-env`, or when it has
     none), saying on stderr which one a run uses, or why it has none."""
     from workbench.environments.resolve import for_run
-    from workbench.environments.store import EnvironmentStore
 
     if no_env:
         return None
     try:
-        found, warning = for_run(skill, posture, EnvironmentStore(layout.environments))
+        found, warning = for_run(skill, posture, layout.environment_store())
     except WorkbenchError as error:
         warn(f"warning: running without the skill's environment: {error}")
         return None

@@ -8,7 +8,7 @@ interrupted or failed build never leaves an environment, half or whole, and neve
 another; the next build removes the folders of builders that are gone. `skills/<key>.json`
 keeps, per skill folder, the requirements the user edited (when they did) and the last
 environment built for each target kind, which is how an environment that no longer matches its
-skill is found out of date. `targets.json` remembers each image's Python (`targets`).
+skill is found out of date. A `targets.json` remembers each image's Python (`targets`).
 """
 
 import contextlib
@@ -91,15 +91,12 @@ class Environment:
 
 
 class EnvironmentStore:
-    """The environments folder at `root` (see the module docstring)."""
+    """The environments folder at `root` (see the module docstring); `targets_cache` is where
+    the images' Python versions are remembered (by default in `root`)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, targets_cache: Path | None = None) -> None:
         self.root = root
-
-    @property
-    def targets_cache(self) -> Path:
-        """Where the images' Python versions are remembered."""
-        return self.root / "targets.json"
+        self.targets_cache = targets_cache or root / "targets.json"
 
     def get(self, env_id: str) -> Environment | None:
         """The complete environment `env_id`, or None."""

@@ -4,10 +4,14 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workbench.executors.process.ownership import can_reach
 from workbench.platform.paths import data_dir
 from workbench.workspace.blobs import BlobStore
+
+if TYPE_CHECKING:
+    from workbench.environments.store import EnvironmentStore
 
 BEFORE_SNAPSHOT = "workspace-before.json.gz"
 AFTER_SNAPSHOT = "workspace-after.json.gz"
@@ -75,6 +79,13 @@ class DataLayout:
             digest = hashlib.sha256(os.fsencode(self.root.absolute())).hexdigest()[:12]
             return SHARED / f"environments-{digest}"
         return self.root / "environments"
+
+    def environment_store(self) -> "EnvironmentStore":
+        """The store of `environments`; what each image's Python is is remembered in the data
+        folder itself (a look-up before a run writes nothing where environments live)."""
+        from workbench.environments.store import EnvironmentStore  # it imports docker-py
+
+        return EnvironmentStore(self.environments, self.root / "image-pythons.json")
 
     def _private(self) -> bool:
         """True when the app runs as root and other users cannot enter the data folder."""

@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.ansi import reveal_bidi
-from workbench.environments.store import EnvironmentStore
 from workbench.postures.model import PostureId
 from workbench.runs.service import CompletedRun
 from workbench.skills import Skill
@@ -71,7 +70,7 @@ class MainWindow(QMainWindow):
         self.message_bar = MessageBar(self)
         self.browser = SkillBrowser(self)
         self.view = SkillView(self)
-        self.view.environment.set_store(EnvironmentStore(services.runs.layout.environments))
+        self.view.environment.set_store(services.runs.layout.environment_store())
         self.editor = SkillEditor(self)
         self.view.tabs().insertTab(1, self.editor, "Edit")
         self.run_panel = RunPanel(services.runs, settings, self)

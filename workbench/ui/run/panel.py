@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.environments.resolve import for_run
-from workbench.environments.store import EnvironmentStore
 from workbench.errors import UsageError, WorkbenchError
 from workbench.executors.types import CancelToken, new_run_id
 from workbench.monitor.sample import ResourceSample
@@ -330,7 +329,7 @@ class RunPanel(QWidget):
     async def _with_environment(self, plan: RunPlan, skill: Skill) -> RunPlan:
         """`plan` with the skill's built environment for its posture; what is missing or out
         of date is said in the banner while the run goes on."""
-        store = EnvironmentStore(self._service.layout.environments)
+        store = self._service.layout.environment_store()
         try:
             found, warning = await asyncio.to_thread(for_run, skill, plan.posture, store)
         except WorkbenchError as error:
