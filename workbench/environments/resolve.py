@@ -7,16 +7,21 @@ need. `status(skill, posture, store)` compares that with what is stored: `built`
 environment of those inputs exists, `out of date` when only an older one of the skill does
 (its requirements, the image or the interpreter changed since), `missing` when none does, and
 `not needed` when the skill needs nothing beyond the image. A run takes the built environment,
-or the out-of-date one with a warning (`for_run`); a missing one is only a warning.
+or the out-of-date one with a warning (`for_run`); a missing one is only a warning; `built_for`
+is that for several postures at once (a comparison).
 """
 
+import contextlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
 from workbench.environments.needs import Needs, read_needs
 from workbench.environments.store import Environment, EnvironmentStore, Inputs
 from workbench.environments.targets import Target, TargetKind, target_for, target_kind
-from workbench.postures.model import Posture
+from workbench.errors import WorkbenchError
+from workbench.executors.types import SkillEnvironment
+from workbench.postures.model import Posture, PostureId
 from workbench.skills.model import Skill
 
 
@@ -103,3 +108,17 @@ def _same_base(environment: Environment, target: Target) -> bool:
     """An older environment stands for the skill on a target with the same image tag or
     interpreter path (what changed is its requirements or the base's id)."""
     return environment.inputs.target.base == target.base
+
+
+def built_for(
+    skill: Skill, postures: Iterable[Posture], store: EnvironmentStore
+) -> dict[PostureId, SkillEnvironment]:
+    """The environment a run of `skill` uses under each of `postures` that has one (a posture
+    whose Python cannot be asked gets none: its run says what it lacks)."""
+    found: dict[PostureId, SkillEnvironment] = {}
+    for posture in postures:
+        with contextlib.suppress(WorkbenchError):
+            environment, _ = for_run(skill, posture, store)
+            if environment is not None:
+                found[posture.id] = environment.for_run()
+    return found

@@ -1,10 +1,14 @@
 """The compare view, the teaching view: one command under several postures, side by side.
 
 `CompareView` (a `PostureJobPage`) runs the command the user edits under each ticked posture in
-turn, each in a fresh workspace (`run_compare`), and fills one table column per posture as its run
-ends: status and cause, time, peaks, changed files, the controls the effective card says were held,
-and the posture's warnings. Activating a cell opens that run in the history.
+turn, each in a fresh workspace with the skill's built environment for the posture (`run_compare`),
+and fills one table column per posture as its run ends: status and cause, time, peaks, changed
+files, the controls the effective card says were held, and the posture's warnings. Activating a
+cell opens that run in the history.
 """
+
+import asyncio
+from dataclasses import replace
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -20,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.environments.resolve import built_for
 from workbench.errors import WorkbenchError
 from workbench.executors.types import CancelToken, RunStatus
 from workbench.postures.description import POSTURE_INFO
@@ -198,6 +203,11 @@ class CompareView(PostureJobPage):
                 self.table.setItem(row, column, QTableWidgetItem("waiting…" if row == 0 else ""))
         self._set_head(0, "running…")
         self._show(f"Comparing under {plural(len(request.runs), 'posture')}…", "muted")
+        if self._skill is not None:
+            store = self._service.layout.environment_store()
+            postures = [posture for posture, _ in request.runs]
+            environments = await asyncio.to_thread(built_for, self._skill, postures, store)
+            request = replace(request, environments=environments)
         records = await run_compare(self._service, request, cancel, self._on_record)
         stopped = len(records) < len(request.runs)
         for column in range(len(records), len(request.runs)):
