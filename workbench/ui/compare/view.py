@@ -201,13 +201,13 @@ class CompareView(PostureJobPage):
         for column in range(len(request.runs)):
             for row in range(len(FIGURES)):
                 self.table.setItem(row, column, QTableWidgetItem("waiting…" if row == 0 else ""))
-        self._set_head(0, "running…")
-        self._show(f"Comparing under {plural(len(request.runs), 'posture')}…", "muted")
         if self._skill is not None:
             store = self._service.layout.environment_store()
             postures = [posture for posture, _ in request.runs]
             environments = await asyncio.to_thread(built_for, self._skill, postures, store)
             request = replace(request, environments=environments)
+        self._set_head(0, "running…")
+        self._show(f"Comparing under {plural(len(request.runs), 'posture')}…", "muted")
         records = await run_compare(self._service, request, cancel, self._on_record)
         stopped = len(records) < len(request.runs)
         for column in range(len(records), len(request.runs)):
