@@ -16,8 +16,8 @@ from workbench.environments.build import build, remove_image
 from workbench.environments.needs import read_needs
 from workbench.environments.resolve import inputs_for
 from workbench.environments.store import Environment, EnvironmentStore
-from workbench.environments.targets import host_target, image_target
-from workbench.postures.model import DEFAULT_IMAGE
+from workbench.environments.targets import Target, host_target, image_target, target_for
+from workbench.postures.model import DEFAULT_IMAGE, Posture
 from workbench.runs.layout import DataLayout
 from workbench.skills.catalog import load_skill
 from workbench.skills.model import Skill
@@ -61,17 +61,15 @@ class Built:
     layout: DataLayout
 
     def host(self) -> Environment:
-        return self._build_for("host")
+        return self._build_for(host_target())
 
     def image(self) -> Environment:
-        return self._build_for("image")
+        return self._build_for(image_target(DEFAULT_IMAGE, self.store.targets_cache))
 
-    def _build_for(self, kind: str) -> Environment:
-        target = (
-            host_target()
-            if kind == "host"
-            else image_target(DEFAULT_IMAGE, self.store.targets_cache)
-        )
+    def for_posture(self, posture: Posture) -> Environment:
+        return self._build_for(target_for(posture, self.store.targets_cache))
+
+    def _build_for(self, target: Target) -> Environment:
         inputs = inputs_for(self.skill, target, self.store, read_needs(self.skill))
         return build(inputs, self.skill, self.store, lambda _step: None)
 

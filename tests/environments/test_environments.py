@@ -25,6 +25,7 @@ from workbench.environments.resolve import EnvState, status
 from workbench.environments.store import EnvironmentStore, Inputs
 from workbench.errors import EnvironmentBuildError
 from workbench.executors import build_executor
+from workbench.executors.availability import probe_availability
 from workbench.executors.types import CancelToken, RunResult, RunStatus, SkillEnvironment
 from workbench.platform.paths import APP_NAME
 from workbench.postures.model import Posture, PostureId
@@ -58,12 +59,17 @@ def assert_ran_with(result: RunResult, env_id: str, seen_at: str) -> None:
     assert result.card.environment == env_id
 
 
-@pytest.mark.parametrize("posture_id", [PostureId.LOCAL, PostureId.HARDENED])
+@pytest.mark.parametrize("posture_id", [PostureId.LOCAL, PostureId.HARDENED, PostureId.BUBBLEWRAP])
 def test_process_postures_put_the_environment_on_the_path(
     built: Built, posture_id: PostureId
 ) -> None:
-    environment = built.host()
-    done = run(built, Posture(posture_id), PYTHON_PROBE, environment.for_run())
+    posture = Posture(posture_id)
+    if posture_id is PostureId.BUBBLEWRAP:
+        available = probe_availability(posture_id, None)
+        if not available.available:
+            pytest.skip(available.reason)
+    environment = built.for_posture(posture)
+    done = run(built, posture, PYTHON_PROBE, environment.for_run())
     assert_ran_with(done.result, environment.env_id, str(environment.path / "python"))
     record = built.layout.history_path
     assert record.exists()
