@@ -3,9 +3,11 @@
 The handler only parses options and builds objects; `RunServices.run` does the run. The
 posture's warnings go to stderr before every run (DANGER ones loudly). Without `--json` the
 command's stdout and stderr stream to ours as they arrive and a summary (outcome, cause,
-workspace changes) follows on stderr; with `--json` nothing is streamed and stdout holds
-exactly one JSON document, the run's record (or, when the workbench failed, the run id, the
-outcome `error` and the cause). Exit code: the command's own, 124 on timeout,
+workspace changes, and for a failed run its diagnosis with the exact command that re-runs it
+with the suggested change) follows on stderr; with `--json` nothing is streamed and stdout
+holds exactly one JSON document, the run's record with its `diagnosis` (or, when the workbench
+failed, the run id, the outcome `error` and the cause). `--rerun-of RUN` links the run to the
+failed run it re-runs, in History. Exit code: the command's own, 124 on timeout,
 130 when cancelled (Ctrl-C), 137 when killed for memory, 128+N for another fatal signal N,
 and 125 when the workbench itself could not run it.
 """
@@ -21,13 +23,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.ansi import AnsiDecoder
+from workbench.cli.diagnosis import print_diagnosis, run_document
 from workbench.cli.output import emit_json, warn
 from workbench.errors import PostureError, UsageError, WorkbenchError
 from workbench.executors.bubblewrap.proxy import parse_host
 from workbench.executors.types import new_run_id
 from workbench.postures.description import assess
 from workbench.postures.model import Network, Posture, PostureId, Severity, parse_posture_id
-from workbench.runs.record import network_line, plain_text, record_to_dict, to_jsonable
+from workbench.runs.layout import DataLayout
+from workbench.runs.record import network_line, plain_text, to_jsonable
 from workbench.skills import default_roots, find_skill
 from workbench.workspace.changes import path_text
 
@@ -42,6 +46,15 @@ EXIT_CANCELLED = 130
 EXIT_OOM = 137
 _MAX_CHANGES_SHOWN = 20
 
+# Each limit option and the `Limits` field it sets.
+LIMIT_OPTIONS = {
+    "--timeout": "timeout_s",
+    "--memory": "memory_bytes",
+    "--cpus": "cpus",
+    "--pids": "pids",
+    "--file-size": "file_size_bytes",
+    "--cpu-time": "cpu_seconds",
+}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 
 
@@ -67,6 +80,9 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
     parser.add_argument("--skill", required=True, help="a skill folder, or a skill's name")
     parser.add_argument("--posture", required=True, help="local, hardened, docker, ...")
     parser.add_argument("--workspace", type=Path, help="folder to run in (default: a fresh one)")
+    parser.add_argument(
+        "--rerun-of", metavar="RUN", help="the failed run this re-runs with a change (History)"
+    )
     add_run_options(parser)
     parser.set_defaults(handler=_run)
 
@@ -84,13 +100,15 @@ def add_posture_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory", type=parse_size, metavar="SIZE", help="e.g. 256m, 1g")
     parser.add_argument("--cpus", type=float, metavar="N")
     parser.add_argument("--pids", type=int, metavar="N", help="most processes at once")
+    parser.add_argument("--file-size", type=parse_size, metavar="SIZE", help="biggest file")
+    parser.add_argument("--cpu-time", type=int, metavar="S", help="CPU seconds (rlimit)")
     parser.add_argument("--network", choices=[n.value for n in Network])
     parser.add_argument(
         "--allow-host",
         action="append",
         metavar="HOST[:PORT]",
         help="bubblewrap: let the command reach this host (ports 80 and 443 without :PORT) "
-        "through the workbench's logging proxy; repeatable",
+        "through the workbench's logging proxy; quickjs: let fetch reach it; repeatable",
     )
 
 
@@ -106,11 +124,20 @@ def _run(args: argparse.Namespace) -> int:
     if not skill.usable:
         warn(f"warning: skill {skill.name} has errors (`workbench skills show`); running anyway")
     services = RunServices.open()
+    rerun_of = None if args.rerun_of is None else services.history.resolve(args.rerun_of).run_id
     run_id = new_run_id()
     workspace = args.workspace or services.layout.fresh_workspace(run_id)
     if args.workspace is None:
         warn(f"workspace: {workspace} (a fresh folder; use --workspace DIR for your own)")
-    plan = RunPlan(skill.name, skill.path, posture, argv, workspace.absolute(), run_id=run_id)
+    plan = RunPlan(
+        skill.name,
+        skill.path,
+        posture,
+        argv,
+        workspace.absolute(),
+        run_id=run_id,
+        rerun_of=rerun_of,
+    )
     warn_posture(posture)
     try:
         done = asyncio.run(_run_with_signals(services, plan, live=not args.json))
@@ -119,9 +146,9 @@ def _run(args: argparse.Namespace) -> int:
             emit_json("run", {"run_id": run_id, "outcome": "error", "cause": str(error)})
         raise
     if args.json:
-        emit_json("run", record_to_dict(done.record))
+        emit_json("run", run_document(done.record, services.layout))
     else:
-        _summary(done)
+        _summary(done, services.layout)
     return exit_code(done.result)
 
 
@@ -150,10 +177,14 @@ def warn_posture(posture: Posture) -> None:
 
 def posture_from_args(posture_id: PostureId, args: argparse.Namespace, name: str) -> Posture:
     """`posture_id` with the limits, network and allowed hosts given by `add_run_options`'s
-    options (allowed hosts go to the bubblewrap posture only; `run` refuses them for another)."""
-    hosts = tuple(args.allow_host or ())
-    if hosts and name == "run" and posture_id is not PostureId.BUBBLEWRAP:
-        raise UsageError("workbench run: --allow-host works with --posture bubblewrap only")
+    options (allowed hosts go to bubblewrap's proxy or QuickJS's fetch; `run` refuses them for
+    another posture)."""
+    hosts = tuple(dict.fromkeys(args.allow_host or ()))
+    hosting = (PostureId.BUBBLEWRAP, PostureId.QUICKJS)
+    if hosts and name == "run" and posture_id not in hosting:
+        raise UsageError(
+            "workbench run: --allow-host works with --posture bubblewrap or quickjs only"
+        )
     for host in hosts:
         try:
             parse_host(host)
@@ -163,21 +194,16 @@ def posture_from_args(posture_id: PostureId, args: argparse.Namespace, name: str
         posture_id,
         network=Network(args.network or Network.NONE),
         allow_hosts=hosts if posture_id is PostureId.BUBBLEWRAP else (),
+        fetch_hosts=hosts if posture_id is PostureId.QUICKJS else (),
     )
     limits = {
-        name: value
-        for name, value in (
-            ("timeout_s", args.timeout),
-            ("memory_bytes", args.memory),
-            ("cpus", args.cpus),
-            ("pids", args.pids),
-        )
-        if value is not None
+        field: value
+        for option, field in LIMIT_OPTIONS.items()
+        if (value := getattr(args, option.removeprefix("--").replace("-", "_"))) is not None
     }
     if not all(math.isfinite(value) and value > 0 for value in limits.values()):
-        raise UsageError(
-            f"workbench {name}: --timeout, --memory, --cpus and --pids must be positive numbers"
-        )
+        options = ", ".join(LIMIT_OPTIONS)
+        raise UsageError(f"workbench {name}: {options} must be positive numbers")
     return posture.with_limits(**limits)
 
 
@@ -252,7 +278,7 @@ def exit_code(result: "RunResult") -> int:
     return 128 + result.signal if result.signal else 1
 
 
-def _summary(done: "CompletedRun") -> None:
+def _summary(done: "CompletedRun", layout: DataLayout) -> None:
     from workbench.executors.types import RunStatus
 
     result = done.result
@@ -270,6 +296,7 @@ def _summary(done: "CompletedRun") -> None:
     for warning in result.warnings:
         if warning not in said_before:
             warn(f"{warning.severity.value}: {plain_text(warning.text)}")
+    print_diagnosis(done.record, layout)
     changes = result.changes
     if not changes:
         warn("workspace: no changes")

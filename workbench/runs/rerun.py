@@ -1,0 +1,63 @@
+"""Re-running a diagnosed run with a change: the same command, the posture the change makes.
+
+`rerun_posture(record, change)` is the posture the failed run really had (from its card, its
+limits included) with the diagnosis's `Change` made; `rerun_plan` is the whole plan: the same
+skill and command, the same workspace folder (or, for a run that had a fresh one, a new fresh
+one), and `rerun_of` naming the failed run, so History links the two.
+"""
+
+import dataclasses
+from typing import Any
+
+from workbench.errors import UsageError
+from workbench.executors.types import new_run_id
+from workbench.postures.model import Limits, Network, Posture, PostureId
+from workbench.runs.diagnosis import Change
+from workbench.runs.layout import DataLayout
+from workbench.runs.record import RunRecord
+from workbench.runs.service import RunPlan
+
+
+def posture_from_dict(item: dict[str, Any]) -> Posture:
+    """A `Posture` back from its JSON form (a run card's); unknown keys are left out."""
+    limit_names = {f.name for f in dataclasses.fields(Limits)}
+    limits = Limits(**{k: v for k, v in item.get("limits", {}).items() if k in limit_names})
+    return Posture(
+        PostureId(item["id"]),
+        limits=limits,
+        network=Network(item.get("network", Network.NONE)),
+        env_allow=tuple(item.get("env_allow", Posture(PostureId.LOCAL).env_allow)),
+        confirmed_secret_env=tuple(item.get("confirmed_secret_env", ())),
+        extra_mounts=tuple(item.get("extra_mounts", ())),
+        run_as_root=bool(item.get("run_as_root", False)),
+        image=str(item.get("image", Posture(PostureId.DOCKER).image)),
+        fetch_hosts=tuple(item.get("fetch_hosts", ())),
+    )
+
+
+def rerun_posture(record: RunRecord, change: Change) -> Posture:
+    """The posture of the re-run: the failed run's own, with `change` made."""
+    card = (record.result or {}).get("card")
+    if not card:
+        raise UsageError(f"Run {record.run_id} has no result to re-run from.")
+    return change.apply(posture_from_dict(card["posture"]))
+
+
+def had_fresh_workspace(record: RunRecord, layout: DataLayout) -> bool:
+    """Whether the run had a fresh folder made for it (rather than one the user chose)."""
+    return record.workspace == layout.fresh_workspace(record.run_id).absolute()
+
+
+def rerun_plan(record: RunRecord, change: Change, layout: DataLayout) -> RunPlan:
+    """The plan that re-runs `record`'s command with `change` (see the module doc)."""
+    run_id = new_run_id()
+    fresh = had_fresh_workspace(record, layout)
+    return RunPlan(
+        record.skill_name,
+        record.skill_dir,
+        rerun_posture(record, change),
+        record.argv,
+        layout.fresh_workspace(run_id) if fresh else record.workspace,
+        run_id=run_id,
+        rerun_of=record.run_id,
+    )
