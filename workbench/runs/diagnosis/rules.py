@@ -59,6 +59,11 @@ CONTAINER_MOUNTS = (CONTAINER_WORKSPACE, "/mnt/skills", "/tmp", "/proc", "/dev")
 ENV_BUILD = "add it to the skill's requirements.txt and run `workbench env build`"
 BIGGER = 4  # a re-run's limit: this many times the one that stopped the run
 WAITING_SHARE = 0.1  # below this share of one CPU over the run, it was waiting, not working
+# A hardened run's private HOME (`.../workbench-RUN-xxxx/home/...`); a container user's home.
+_PRIVATE_HOME = re.compile(
+    r".*/workbench-(?P<run>[0-9]{8}-[0-9]{6}-[0-9a-f]+)-[^/]+/home/(?P<rest>.+)"
+)
+_CONTAINER_HOME = re.compile(r"^/(?:root|home/[^/]+)/(?P<rest>.+)")
 _PROMPT = re.compile(r"[?:>\]\)]\s*$")
 
 
@@ -379,16 +384,19 @@ def hidden_file(facts: RunFacts) -> Diagnosis | None:
 
 def _hidden(facts: RunFacts, path: str, denied: bool) -> tuple[str, str, str] | None:
     """(the file on this computer, the control, why it is not seen) for a path that failed."""
-    private_home = re.match(rf".*/workbench-{re.escape(facts.result.run_id)}-[^/]+/home/(.+)", path)
-    if facts.posture.id is PostureId.HARDENED and private_home:
-        real = Path.home() / private_home[1]
-        why = "the hardened posture gives the command a private, empty HOME"
-        return (str(real), "private HOME", why) if os.path.lexists(real) else None
     if not _outside(facts, path) or path.startswith("~"):
         return None
-    if _in_container(facts) and not path.startswith(CONTAINER_MOUNTS) and os.path.lexists(path):
+    posture = facts.posture.id
+    home = _PRIVATE_HOME.match(path)
+    if posture is PostureId.HARDENED and home and os.path.lexists(Path.home() / home["rest"]):
+        why = "the hardened posture gives the command a private, empty HOME"
+        return str(Path.home() / home["rest"]), "private HOME", why
+    if _in_container(facts) and not path.startswith(CONTAINER_MOUNTS):
         why = "the container sees only the workspace, the skill and the image's own files"
-        return path, "only the workspace and the skill folder are mounted", why
+        home = _CONTAINER_HOME.match(path)
+        for mine in ([Path.home() / home["rest"]] if home else []) + [Path(path)]:
+            if os.path.lexists(mine):
+                return str(mine), "only the workspace and the skill folder are mounted", why
     if _throwaway_uid(facts) and denied and os.path.lexists(path):
         return path, "throwaway uid", "the hardened posture runs the command as another user"
     return None
@@ -422,11 +430,24 @@ def permission_dropped(facts: RunFacts) -> Diagnosis | None:
 
 
 def no_input(facts: RunFacts) -> Diagnosis | None:
-    """The command asked for input and found none (a run's stdin is empty)."""
+    """The command asked for input and found none (a run's stdin is empty): it says it read
+    the end of its input, or it failed right after printing a prompt."""
     said = _first(facts, INPUT_ENDED)
-    if said is None:
+    if said is not None:
+        return _input_diagnosis(facts, said, "it read the end of its input")
+    prompt = _prompt(facts)
+    if prompt is not None and facts.result.status is RunStatus.FAILED:
+        return _input_diagnosis(facts, prompt, "it read no answer and gave up")
+    return None
+
+
+def _prompt(facts: RunFacts) -> Evidence | None:
+    """The question the command left on its last line of stdout (no newline after it)."""
+    text = facts.result.stdout.text
+    lines = text.splitlines()
+    if not lines or text.endswith("\n") or not _PROMPT.search(lines[-1]):
         return None
-    return _input_diagnosis(facts, said, "it read the end of its input")
+    return Evidence(lines[-1].strip()[:200], "stdout", len(lines))
 
 
 def _input_diagnosis(facts: RunFacts, said: Evidence, how: str) -> Diagnosis:
@@ -449,11 +470,9 @@ def timed_out(facts: RunFacts) -> Diagnosis | None:
         return None
     timeout = facts.posture.limits.timeout_s
     busy = result.cpu_seconds / max(result.wall_seconds, 0.001)
-    stdout = result.stdout.text.rstrip("\n").splitlines()
-    ended = bool(result.stdout.text) and not result.stdout.text.endswith("\n")
-    if busy < WAITING_SHARE and stdout and ended and _PROMPT.search(stdout[-1]):
-        said = Evidence(stdout[-1].strip(), "stdout", len(stdout))
-        return _input_diagnosis(facts, said, f"it waited until the timeout of {timeout:g} s")
+    prompt = _prompt(facts)
+    if busy < WAITING_SHARE and prompt is not None:
+        return _input_diagnosis(facts, prompt, f"it waited until the timeout of {timeout:g} s")
     state = "waiting (it used almost no CPU)" if busy < WAITING_SHARE else "still working"
     bigger = timeout * BIGGER
     return Diagnosis(
