@@ -118,10 +118,10 @@ def memory_limit(facts: RunFacts) -> Diagnosis | None:
     bigger = limits.memory_bytes * BIGGER
     return Diagnosis(
         Kind.MEMORY_LIMIT,
-        f"The command needed more memory than the limit of {size} {facts.where}.",
+        f"It needed more memory than the limit of {size}.",
         f"memory limit {size}",
         said or Evidence(result.cause, "run"),
-        f"Re-run with a bigger memory limit ({show_limit('memory_bytes', bigger)}).",
+        f"Re-run with a memory limit of {show_limit('memory_bytes', bigger)}.",
         Change(limits=(("memory_bytes", bigger),)),
     )
 
@@ -139,11 +139,10 @@ def process_limit(facts: RunFacts) -> Diagnosis | None:
         return None
     return Diagnosis(
         Kind.PROCESS_LIMIT,
-        f"The command tried to run more than {pids} processes at once, the process limit "
-        f"{facts.where}, and a fork was refused.",
+        f"It started more than {pids} processes at once, the process limit: a fork was refused.",
         f"process limit {pids}",
         said or Evidence(result.cause, "run"),
-        f"Re-run with a bigger process limit ({pids * BIGGER}), or start fewer processes.",
+        f"Re-run with a process limit of {pids * BIGGER}, or start fewer processes.",
         Change(limits=(("pids", pids * BIGGER),)),
     )
 
@@ -161,10 +160,10 @@ def file_size_limit(facts: RunFacts) -> Diagnosis | None:
     shown = show_limit("file_size_bytes", size)
     return Diagnosis(
         Kind.FILE_SIZE_LIMIT,
-        f"The command wrote a file bigger than the file-size limit of {shown} {facts.where}.",
+        f"It wrote a file bigger than the file-size limit of {shown}.",
         f"file-size limit {shown} (RLIMIT_FSIZE)",
         said or Evidence(result.cause, "run"),
-        f"Re-run with a bigger file-size limit ({show_limit('file_size_bytes', size * BIGGER)}).",
+        f"Re-run with a file-size limit of {show_limit('file_size_bytes', size * BIGGER)}.",
         Change(limits=(("file_size_bytes", size * BIGGER),)),
     )
 
@@ -176,10 +175,10 @@ def cpu_limit(facts: RunFacts) -> Diagnosis | None:
         return None
     return Diagnosis(
         Kind.CPU_LIMIT,
-        f"The command used up its CPU time, {seconds} s {facts.where}.",
+        f"It used up its CPU time, {seconds} s.",
         f"CPU-time limit {seconds} s (RLIMIT_CPU)",
         Evidence(result.cause, "run"),
-        f"Re-run with a bigger CPU-time limit ({seconds * BIGGER} s) if it has that much work.",
+        f"If it has that much work, re-run with a CPU-time limit of {seconds * BIGGER} s.",
         Change(limits=(("cpu_seconds", seconds * BIGGER),)),
     )
 
@@ -195,16 +194,16 @@ def missing_tool(facts: RunFacts) -> Diagnosis | None:
     tool, said = found
     if _in_container(facts):
         control = f"the sandbox image ({facts.posture.image})"
-        cause = f"The command runs {tool}, which the sandbox image does not have."
+        cause = f"It runs {tool}, which the sandbox image does not have."
         if shutil.which(tool):
-            suggestion = f"This computer has {tool}: re-run under Hardened local, which runs it."
+            suggestion = f"This computer has {tool}: re-run under Hardened local."
             change = Change(posture=PostureId.HARDENED)
         else:
             suggestion = f"Add the package that provides {tool} to the skill's environment."
             change = Change(build_env=True)
     else:
         control = "the programs on this computer (PATH)"
-        cause = f"The command runs {tool}, which is not installed on this computer {facts.where}."
+        cause = f"It runs {tool}, which is not installed on this computer."
         suggestion, change = f"Install {tool}, or use a posture whose image has it.", None
     return Diagnosis(Kind.MISSING_TOOL, cause, control, said, suggestion, change)
 
@@ -239,10 +238,10 @@ def missing_module(facts: RunFacts) -> Diagnosis | None:
         where = "the sandbox image" if _in_container(facts) else "this computer's interpreter"
         return Diagnosis(
             Kind.MISSING_MODULE,
-            f"The script imports {module}, which {where} does not have {facts.where}.",
+            f"It imports {module}, which {where} does not have.",
             f"the skill's environment ({where})",
             line,
-            f"The skill needs {module}: {ENV_BUILD}.",
+            f"Add {module} to the skill's requirements.txt and run `workbench env build`.",
             Change(build_env=True),
         )
     return None
@@ -262,16 +261,15 @@ def network_off(facts: RunFacts) -> Diagnosis | None:
     to = f" to {host}" if host else ""
     if posture.id is PostureId.GVISOR:
         change = Change(posture=PostureId.DOCKER, network=Network.BRIDGE)
-        rerun = "re-run under Docker with the network on (gVisor's engine may have none)"
+        rerun = "re-run under Docker with the network on"
     else:
         change, rerun = Change(network=Network.BRIDGE), "re-run with the network on"
     return Diagnosis(
         Kind.NETWORK_OFF,
-        f"The command tried to reach the network{to}, which is off {facts.where} "
-        "(only loopback inside the container works).",
+        f"It tried to reach the network{to}, which is off {facts.where} (loopback only).",
         "network none",
         said,
-        f"If the skill must reach{to or ' the network'}, {rerun}: it can then reach any host.",
+        f"If it must, {rerun} (it can then reach any host).",
         change,
     )
 
@@ -283,10 +281,10 @@ def _fetch_refused(facts: RunFacts) -> Diagnosis | None:
         host = _url_host(call.target)
         return Diagnosis(
             Kind.NETWORK_OFF,
-            f"The script fetched {call.target}, which the fetch allow-list refused.",
+            f"It fetched {call.target}, which the fetch allow-list refused.",
             "fetch allow-list",
             Evidence(f"{call.api} {call.target} -> {call.outcome}", "network"),
-            f"If the skill must reach {host}, re-run with it allowed.",
+            f"If it must reach {host}, re-run with it allowed.",
             Change(allow_hosts=(host,)) if host else None,
         )
     said = _first(facts, re.compile(r"'fetch' is not defined|fetch is not defined"))
@@ -294,7 +292,7 @@ def _fetch_refused(facts: RunFacts) -> Diagnosis | None:
         return None
     return Diagnosis(
         Kind.NETWORK_OFF,
-        "The script calls fetch, which QuickJS offers only when hosts are allowed.",
+        "It calls fetch, which QuickJS offers only when hosts are allowed.",
         "fetch off",
         said,
         "Allow the hosts it fetches (`--allow-host HOST`), or run it with node under Docker.",
@@ -328,19 +326,18 @@ def write_outside(facts: RunFacts) -> Diagnosis | None:
             continue  # a refused read of a file that exists is `hidden_file`'s
         if _in_container(facts):
             control = "read-only root filesystem"
-            why = "only /workspace and /tmp are writable, the rest is read-only"
+            why = f"{facts.where} only /workspace and /tmp are writable"
         elif _throwaway_uid(facts):
             control = "throwaway uid"
-            why = "it runs as a throwaway user, who may write only in the workspace"
+            why = "hardened runs it as a throwaway user, who may write only in the workspace"
         else:
             continue
         return Diagnosis(
             Kind.WRITE_OUTSIDE,
-            f"The command wrote to {path}, outside the workspace: {facts.where} {why}.",
+            f"It wrote to {path}, outside the workspace: {why}.",
             control,
             line,
-            "Write in the workspace ($WORKSPACE, the folder the command starts in) instead; "
-            f"to let it write there anyway, re-run under {posture_title(_uncontained_posture())}.",
+            "Write in the workspace ($WORKSPACE, where the command starts) instead.",
             Change(posture=_uncontained_posture()),
         )
     return None
@@ -353,10 +350,10 @@ def _confined_fs(facts: RunFacts) -> Diagnosis | None:
     kind = Kind.WRITE_OUTSIDE if re.search(r"fs\.(write|mkdir|remove|rename)", said.text) else None
     return Diagnosis(
         kind or Kind.HIDDEN_FILE,
-        "The script used a path outside the workspace, which QuickJS's fs refuses.",
+        "It used a path outside the workspace, which QuickJS's fs refuses.",
         "workspace-confined fs",
         said,
-        "Use paths relative to the workspace; a file from elsewhere must be copied in first.",
+        "Use paths in the workspace; copy a file from elsewhere in first.",
     )
 
 
@@ -372,11 +369,10 @@ def hidden_file(facts: RunFacts) -> Diagnosis | None:
         host_path, control, why = found
         return Diagnosis(
             Kind.HIDDEN_FILE,
-            f"The command read {path}; this computer has {host_path}, but {why}.",
+            f"It read {path}: this computer has {host_path}, but {why}.",
             control,
             line,
-            "Copy what it needs into the workspace (or the skill's folder) and read it from "
-            f"there; to read it where it is, re-run under {posture_title(_uncontained_posture())}.",
+            "Copy what it needs into the workspace and read it there.",
             Change(posture=_uncontained_posture()),
         )
     return None
@@ -389,16 +385,16 @@ def _hidden(facts: RunFacts, path: str, denied: bool) -> tuple[str, str, str] | 
     posture = facts.posture.id
     home = _PRIVATE_HOME.match(path)
     if posture is PostureId.HARDENED and home and os.path.lexists(Path.home() / home["rest"]):
-        why = "the hardened posture gives the command a private, empty HOME"
+        why = "hardened gives the command a private, empty HOME"
         return str(Path.home() / home["rest"]), "private HOME", why
     if _in_container(facts) and not path.startswith(CONTAINER_MOUNTS):
-        why = "the container sees only the workspace, the skill and the image's own files"
+        why = "the container sees only the workspace, the skill and its image"
         home = _CONTAINER_HOME.match(path)
         for mine in ([Path.home() / home["rest"]] if home else []) + [Path(path)]:
             if os.path.lexists(mine):
                 return str(mine), "only the workspace and the skill folder are mounted", why
     if _throwaway_uid(facts) and denied and os.path.lexists(path):
-        return path, "throwaway uid", "the hardened posture runs the command as another user"
+        return path, "throwaway uid", "hardened runs the command as another user"
     return None
 
 
@@ -420,11 +416,11 @@ def permission_dropped(facts: RunFacts) -> Diagnosis | None:
         return None
     return Diagnosis(
         Kind.PERMISSION,
-        f"The command needed a privilege that {facts.where} does not give: {control}.",
+        f"It needed a privilege the posture does not give ({control}).",
         control,
         said,
-        "Make the skill work without root where it can; only "
-        f"{posture_title(_uncontained_posture())} runs it with your own privileges.",
+        f"Make it work without root; only {posture_title(_uncontained_posture())} runs it with "
+        "your privileges.",
         Change(posture=_uncontained_posture()),
     )
 
@@ -453,12 +449,10 @@ def _prompt(facts: RunFacts) -> Evidence | None:
 def _input_diagnosis(facts: RunFacts, said: Evidence, how: str) -> Diagnosis:
     return Diagnosis(
         Kind.WAITING_FOR_INPUT,
-        f"The command asked for input, but {how}: a run's stdin is empty (/dev/null) under "
-        "every posture.",
+        f"It asked for input, but {how}: a run's stdin is empty (/dev/null).",
         "no input (stdin is /dev/null)",
         said,
-        "Give the answer in the command instead: an option, an argument, an environment "
-        "variable, or piped in (`printf 'y\\n' | ...`).",
+        "Give the answer in the command: an option, or piped in (`printf 'y\\n' | ...`).",
     )
 
 
@@ -477,7 +471,7 @@ def timed_out(facts: RunFacts) -> Diagnosis | None:
     bigger = timeout * BIGGER
     return Diagnosis(
         Kind.TIMEOUT,
-        f"The command was {state} when the wall-clock timeout of {timeout:g} s ended it.",
+        f"It was {state} when the wall-clock timeout of {timeout:g} s ended it.",
         f"wall-clock timeout {timeout:g} s",
         Evidence(
             f"{result.cause}; {result.cpu_seconds:.1f} s of CPU in {result.wall_seconds:.1f} s",
@@ -495,7 +489,7 @@ def not_run(facts: RunFacts) -> Diagnosis | None:
         return None
     return Diagnosis(
         Kind.NOT_RUN,
-        f"The workbench could not run the command {facts.where}: {result.cause}.",
+        f"The workbench could not run it {facts.where}: {result.cause}.",
         f"the {facts.posture.id.value} posture",
         Evidence(result.cause, "run"),
         "Choose a posture that can run this command.",
@@ -508,10 +502,10 @@ def skill_failed(facts: RunFacts) -> Diagnosis:
     ended = f"exited with code {result.exit_code}" if result.exit_code is not None else result.cause
     return Diagnosis(
         Kind.SKILL_FAILED,
-        f"The skill itself failed ({ended}): its output shows nothing the posture stopped.",
+        f"The skill itself failed ({ended}); its output points at nothing the posture did.",
         "",
         last_error(facts.lines),
-        "Fix the skill: the evidence line is its own last error.",
+        "Fix the skill: the evidence is its own last error.",
     )
 
 
