@@ -1,15 +1,15 @@
 """Re-running a diagnosed run with a change: the same command, the posture the change makes.
 
-`rerun_posture(record, change)` is the posture the failed run really had (from its card, its
-limits included) with the diagnosis's `Change` made; `rerun_plan` is the whole plan: the same
-skill and command, the same workspace folder (or, for a run that had a fresh one, a new fresh
-one), and `rerun_of` naming the failed run, so History links the two.
+`rerun_posture(record, change)` is the posture the run really had (from its card, its limits
+and network included) with the diagnosis's `Change` made (an empty `Change()` re-runs it as it
+was); `rerun_plan` is the whole plan: the same skill and command, the same workspace folder
+(or, for a run that had a fresh one, a new fresh one), and `rerun_of` naming the run, so
+History links the two.
 """
 
 import dataclasses
 from typing import Any
 
-from workbench.errors import UsageError
 from workbench.executors.types import new_run_id
 from workbench.postures.model import Limits, Network, Posture, PostureId
 from workbench.runs.diagnosis import Change
@@ -36,11 +36,11 @@ def posture_from_dict(item: dict[str, Any]) -> Posture:
 
 
 def rerun_posture(record: RunRecord, change: Change) -> Posture:
-    """The posture of the re-run: the failed run's own, with `change` made."""
-    card = (record.result or {}).get("card")
-    if not card:
-        raise UsageError(f"Run {record.run_id} has no result to re-run from.")
-    return change.apply(posture_from_dict(card["posture"]))
+    """The posture of the re-run: the run's own as its card recorded it (the posture's safe
+    defaults for a run that has no card), with `change` made."""
+    card = (record.result or {}).get("card") or {}
+    posture = posture_from_dict(card.get("posture") or {"id": record.posture})
+    return change.apply(posture)
 
 
 def had_fresh_workspace(record: RunRecord, layout: DataLayout) -> bool:

@@ -122,8 +122,6 @@ class OutcomeBanner(QFrame):
         layout.addWidget(self.details)
         layout.addWidget(self.warnings)
         self.rerun_button.clicked.connect(self.on_rerun_button_clicked)
-        # Never squeezed below its text (wrapped lines would overlap): the tabs below give way.
-        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
         self.show_message("No run yet.", "muted")
 
     def on_rerun_button_clicked(self) -> None:
@@ -174,6 +172,10 @@ class OutcomeBanner(QFrame):
             widget.setVisible(bool(widget.text()))
         self.rerun_button.setVisible(self._change is not None)
         set_status(self.evidence, "warning" if where else "")
+        # A diagnosis is never squeezed below its text (wrapped lines would overlap): the tabs
+        # below give way. Without one the banner may shrink, as the window may.
+        vertical = QSizePolicy.Policy.Minimum if diagnosis else QSizePolicy.Policy.Preferred
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, vertical)
 
     def status(self) -> str:
         """The look of the banner now: `ok`, `warning`, `danger` or `muted`."""
