@@ -183,7 +183,7 @@ def test_a_diagnosed_run_is_rerun_as_suggested_and_linked(
     box = view.question()
     assert box is not None and "local posture" in box.text()
     _answer_yes(box)
-    run(_until(lambda: view.runs.topLevelItemCount() == 2 and not view.tasks.busy()))
+    run(until(lambda: view.runs.topLevelItemCount() == 2 and not view.tasks.busy()))
     again, item = view.current_record(), view.runs.currentItem()
     assert again is not None and again.outcome == "ok" and again.rerun_of == record.run_id
     assert item is not None

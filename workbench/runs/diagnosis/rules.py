@@ -490,7 +490,7 @@ def not_run(facts: RunFacts) -> Diagnosis | None:
     return Diagnosis(
         Kind.NOT_RUN,
         f"The workbench could not run it {facts.where}: {result.cause}.",
-        f"the {facts.posture.id.value} posture",
+        f"{posture_title(facts.posture.id)} cannot run it",
         Evidence(result.cause, "run"),
         "Choose a posture that can run this command.",
     )
