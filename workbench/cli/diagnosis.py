@@ -15,7 +15,7 @@ from workbench.postures.model import DEFAULT_LIMITS, MIB, Network, Posture
 from workbench.runs.diagnosis import Change, Diagnosis
 from workbench.runs.layout import DataLayout
 from workbench.runs.record import RunRecord, record_to_dict
-from workbench.runs.rerun import had_fresh_workspace, rerun_posture
+from workbench.runs.rerun import had_fresh_workspace, rerun_argv, rerun_posture
 
 # The `workbench run` option of each limit a re-run may change, and how it writes a value.
 _OPTIONS = (
@@ -71,7 +71,7 @@ def rerun_commands(record: RunRecord, change: Change, layout: DataLayout) -> lis
     if not had_fresh_workspace(record, layout):
         run += ["--workspace", str(record.workspace)]
     run += _posture_options(posture)
-    run += ["--rerun-of", record.run_id, "--", *record.argv]
+    run += ["--rerun-of", record.run_id, "--", *rerun_argv(record, posture)]
     if change.build_env:
         return [["workbench", "env", "build", "--skill", str(record.skill_dir)], run]
     return [run]

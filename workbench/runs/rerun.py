@@ -4,14 +4,17 @@
 and network included) with the diagnosis's `Change` made (an empty `Change()` re-runs it as it
 was); `rerun_plan` is the whole plan: the same skill and command, the same workspace folder
 (or, for a run that had a fresh one, a new fresh one), and `rerun_of` naming the run, so
-History links the two.
+History links the two. A re-run that moves to or from QuickJS gets the command in the form that
+posture takes (`rerun_argv`).
 """
 
 import dataclasses
+import shlex
 from typing import Any
 
 from workbench.executors.types import new_run_id
 from workbench.postures.model import Limits, Network, Posture, PostureId
+from workbench.runs.compare import shell_command
 from workbench.runs.diagnosis import Change
 from workbench.runs.layout import DataLayout
 from workbench.runs.record import RunRecord
@@ -43,6 +46,18 @@ def rerun_posture(record: RunRecord, change: Change) -> Posture:
     return change.apply(posture)
 
 
+def rerun_argv(record: RunRecord, posture: Posture) -> tuple[str, ...]:
+    """The command for the re-run under `posture`: the run's own, written as QuickJS takes it
+    (a .js file and its arguments) or as a shell takes it (`sh -c TEXT`) when the re-run
+    moves between the two."""
+    argv = record.argv
+    was_quickjs = record.posture == PostureId.QUICKJS
+    if was_quickjs == (posture.id is PostureId.QUICKJS):
+        return argv
+    shell = len(argv) == 3 and argv[:2] == ("sh", "-c")
+    return shell_command(posture.id, argv[2] if shell else shlex.join(argv))
+
+
 def had_fresh_workspace(record: RunRecord, layout: DataLayout) -> bool:
     """Whether the run had a fresh folder made for it (rather than one the user chose)."""
     return record.workspace == layout.fresh_workspace(record.run_id).absolute()
@@ -52,11 +67,12 @@ def rerun_plan(record: RunRecord, change: Change, layout: DataLayout) -> RunPlan
     """The plan that re-runs `record`'s command with `change` (see the module doc)."""
     run_id = new_run_id()
     fresh = had_fresh_workspace(record, layout)
+    posture = rerun_posture(record, change)
     return RunPlan(
         record.skill_name,
         record.skill_dir,
-        rerun_posture(record, change),
-        record.argv,
+        posture,
+        rerun_argv(record, posture),
         layout.fresh_workspace(run_id) if fresh else record.workspace,
         run_id=run_id,
         rerun_of=record.run_id,

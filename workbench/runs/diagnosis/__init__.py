@@ -7,7 +7,9 @@ responsible, one cause sentence, the `Evidence` line that shows it (stream and l
 suggestion, and the `Change` a re-run can make (another posture, the network, a bigger limit, a
 built environment). Each kind is one small rule in `rules.RULES`, tried in order; the first
 that recognises the run wins. A run no rule explains gets `Kind.SKILL_FAILED` with its last
-traceback or error line as the evidence: never a guess. Cancelled and `ok` runs get none.
+traceback or error line as the evidence: never a guess. Cancelled and `ok` runs get none;
+`refused_in_passing` tells, for a run that ended ok, what its output shows a control of the
+posture refusing (a network call the skill caught, say), using the rules that read the output.
 """
 
 from pathlib import Path
@@ -22,7 +24,7 @@ from workbench.runs.diagnosis.model import (
     diagnosis_from_dict,
     show_limit,
 )
-from workbench.runs.diagnosis.rules import RULES, skill_failed
+from workbench.runs.diagnosis.rules import OUTPUT_RULES, RULES, skill_failed
 
 __all__ = [
     "Change",
@@ -31,6 +33,7 @@ __all__ = [
     "Kind",
     "diagnose",
     "diagnosis_from_dict",
+    "refused_in_passing",
     "show_limit",
 ]
 
@@ -45,3 +48,11 @@ def diagnose(result: RunResult, workspace: Path | None = None) -> Diagnosis | No
         if found is not None:
             return found
     return skill_failed(facts)
+
+
+def refused_in_passing(result: RunResult, workspace: Path | None = None) -> Diagnosis | None:
+    """For a run that ended ok, the first control its output shows refusing something."""
+    if result.status is not RunStatus.OK:
+        return None
+    facts = RunFacts(result, workspace)
+    return next((found for rule in OUTPUT_RULES if (found := rule(facts)) is not None), None)

@@ -42,6 +42,7 @@ from workbench.runs.diagnosis.signs import (
     QUOTED_NAME,
     READ_ONLY,
     RUN_MISSING,
+    SHELL_EXECUTING,
     SHELL_NOT_FOUND,
     SHELL_REFUSED,
     SPAWN_MISSING,
@@ -482,6 +483,29 @@ def timed_out(facts: RunFacts) -> Diagnosis | None:
     )
 
 
+def not_executable(facts: RunFacts) -> Diagnosis | None:
+    """The shell could not execute the file the command names (exit 126): not executable."""
+    if facts.result.exit_code != 126:
+        return None
+    for line in facts.messages:
+        match = SHELL_EXECUTING.match(line.text)
+        if match is None or not (ACCESS.search(line.text) or "cannot execute" in line.text):
+            continue
+        program = match["program"]
+        javascript = program.endswith(".js")
+        return Diagnosis(
+            Kind.NOT_RUN,
+            f"The shell cannot execute {program}: it is not an executable file"
+            + (" (a .js file runs under QuickJS, or with node)." if javascript else "."),
+            "a shell runs only executable files",
+            line,
+            "Run it with its interpreter (`node FILE`, `python3 FILE`)"
+            + (", or re-run under QuickJS." if javascript else "."),
+            Change(posture=PostureId.QUICKJS) if javascript else None,
+        )
+    return None
+
+
 def not_run(facts: RunFacts) -> Diagnosis | None:
     """The workbench could not run the command at all."""
     result = facts.result
@@ -517,10 +541,20 @@ RULES: tuple[Rule, ...] = (
     missing_tool,
     missing_module,
     network_off,
+    not_executable,
     write_outside,
     hidden_file,
     permission_dropped,
     no_input,
     timed_out,
     not_run,
+)
+# The rules that read only the output: what a run that ended ok may show refusing part of it.
+OUTPUT_RULES: tuple[Rule, ...] = (
+    missing_tool,
+    missing_module,
+    network_off,
+    write_outside,
+    hidden_file,
+    permission_dropped,
 )

@@ -55,6 +55,8 @@ SHELL_NOT_FOUND = re.compile(
 )
 # The shell's own complaint when every PATH entry it may search refused it (exit 127).
 SHELL_REFUSED = re.compile(r"^\S+: (?:line )?\d+: (?P<tool>[^\s:/]+): ")
+# The shell's complaint about the file it was to execute (exit 126): `sh: 1: ./x.js: ...`.
+SHELL_EXECUTING = re.compile(r"^\S+: (?:line )?\d+: (?P<program>[^:]+): ")
 SPAWN_MISSING = re.compile(r"\bspawn(?:Sync)? (?P<tool>\S+) ENOENT\b")
 RUN_MISSING = re.compile(
     r"^(?:env|xargs|nohup|timeout|nice|exec)\b.*?['‘\"]?(?P<tool>[^\s'’\"]+)['’\"]?: "
