@@ -1,0 +1,47 @@
+"""The capability preview against real runs: the probe lab's cells and the bundled examples'
+runs, under every posture, must agree with what the preview predicted for at least
+`MIN_AGREEMENT` of the measured (posture, skill) pairs (the README reports the rate)."""
+
+import asyncio
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from workbench.executors import build_executor
+from workbench.postures.model import PostureId
+from workbench.probes.agreement import measure
+from workbench.runs.history import RunHistory
+from workbench.runs.layout import DataLayout
+from workbench.runs.service import RunService
+
+MIN_AGREEMENT = 0.9
+
+
+@pytest.fixture
+def open_root() -> Iterator[Path]:
+    """A folder every user may traverse (hardened's throwaway uid must reach the workspaces)."""
+    root = Path(tempfile.mkdtemp(prefix="workbench-agreement-"))
+    root.chmod(0o755)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+@pytest.mark.gvisor
+@pytest.mark.timeout(900)
+def test_the_preview_predicts_nine_in_ten_real_runs(
+    open_root: Path, docker_runtimes: set[str]
+) -> None:
+    if "runsc" not in docker_runtimes:
+        pytest.skip("the engine has no runsc runtime: the gVisor posture cannot be measured")
+    layout = DataLayout(open_root / "data")
+    service = RunService(layout, RunHistory(layout.history_path), build_executor)
+    agreement = asyncio.run(measure(service, list(PostureId)))
+    report = "\n".join(agreement.lines())
+    print(report)
+    assert len(agreement.measured()) >= 80, report  # every probe and example was measured
+    assert agreement.rate() >= MIN_AGREEMENT, report
