@@ -5,8 +5,11 @@ in a few words: the control ("network none") or the opening ("the network is ope
 a finding no posture acts on. Most capabilities meet the same answer whatever they name
 (`_EFFECTS`). Some depend on what they name (`Context` holds what that takes): a file in the
 skill folder is readable wherever the skill is mounted; one other users may read is readable
-by hardened's throwaway uid (when the workbench runs as root); a file in the home folder is out
-of reach of hardened's private HOME; an environment variable hardened keeps (`PATH`, `LANG`,
+by hardened's throwaway uid (when the workbench runs as root); a file this computer does not
+have fails everywhere, and a system file is the image's own in a container; a file in the home
+folder is out of reach of hardened's private HOME; processes or memory a run takes meet the
+limit only when they exceed it (when the amount is known); root's privileges are gone under
+hardened run by root (a throwaway uid); an environment variable hardened keeps (`PATH`, `LANG`,
 ...) is seen; a loopback connection reaches a server the command starts itself, even in a
 container (a container's loopback is its own: the host's services are out of its reach); a
 third-party module is in the image or on this computer, or not.
@@ -17,12 +20,14 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbench.postures.model import DEFAULT_ENV_ALLOW, PostureId
+from workbench.postures.model import DEFAULT_ENV_ALLOW, DEFAULT_LIMITS, Limits, PostureId
 from workbench.skills.scripts import Capability, Finding
 
 _L, _H, _D, _G, _Q = (PostureId.LOCAL, PostureId.HARDENED, PostureId.DOCKER, PostureId.GVISOR,
                       PostureId.QUICKJS)  # fmt: skip
 _CONTAINERS = (_D, _G)
+# What a container has of its own (the image's): reading there reads no file of this computer.
+_SYSTEM = ("/etc/", "/usr/", "/lib", "/bin/", "/sbin/", "/proc/", "/sys/", "/dev/")
 _NOT_MOUNTED = "only the skill and the workspace are mounted"
 _CONFINED = "the fs object is confined to the workspace"
 _NO_PROCESSES = "no processes in QuickJS"
@@ -41,13 +46,6 @@ _EFFECTS: dict[Capability, dict[PostureId, tuple[bool, str]]] = {
         _H: (False, "runs host programs, within the process limit"),
         _D: (False, "runs the image's programs"),
         _G: (False, "runs the image's programs"),
-        _Q: (True, _NO_PROCESSES),
-    },
-    Capability.PRIVILEGE: {
-        _L: (False, "may ask for your password"),
-        _H: (False, "may ask for your password"),
-        _D: (True, "non-root with no-new-privileges"),
-        _G: (True, "non-root with no-new-privileges"),
         _Q: (True, _NO_PROCESSES),
     },
     Capability.DESTRUCTIVE: {
@@ -78,26 +76,12 @@ _EFFECTS: dict[Capability, dict[PostureId, tuple[bool, str]]] = {
         _G: (True, "the run's processes are killed in the container"),
         _Q: (True, "no process API"),
     },
-    Capability.PROCESSES: {
-        _L: (False, "no process limit"),
-        _H: (True, "the process limit (RLIMIT_NPROC)"),
-        _D: (True, "the process limit (pids cgroup)"),
-        _G: (True, "the process limit (RLIMIT_NPROC inside gVisor)"),
-        _Q: (True, "no process API"),
-    },
     Capability.CPU: {
         _L: (True, "the wall-clock timeout"),
         _H: (True, "the CPU-time limit or the timeout"),
         _D: (True, "the wall-clock timeout"),
         _G: (True, "the wall-clock timeout"),
         _Q: (True, "the CPU-time limit of the worker"),
-    },
-    Capability.MEMORY: {
-        _L: (False, "no memory limit"),
-        _H: (True, "the memory limit (RLIMIT_AS)"),
-        _D: (True, "the memory limit (cgroup)"),
-        _G: (True, "the memory limit (cgroup)"),
-        _Q: (True, "QuickJS's memory limit"),
     },
 }
 
@@ -108,6 +92,7 @@ class Context:
 
     skill_dir: Path
     as_root: bool  # the workbench runs as root: hardened runs a throwaway uid
+    limits: Limits = DEFAULT_LIMITS  # the limits the run has
     serves: bool = False  # the command starts a server of its own
     image_modules: dict[str, bool] = field(default_factory=dict)
     host_modules: dict[str, bool] = field(default_factory=dict)
@@ -129,6 +114,12 @@ def effect(posture: PostureId, finding: Finding, context: Context) -> tuple[bool
         return _loopback(posture, capability, context)
     if capability is Capability.MODULE:
         return _module(posture, target, context)
+    if capability is Capability.PRIVILEGE:
+        return _privilege(posture, context)
+    if capability is Capability.INPUT:
+        return True, "a run's stdin is empty: no answer comes"
+    if capability in (Capability.PROCESSES, Capability.MEMORY):
+        return _limited(posture, capability, target, context.limits)
     return None
 
 
@@ -137,6 +128,11 @@ def _read(posture: PostureId, path: str, context: Context) -> tuple[bool, str]:
         return True, _CONFINED
     if _inside(path, context.skill_dir):
         return False, "the skill folder is readable"
+    mine = Path.home() / path[2:] if path.startswith("~/") else Path(path)
+    if not os.path.lexists(mine):
+        return False, "this computer has no such file either: not the posture's doing"
+    if posture in _CONTAINERS and path.startswith(_SYSTEM):
+        return False, "the image has its own"
     if posture in _CONTAINERS:
         return True, _NOT_MOUNTED
     if path.startswith("~"):
@@ -185,6 +181,32 @@ def _loopback(posture: PostureId, capability: Capability, context: Context) -> t
     if posture in _CONTAINERS:
         return True, "a container's loopback is its own: the host's services are out of reach"
     return False, "reaches this computer's loopback"
+
+
+def _privilege(posture: PostureId, context: Context) -> tuple[bool, str]:
+    if posture is _Q:
+        return True, _NO_PROCESSES
+    if posture in _CONTAINERS:
+        return True, "non-root with no-new-privileges, every capability dropped"
+    if posture is _H and context.as_root:
+        return True, "runs as a throwaway uid, not root"
+    return False, "as privileged as you are"
+
+
+def _limited(
+    posture: PostureId, capability: Capability, amount: str, limits: Limits
+) -> tuple[bool, str]:
+    """Processes or memory a run takes: over the posture's limit, when the amount is known."""
+    processes = capability is Capability.PROCESSES
+    if posture is _Q:
+        return True, "no process API" if processes else "QuickJS's memory limit"
+    if posture is _L:
+        return False, "no process limit" if processes else "no memory limit"
+    limit = limits.pids if processes else limits.memory_bytes
+    what = f"the process limit of {limit}" if processes else f"the memory limit of {limit:,} bytes"
+    if amount.isdigit() and int(amount) + (2 if processes else 0) < limit:
+        return False, f"within {what}"
+    return True, what if amount.isdigit() else f"{what} may stop it"
 
 
 def _module(posture: PostureId, module: str, context: Context) -> tuple[bool, str] | None:

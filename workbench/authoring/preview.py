@@ -24,7 +24,7 @@ from workbench.authoring.environments import (
     image_modules,
 )
 from workbench.authoring.scriptfiles import INTERPRETERS, ScriptFile, read_scripts
-from workbench.postures.model import CONTAINER_POSTURES, PostureId
+from workbench.postures.model import CONTAINER_POSTURES, DEFAULT_LIMITS, Limits, PostureId
 from workbench.skills.model import Skill
 from workbench.skills.pyscan import scan_python
 from workbench.skills.scripts import Capability, Finding, scan_javascript
@@ -75,8 +75,11 @@ class CapabilityPreview:
     prediction_only: bool = True  # never a security control
 
 
-def preview(skill: Skill, command: str | None = None) -> CapabilityPreview:
-    """Predict what each posture will block for `command` of `skill` (see the module doc)."""
+def preview(
+    skill: Skill, command: str | None = None, limits: Limits = DEFAULT_LIMITS
+) -> CapabilityPreview:
+    """Predict what each posture will block for `command` of `skill` (its own by default),
+    run with `limits` (see the module doc)."""
     command = (skill.command or "") if command is None else command
     scripts, skipped = read_scripts(skill.path)
     findings = _reached(skill.path, scripts, command) + _front_matter_findings(skill, command)
@@ -91,6 +94,7 @@ def preview(skill: Skill, command: str | None = None) -> CapabilityPreview:
     context = Context(
         skill.path,
         as_root=os.geteuid() == 0,
+        limits=limits,
         serves=any(f.capability is Capability.SERVER for f in ordered),
         image_modules=image_modules(modules),
         host_modules=host_modules(modules) if modules else {},

@@ -2,22 +2,23 @@
 under every posture.
 
 `measure(service, postures)` runs the probe lab (`run_lab`) and, while each cell's site still
-exists, asks the preview about the very command the cell ran; then it runs every bundled
-example's own command under each posture (default settings, a short timeout) and asks the
-preview about that. Each `Pair` holds the preview's verdict and what really happened, in the
-preview's own terms: `cannot-run` (the workbench could not start it, or the shell could not
-execute it), `partly-blocked` (a control of the posture stopped or refused part of it: the lab
-judged the probe contained; a run's diagnosis names a control, its output shows one refusing
-something it then handled, or the workbench killed what it left running), or `runs` (it ran,
-or failed for its own reasons: the same under every posture). A cell the lab cannot judge here
-(`not applicable`) is left out, and so is a run that would reach the internet (where the
-posture lets it: the measurement never does). `Agreement.rate()` is the share of the measured
-pairs where the two agree.
+exists, asks the preview about the very command the cell ran, with the cell's limits; then it
+runs every bundled example's own command under each posture (default settings, a short timeout)
+and asks the preview about that. Each `Pair` holds the preview's verdict and what really
+happened, in the preview's own terms: `cannot-run` (the workbench could not start it, or the
+shell could not execute it), `partly-blocked` (a control of the posture stopped or refused part
+of it: the lab judged the probe contained; a run's diagnosis names a control, its output shows
+one refusing something it then handled, or the workbench killed what it left running), or `runs`
+(it ran, or failed for its own reasons: the same under every posture). A cell the lab cannot
+judge here (`not applicable`) is left out, and so is a run on this computer (local, hardened) of
+a skill that would reach the internet or write outside its workspace: the measurement never
+does. `Agreement.rate()` is the share of the measured pairs where the two agree.
 """
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from workbench.authoring.preview import CapabilityPreview, Verdict, preview
 from workbench.errors import WorkbenchError
@@ -28,11 +29,17 @@ from workbench.probes.lab import Cell, run_lab
 from workbench.probes.verdict import Verdict as ProbeVerdict
 from workbench.runs.compare import shell_command
 from workbench.runs.diagnosis import Kind, refused_in_passing
+from workbench.runs.rerun import posture_from_dict
 from workbench.runs.service import CompletedRun, RunPlan, RunService
 from workbench.skills import Skill, discover, load_skill
 from workbench.skills.scripts import Capability
 
 EXAMPLE_TIMEOUT_S = 10.0  # a runaway example is stopped by it as surely as by the default
+# What a measured run must never do to this computer: such a skill runs only in a container.
+_NEVER_ON_THE_HOST = {
+    Capability.NETWORK: "reach the internet",
+    Capability.WRITE_OUTSIDE: "write outside its workspace",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +91,15 @@ class Agreement:
 
 
 async def measure(
-    service: RunService, postures: Iterable[PostureId], cancel: CancelToken | None = None
+    service: RunService,
+    postures: Iterable[PostureId],
+    cancel: CancelToken | None = None,
+    *,
+    examples: Sequence[Path] | None = None,
+    lab: bool = True,
 ) -> Agreement:
-    """Measure the preview against the probe lab and the bundled examples (see the module doc)."""
+    """Measure the preview against the probe lab (unless not `lab`) and the skills under
+    `examples` (the bundled examples by default); see the module doc."""
     chosen = tuple(postures)
     cancel = cancel or CancelToken()
     pairs: list[Pair] = []
@@ -94,8 +107,9 @@ async def measure(
     def on_cell(cell: Cell) -> None:
         pairs.append(_probe_pair(service, cell))
 
-    await run_lab(chosen, service, cancel=cancel, on_cell=on_cell)
-    for skill in discover([example_skills_dir()]):
+    if lab:
+        await run_lab(chosen, service, cancel=cancel, on_cell=on_cell)
+    for skill in discover(examples if examples is not None else [example_skills_dir()]):
         for posture_id in chosen:
             if cancel.cancelled:
                 break
@@ -111,7 +125,9 @@ def verdict_of(result: CapabilityPreview, posture_id: PostureId) -> Verdict:
 def _probe_pair(service: RunService, cell: Cell) -> Pair:
     record = service.history.get(cell.run_id)
     skill = load_skill(record.skill_dir)
-    predicted = verdict_of(preview(skill, shlex.join(record.argv)), cell.posture)
+    limits = posture_from_dict(record.result["card"]["posture"]).limits if record.result else None
+    result = preview(skill, shlex.join(record.argv), limits or Posture(cell.posture).limits)
+    predicted = verdict_of(result, cell.posture)
     name = f"{skill.name} ({cell.probe.value})"
     if cell.verdict is ProbeVerdict.NOT_APPLICABLE:
         return Pair(name, cell.posture, predicted, None, cell.detail)
@@ -124,12 +140,13 @@ async def _example_pair(
     service: RunService, skill: Skill, posture_id: PostureId, cancel: CancelToken
 ) -> Pair:
     command = skill.command or ""
-    result = preview(skill, command)
-    predicted = verdict_of(result, posture_id)
-    reaches = any(f.capability is Capability.NETWORK for f in result.findings)
-    if reaches and posture_id in (PostureId.LOCAL, PostureId.HARDENED):
-        return Pair(skill.name, posture_id, predicted, None, "not run: it would reach the internet")
     posture = Posture(posture_id).with_limits(timeout_s=EXAMPLE_TIMEOUT_S)
+    result = preview(skill, command, posture.limits)
+    predicted = verdict_of(result, posture_id)
+    if posture_id in (PostureId.LOCAL, PostureId.HARDENED):
+        for capability, what in _NEVER_ON_THE_HOST.items():
+            if any(f.capability is capability for f in result.findings):
+                return Pair(skill.name, posture_id, predicted, None, f"not run: it would {what}")
     try:
         argv = shell_command(posture_id, command)
     except WorkbenchError:  # its quoting is broken: the shell says so

@@ -65,6 +65,7 @@ _OS_WRITES = {
     "shutil.copytree",
     "shutil.move",
 }
+_PRIVILEGE_CALLS = {"os.chown", "os.lchown", "shutil.chown", "os.setuid", "os.chroot"}
 _DETACH_CALLS = {"os.setsid", "os.setpgrp", "os.daemon"}
 _FORK_CALLS = re.compile(r"^(os\.fork|subprocess\.Popen|multiprocessing\.Process)$")
 _CLOCKS = re.compile(r"^(time\.(monotonic|time|perf_counter)|datetime\.\w+\.now)$")
@@ -93,7 +94,7 @@ class _PythonScanner(ast.NodeVisitor):
         self.paths: dict[str, str] = {}  # variable -> the path it holds
         self.found: list[Finding] = []
         self.imported_network: list[Finding] = []
-        self.loops = 0
+        self.bounds: list[str | None] = []  # how many times each loop around runs, when known
 
     def add(
         self,
@@ -157,15 +158,28 @@ class _PythonScanner(ast.NodeVisitor):
         self._loop(node)
 
     def visit_For(self, node: ast.For) -> None:
-        self._loop(node)
+        iterates = node.iter
+        times = None
+        if isinstance(iterates, ast.Call) and self.dotted(iterates.func) == "range":
+            times = self.number(iterates.args[-1]) if len(iterates.args) == 1 else None
+        self._loop(node, times)
 
-    def _loop(self, node: ast.While | ast.For) -> None:
+    def _loop(self, node: ast.While | ast.For, times: str | None = None) -> None:
         calls = {self.dotted(n.func) for n in ast.walk(node) if isinstance(n, ast.Call)}
         if {"bytearray", "bytes"} & calls and any(name.endswith(".append") for name in calls):
             self.add(node, Capability.MEMORY, "allocates memory in a loop")
-        self.loops += 1
+        self.bounds.append(times)
         self.generic_visit(node)
-        self.loops -= 1
+        self.bounds.pop()
+
+    def number(self, node: ast.expr) -> str | None:
+        """The whole number an expression holds, where a literal or `int(...)` tells."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return str(node.value)
+        if isinstance(node, ast.Call) and self.dotted(node.func) == "int" and node.args:
+            text = self.path(node.args[0])
+            return text if text is not None and text.isdigit() else None
+        return None
 
     def visit_Assign(self, node: ast.Assign) -> None:
         path = self.path(node.value)
@@ -198,8 +212,14 @@ class _PythonScanner(ast.NodeVisitor):
         elif name in _HOME_CALLS:
             self.add(node, Capability.HOST_FILES, f"reads your home folder ({name})", target="~")
         self._files(node, name, first)
-        if self.loops and _FORK_CALLS.match(name):
-            self.add(node, Capability.PROCESSES, f"starts processes in a loop ({name})")
+        if self.bounds and _FORK_CALLS.match(name):
+            times = self.bounds[-1]
+            detail = f"starts processes {f'{times} times' if times else 'in a loop'} ({name})"
+            self.add(node, Capability.PROCESSES, detail, target=times)
+        if name == "input":
+            self.add(node, Capability.INPUT, "asks for input (input)")
+        elif name in _PRIVILEGE_CALLS:
+            self.add(node, Capability.PRIVILEGE, f"{name} needs root's privileges")
         self.generic_visit(node)
 
     def _network(self, node: ast.Call, name: str, first: ast.expr | None) -> None:

@@ -69,9 +69,10 @@ class Capability(StrEnum):
     SERVER = "server"  # listens for connections itself
     MODULE = "module"  # imports a third-party module (`target`)
     DAEMON = "daemon"  # leaves a process running after it ends
-    PROCESSES = "processes"  # starts processes in a loop
+    PROCESSES = "processes"  # starts processes in a loop (`target`: how many, when known)
     CPU = "cpu"  # spins the CPU until something stops it
-    MEMORY = "memory"  # grows its memory in a loop
+    MEMORY = "memory"  # grows its memory in a loop (`target`: to how many bytes, when known)
+    INPUT = "input"  # asks for input on stdin
     TOOL = "tool"  # runs an external command
     RUNTIME = "runtime"  # the interpreter a script needs (`target`: a script it runs by path)
     DECLARED = "declared"  # what the front matter says

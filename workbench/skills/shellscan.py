@@ -52,6 +52,8 @@ _READERS = {"cat", "head", "tail", "less", "more", "wc", "sort", "uniq", "cut", 
             "fgrep", "awk", "gawk", "sed", "diff", "cmp", "md5sum", "sha1sum", "sha256sum",
             "base64", "file", "stat", "ls", "find", "jq", "tac", "nl", "od", "xxd", "strings",
             "source", ".", "cp", "mv", "tar", "zip", "unzip"}  # fmt: skip
+_PRIVILEGED = {"chown", "chgrp", "mount", "umount", "chroot", "setcap"}
+_BOUND = re.compile(r"-l[te]\s+(\S+)")
 _NETWORK_FILES = ("/proc/net/", "/etc/resolv.conf", "/etc/hosts")
 _WAITS = {"sleep", "read", "wait", "nc", "curl", "wget"}  # a loop that calls these waits, not spins
 _ENDLESS = {":", "true", "[ 1 ]", "1"}
@@ -144,6 +146,8 @@ class _ShellScan:
         if tool in self.script.functions or tool in _BUILTINS:
             if tool in ("source", "."):
                 found += self._paths(command, words[1:], write=False)
+            if tool == "read" and not command.redirections and not self._loop(command.line):
+                found.append(self.finding(command, Capability.INPUT, "asks for input (read)"))
             return found
         if "$" in name or not re.fullmatch(r"[A-Za-z0-9_.+-]+", tool):
             return found  # a word no program is called, or one the script computes
@@ -257,12 +261,11 @@ class _ShellScan:
         found: list[Finding] = []
         if tool in _DETACHING or command.name in _DETACHING:
             found.append(self.finding(command, Capability.DAEMON, f"detaches a process ({tool})"))
-        elif command.background and self._in_loop(command.line):
-            found.append(
-                self.finding(
-                    command, Capability.PROCESSES, f"starts {tool} in a loop, in the background"
-                )
-            )
+        elif command.background and (loop := self._loop(command.line)):
+            count = self._bound(loop)
+            times = f"{count} times" if count else "in a loop"
+            detail = f"starts {tool} {times}, in the background"
+            found.append(self.finding(command, Capability.PROCESSES, detail, target=count))
         elif command.background and not self.has_wait:
             found.append(self.finding(command, Capability.DAEMON, f"leaves {tool} running"))
         arguments = [_home(w) for w in rest if not w.startswith("-")]
@@ -273,6 +276,9 @@ class _ShellScan:
         ):
             found.append(self.finding(command, Capability.DESTRUCTIVE,
                                       "recursive delete of / or your home folder"))  # fmt: skip
+        if tool in _PRIVILEGED:
+            detail = f"{tool} needs root's privileges"
+            found.append(self.finding(command, Capability.PRIVILEGE, detail, tool))
         if tool in _WRITERS:
             found += self._paths(command, arguments, write=True)
         elif tool in _LAST_WRITTEN and len(arguments) > 1:
@@ -328,8 +334,17 @@ class _ShellScan:
                 found.append(self.finding(command, Capability.ENVIRONMENT, detail, target=name))
         return found
 
-    def _in_loop(self, line: int) -> bool:
-        return any(start <= line <= end for start, end, _ in self.script.loops)
+    def _loop(self, line: int) -> str | None:
+        """The head of the innermost loop around `line` (None outside loops)."""
+        around = [(start, head) for start, end, head in self.script.loops if start <= line <= end]
+        return max(around)[1] if around else None
+
+    def _bound(self, head: str) -> str | None:
+        """The number a loop head `[ $n -lt N ]` counts up to, when it resolves."""
+        match = _BOUND.search(head)
+        if match is None:
+            return None
+        return next((value for value in self._expand(match[1]) if value.isdigit()), None)
 
     def loops(self) -> list[Finding]:
         """Loops that spin (endless, never waiting) and loops that double a value (memory)."""
@@ -345,8 +360,10 @@ class _ShellScan:
                     value.count(f"${name}") + value.count(f"${{{name}}}") >= 2
                     for name, value in command.assignments
                 ):
-                    detail = "doubles a value in a loop (memory grows)"
-                    found.append(Finding(self.file, where, Capability.MEMORY, detail))
+                    size = self._bound(head)
+                    detail = f"doubles a value up to {size} bytes" if size else "doubles a value"
+                    finding = Finding(self.file, where, Capability.MEMORY, detail, target=size)
+                    found.append(finding)
                     break
         return found
 
