@@ -178,11 +178,9 @@ ALLOCATE = "echo allocating; python3 -c \"b = bytearray(200 << 20); print('alloc
 
 async def _settle(panel: RunPanel) -> None:
     """Wait until the run the panel started (by Run or a banner button) has ended and shows."""
-    while panel.is_running():
-        await asyncio.sleep(0.02)
+    await until(lambda: not panel.is_running())
     await panel.changes.settle()
-    while not panel.output.is_idle():
-        await asyncio.sleep(0.02)
+    await until(panel.output.is_idle)
 
 
 def test_a_diagnosed_failure_is_explained_highlighted_and_rerun_with_the_change(

@@ -1,18 +1,19 @@
 """What a finding of the capability preview meets under each posture, at its default settings.
 
 `effect(posture, finding, context)` says whether `posture` blocks what `finding` does, and why
-in a few words: the control ("network none") or the opening ("the network is open"); None for
-a finding no posture acts on. Most capabilities meet the same answer whatever they name
-(`_EFFECTS`). Some depend on what they name (`Context` holds what that takes): a file in the
-skill folder is readable wherever the skill is mounted; one other users may read is readable
-by hardened's throwaway uid (when the workbench runs as root); a file this computer does not
-have fails everywhere, and a system file is the image's own in a container; a file in the home
-folder is out of reach of hardened's private HOME; processes or memory a run takes meet the
-limit only when they exceed it (when the amount is known); root's privileges are gone under
-hardened run by root (a throwaway uid); an environment variable hardened keeps (`PATH`, `LANG`,
-...) is seen; a loopback connection reaches a server the command starts itself, even in a
-container (a container's loopback is its own: the host's services are out of its reach); a
-third-party module is in the image or on this computer, or not.
+in a few words; None for a finding no posture acts on. The answer is the posture's claim on the
+finding's aspect in the containment table (`postures.containment`: `_ASPECTS` maps each
+capability to its aspect). Where the answer depends on what the finding names, `Context` holds
+what it takes to refine the claim, and the refinement only ever narrows it to the case at hand:
+a file this computer does not have fails everywhere (not the posture's doing); a file in the
+skill folder is readable wherever the skill is mounted; a system file is the image's own in a
+container; a file others may read is the "host files" claim, one they may not the "private
+files" claim (hardened run by root: a throwaway uid); the home folder is out of reach of
+hardened's private HOME; a write to a folder others may write is open to that throwaway uid too;
+root's privileges are gone under that throwaway uid; processes or memory meet their limit only
+when the amount a script takes is over it (when it is known); a loopback connection reaches a
+server the command starts itself, even in a container, but not the host's; a run gets no input
+under any posture; a third-party module is in the image or on this computer, or not.
 """
 
 import os
@@ -20,75 +21,36 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbench.postures.model import DEFAULT_ENV_ALLOW, DEFAULT_LIMITS, Limits, PostureId
+from workbench.postures.containment import Aspect, claim
+from workbench.postures.model import CONTAINER_POSTURES, DEFAULT_LIMITS, Limits, PostureId
 from workbench.skills.scripts import Capability, Finding
 
-_L, _H, _D, _G, _Q = (PostureId.LOCAL, PostureId.HARDENED, PostureId.DOCKER, PostureId.GVISOR,
-                      PostureId.QUICKJS)  # fmt: skip
-_CONTAINERS = (_D, _G)
+# The aspect of the containment table each capability tries.
+_ASPECTS: dict[Capability, Aspect] = {
+    Capability.NETWORK: Aspect.NETWORK,
+    Capability.LOOPBACK: Aspect.NETWORK,
+    Capability.SERVER: Aspect.NETWORK,
+    Capability.SUBPROCESS: Aspect.PROGRAMS,
+    Capability.ENVIRONMENT: Aspect.SECRETS,
+    Capability.HOST_FILES: Aspect.HOST_FILES,
+    Capability.WRITE_OUTSIDE: Aspect.WRITE_OUTSIDE,
+    Capability.PRIVILEGE: Aspect.PRIVILEGE,
+    Capability.DESTRUCTIVE: Aspect.WRITE_OUTSIDE,
+    Capability.NATIVE_CODE: Aspect.NATIVE_CODE,
+    Capability.NODE_API: Aspect.NODE_API,
+    Capability.DAEMON: Aspect.DAEMONS,
+    Capability.PROCESSES: Aspect.PROCESSES,
+    Capability.CPU: Aspect.CPU,
+    Capability.MEMORY: Aspect.MEMORY,
+}
 # What a container has of its own (the image's): reading there reads no file of this computer.
 _SYSTEM = ("/etc/", "/usr/", "/lib", "/bin/", "/sbin/", "/proc/", "/sys/", "/dev/")
-_NOT_MOUNTED = "only the skill and the workspace are mounted"
-_CONFINED = "the fs object is confined to the workspace"
-_NO_PROCESSES = "no processes in QuickJS"
-
-# What each capability meets under each posture (default settings): (blocked?, why).
-_EFFECTS: dict[Capability, dict[PostureId, tuple[bool, str]]] = {
-    Capability.NETWORK: {
-        _L: (False, "the network is open"),
-        _H: (False, "the network is open"),
-        _D: (True, "network none"),
-        _G: (True, "network none"),
-        _Q: (True, "fetch is off by default"),
-    },
-    Capability.SUBPROCESS: {
-        _L: (False, "runs host programs"),
-        _H: (False, "runs host programs, within the process limit"),
-        _D: (False, "runs the image's programs"),
-        _G: (False, "runs the image's programs"),
-        _Q: (True, _NO_PROCESSES),
-    },
-    Capability.DESTRUCTIVE: {
-        _L: (False, "can delete anything you can"),
-        _H: (False, "can delete anything you can"),
-        _D: (True, "read-only root; only the workspace is writable"),
-        _G: (True, "read-only root; only the workspace is writable"),
-        _Q: (True, _CONFINED),
-    },
-    Capability.NATIVE_CODE: {
-        _L: (False, "loads native code on the host"),
-        _H: (False, "loads native code on the host"),
-        _D: (False, "loads native code in the container"),
-        _G: (False, "loads native code in the container"),
-        _Q: (True, "no native code in QuickJS"),
-    },
-    Capability.NODE_API: {
-        _L: (False, "runs under Node"),
-        _H: (False, "runs under Node"),
-        _D: (False, "runs under the image's Node"),
-        _G: (False, "runs under the image's Node"),
-        _Q: (True, "QuickJS has no Node APIs"),
-    },
-    Capability.DAEMON: {
-        _L: (True, "whole-tree kill when the run ends"),
-        _H: (True, "whole-tree kill when the run ends"),
-        _D: (True, "the run's processes are killed in the container"),
-        _G: (True, "the run's processes are killed in the container"),
-        _Q: (True, "no process API"),
-    },
-    Capability.CPU: {
-        _L: (True, "the wall-clock timeout"),
-        _H: (True, "the CPU-time limit or the timeout"),
-        _D: (True, "the wall-clock timeout"),
-        _G: (True, "the wall-clock timeout"),
-        _Q: (True, "the CPU-time limit of the worker"),
-    },
-}
+Effect = tuple[bool, str]
 
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """What effects that depend on the finding's target need to know."""
+    """What refining a claim to what a finding names needs to know."""
 
     skill_dir: Path
     as_root: bool  # the workbench runs as root: hardened runs a throwaway uid
@@ -98,121 +60,82 @@ class Context:
     host_modules: dict[str, bool] = field(default_factory=dict)
 
 
-def effect(posture: PostureId, finding: Finding, context: Context) -> tuple[bool, str] | None:
+def effect(posture: PostureId, finding: Finding, context: Context) -> Effect | None:
     """Whether `posture` blocks what `finding` does, and why (see the module doc)."""
-    capability = finding.capability
-    if capability in _EFFECTS:
-        return _EFFECTS[capability][posture]
-    target = finding.target or ""
-    if capability is Capability.HOST_FILES:
-        return _read(posture, target, context)
-    if capability is Capability.WRITE_OUTSIDE:
-        return _write(posture, target, context)
-    if capability is Capability.ENVIRONMENT:
-        return _environment(posture, target)
-    if capability in (Capability.LOOPBACK, Capability.SERVER):
-        return _loopback(posture, capability, context)
-    if capability is Capability.MODULE:
-        return _module(posture, target, context)
-    if capability is Capability.PRIVILEGE:
-        return _privilege(posture, context)
+    capability, target = finding.capability, finding.target or ""
     if capability is Capability.INPUT:
         return True, "a run's stdin is empty: no answer comes"
-    if capability in (Capability.PROCESSES, Capability.MEMORY):
-        return _limited(posture, capability, target, context.limits)
-    return None
+    if capability is Capability.MODULE:
+        return _module(posture, target, context)
+    aspect = _ASPECTS.get(capability)
+    if aspect is None:
+        return None
+    found = claim(posture, aspect, as_root=context.as_root)
+    table = (found.contained, found.why)
+    if capability is Capability.HOST_FILES:
+        return _read(posture, target, context) or table
+    if capability is Capability.WRITE_OUTSIDE:
+        return _write(posture, target, context) or table
+    if capability in (Capability.LOOPBACK, Capability.SERVER) and found.contained:
+        own = capability is Capability.SERVER or context.serves
+        if own and posture is not PostureId.QUICKJS:
+            return False, "its own server, on its own loopback"
+        if posture in CONTAINER_POSTURES:
+            return True, "a container's loopback is its own: the host's services are out of reach"
+    if capability is Capability.PRIVILEGE and posture is PostureId.HARDENED and context.as_root:
+        return True, "runs as a throwaway uid, not root"
+    limited = capability in (Capability.PROCESSES, Capability.MEMORY)
+    if limited and found.contained and posture is not PostureId.QUICKJS:
+        return _limited(capability, target, context.limits, found.why)
+    return table
 
 
-def _read(posture: PostureId, path: str, context: Context) -> tuple[bool, str]:
-    if posture is _Q:
-        return True, _CONFINED
+def _read(posture: PostureId, path: str, context: Context) -> Effect | None:
+    """A read of `path`, where the file decides more than the posture's claim does."""
+    if posture is PostureId.QUICKJS:
+        return None
     if _inside(path, context.skill_dir):
         return False, "the skill folder is readable"
     mine = Path.home() / path[2:] if path.startswith("~/") else Path(path)
     if not os.path.lexists(mine):
         return False, "this computer has no such file either: not the posture's doing"
-    if posture in _CONTAINERS and path.startswith(_SYSTEM):
+    if posture in CONTAINER_POSTURES and path.startswith(_SYSTEM):
         return False, "the image has its own"
-    if posture in _CONTAINERS:
-        return True, _NOT_MOUNTED
-    if path.startswith("~"):
-        if posture is _H:
-            return True, "HOME is private and empty"
-        return False, "reads your home folder"
-    if posture is _H and context.as_root and not _others_may(path, stat.S_IROTH):
-        return True, "the throwaway uid cannot read it (others may not)"
-    if posture is _H and context.as_root:
-        return False, "other users may read it"
-    return False, "reads your files"
+    if posture is PostureId.HARDENED and path.startswith("~"):
+        return True, "HOME is private and empty"
+    private = not _others_may(str(mine), stat.S_IROTH)
+    aspect = Aspect.PRIVATE_FILES if private else Aspect.HOST_FILES
+    found = claim(posture, aspect, as_root=context.as_root)
+    return found.contained, found.why
 
 
-def _write(posture: PostureId, path: str, context: Context) -> tuple[bool, str]:
-    if posture is _Q:
-        return True, _CONFINED
-    if posture in _CONTAINERS:
-        if _inside(path, context.skill_dir):
-            return True, "the skill folder is mounted read-only"
-        return True, "read-only root; only /workspace and /tmp are writable"
-    if posture is _H and path.startswith("~"):
-        return False, "writes its private HOME, not yours"
+def _write(posture: PostureId, path: str, context: Context) -> Effect | None:
+    """A write to `path`: the skill folder's claim there, and a folder others may write open
+    to hardened's throwaway uid."""
+    if _inside(path, context.skill_dir):
+        found = claim(posture, Aspect.SKILL_FOLDER, as_root=context.as_root)
+        return found.contained, found.why
+    if posture is PostureId.HARDENED and path.startswith("~"):
+        return False, "it writes its private HOME, not yours"
     folder = next((p for p in (Path(path), *Path(path).parents) if p.is_dir()), Path("/"))
-    if posture is _H and context.as_root and not _others_may(str(folder), stat.S_IWOTH):
-        return True, "the throwaway uid cannot write there"
-    return False, "writes where you can"
+    if posture is PostureId.HARDENED and _others_may(str(folder), stat.S_IWOTH):
+        return False, "other users may write there"
+    return None
 
 
-def _environment(posture: PostureId, name: str) -> tuple[bool, str]:
-    if posture is _L:
-        return False, "sees your whole environment, secrets included"
-    if posture is _H:
-        if name in DEFAULT_ENV_ALLOW:
-            return False, "an allow-listed variable"
-        return True, "environment built from an allow-list; credential names removed"
-    if posture is _Q:
-        return True, "no environment in QuickJS"
-    return True, "the container gets none of your environment"
-
-
-def _loopback(posture: PostureId, capability: Capability, context: Context) -> tuple[bool, str]:
-    if posture is _Q:
-        return True, "no network API (fetch is off)"
-    if capability is Capability.SERVER or context.serves:
-        return False, "its own server, on its own loopback"
-    if posture in _CONTAINERS:
-        return True, "a container's loopback is its own: the host's services are out of reach"
-    return False, "reaches this computer's loopback"
-
-
-def _privilege(posture: PostureId, context: Context) -> tuple[bool, str]:
-    if posture is _Q:
-        return True, _NO_PROCESSES
-    if posture in _CONTAINERS:
-        return True, "non-root with no-new-privileges, every capability dropped"
-    if posture is _H and context.as_root:
-        return True, "runs as a throwaway uid, not root"
-    return False, "as privileged as you are"
-
-
-def _limited(
-    posture: PostureId, capability: Capability, amount: str, limits: Limits
-) -> tuple[bool, str]:
-    """Processes or memory a run takes: over the posture's limit, when the amount is known."""
+def _limited(capability: Capability, amount: str, limits: Limits, why: str) -> Effect:
+    """Processes or memory a run takes: stopped by the limit only when over it."""
     processes = capability is Capability.PROCESSES
-    if posture is _Q:
-        return True, "no process API" if processes else "QuickJS's memory limit"
-    if posture is _L:
-        return False, "no process limit" if processes else "no memory limit"
     limit = limits.pids if processes else limits.memory_bytes
-    what = f"the process limit of {limit}" if processes else f"the memory limit of {limit:,} bytes"
     if amount.isdigit() and int(amount) + (2 if processes else 0) < limit:
-        return False, f"within {what}"
-    return True, what if amount.isdigit() else f"{what} may stop it"
+        return False, f"{why}, {limit:,}, is more than it takes"
+    return True, why if amount.isdigit() else f"{why} may stop it"
 
 
-def _module(posture: PostureId, module: str, context: Context) -> tuple[bool, str] | None:
-    if posture is _Q:
+def _module(posture: PostureId, module: str, context: Context) -> Effect | None:
+    if posture is PostureId.QUICKJS:
         return None  # QuickJS runs no Python at all
-    if posture in _CONTAINERS:
+    if posture in CONTAINER_POSTURES:
         present = context.image_modules.get(module, True)
         return (False, "in the image") if present else (True, "the sandbox image lacks it")
     present = context.host_modules.get(module, True)
