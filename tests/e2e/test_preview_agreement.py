@@ -5,9 +5,6 @@ the runs of the diagnosis tests' skills (`tests/fixtures/failing`), which fail f
 reasons."""
 
 import asyncio
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,20 +21,11 @@ FAILING = Path(__file__).parents[1] / "fixtures" / "failing"
 
 
 @pytest.fixture
-def open_root() -> Iterator[Path]:
-    """A folder every user may traverse (hardened's throwaway uid must reach the workspaces)."""
-    root = Path(tempfile.mkdtemp(prefix="workbench-agreement-"))
-    root.chmod(0o755)
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
-
-
-@pytest.fixture
-def service(open_root: Path, docker_runtimes: set[str]) -> RunService:
+def service(traversable_tmp_path: Path, docker_runtimes: set[str]) -> RunService:
     """A run service over a tmp data folder, where every posture runs."""
     if "runsc" not in docker_runtimes:
         pytest.skip("the engine has no runsc runtime: the gVisor posture cannot be measured")
-    layout = DataLayout(open_root / "data")
+    layout = DataLayout(traversable_tmp_path / "data")
     return RunService(layout, RunHistory(layout.history_path), build_executor)
 
 

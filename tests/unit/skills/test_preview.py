@@ -19,7 +19,6 @@ from workbench.platform.paths import resources_dir
 from workbench.postures.model import PostureId
 from workbench.skills import load_skill
 from workbench.skills.scripts import IMAGE_PACKAGES, Capability
-from workbench.skills.shellscan import command_tools
 
 
 def make_skill(tmp_path: Path, files: dict[str, str], front: str = "") -> Path:
@@ -122,20 +121,6 @@ def test_shell_commands_home_reads_secrets_and_deletes(tmp_path: Path) -> None:
     )
     _, _, allowed = prediction(result, PostureId.HARDENED)
     assert "network command curl in scripts/get.sh:4 (the network is open)" in allowed
-
-
-def test_command_words_skip_builtins_keywords_and_variables() -> None:
-    assert command_tools('for x in a; do sudo -n env A=1 grep -q x "$x"; done') == [
-        "sudo",
-        "env",
-        "grep",
-    ]
-    assert command_tools('cd "$SKILL_DIR" && "$SKILL_DIR/run" | /usr/bin/jq . || timeout 5 ls') == [
-        "jq",
-        "timeout",
-        "ls",
-    ]
-    assert command_tools("echo $(date) `whoami`") == ["date", "whoami"]
 
 
 def test_javascript_runs_only_when_it_avoids_node(tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from workbench.executors.types import RunStatus
 from workbench.postures.description import posture_title
 from workbench.postures.model import CONTAINER_POSTURES, Network, PostureId
 from workbench.runs.diagnosis.model import (
+    LIMIT_WORDS,
     Change,
     Diagnosis,
     Evidence,
@@ -116,14 +117,9 @@ def memory_limit(facts: RunFacts) -> Diagnosis | None:
     if not by_status and not (limited and said is not None):
         return None
     size = show_limit("memory_bytes", limits.memory_bytes)
-    bigger = limits.memory_bytes * BIGGER
-    return Diagnosis(
-        Kind.MEMORY_LIMIT,
-        f"It needed more memory than the limit of {size}.",
-        f"memory limit {size}",
-        said or Evidence(result.cause, "run"),
-        f"Re-run with a memory limit of {show_limit('memory_bytes', bigger)}.",
-        Change(limits=(("memory_bytes", bigger),)),
+    cause = f"It needed more memory than the limit of {size}."
+    return _over_limit(
+        facts, Kind.MEMORY_LIMIT, "memory_bytes", cause, f"memory limit {size}", said
     )
 
 
@@ -138,14 +134,8 @@ def process_limit(facts: RunFacts) -> Diagnosis | None:
     by_status = result.status is RunStatus.LIMIT_EXCEEDED and "process limit" in result.cause
     if not by_status and not (limited and said is not None and result.status is not RunStatus.OK):
         return None
-    return Diagnosis(
-        Kind.PROCESS_LIMIT,
-        f"It started more than {pids} processes at once, the process limit: a fork was refused.",
-        f"process limit {pids}",
-        said or Evidence(result.cause, "run"),
-        f"Re-run with a process limit of {pids * BIGGER}, or start fewer processes.",
-        Change(limits=(("pids", pids * BIGGER),)),
-    )
+    cause = f"It started more than {pids} processes at once, the process limit: a fork was refused."
+    return _over_limit(facts, Kind.PROCESS_LIMIT, "pids", cause, f"process limit {pids}", said)
 
 
 PYTHON_BLOCKED = re.compile(r"BlockingIOError|\[Errno 11\]")
@@ -159,14 +149,9 @@ def file_size_limit(facts: RunFacts) -> Diagnosis | None:
     if not by_status and not (facts.posture.id is PostureId.HARDENED and said is not None):
         return None
     shown = show_limit("file_size_bytes", size)
-    return Diagnosis(
-        Kind.FILE_SIZE_LIMIT,
-        f"It wrote a file bigger than the file-size limit of {shown}.",
-        f"file-size limit {shown} (RLIMIT_FSIZE)",
-        said or Evidence(result.cause, "run"),
-        f"Re-run with a file-size limit of {show_limit('file_size_bytes', size * BIGGER)}.",
-        Change(limits=(("file_size_bytes", size * BIGGER),)),
-    )
+    cause = f"It wrote a file bigger than the file-size limit of {shown}."
+    control = f"file-size limit {shown} (RLIMIT_FSIZE)"
+    return _over_limit(facts, Kind.FILE_SIZE_LIMIT, "file_size_bytes", cause, control, said)
 
 
 def cpu_limit(facts: RunFacts) -> Diagnosis | None:
@@ -174,13 +159,22 @@ def cpu_limit(facts: RunFacts) -> Diagnosis | None:
     result, seconds = facts.result, facts.posture.limits.cpu_seconds
     if result.status is not RunStatus.LIMIT_EXCEEDED or "RLIMIT_CPU" not in result.cause:
         return None
+    cause, control = f"It used up its CPU time, {seconds} s.", f"CPU-time limit {seconds} s"
+    return _over_limit(facts, Kind.CPU_LIMIT, "cpu_seconds", cause, f"{control} (RLIMIT_CPU)", None)
+
+
+def _over_limit(
+    facts: RunFacts, kind: Kind, name: str, cause: str, control: str, said: Evidence | None
+) -> Diagnosis:
+    """A run the limit `name` (a `Limits` field) stopped; the re-run gets `BIGGER` times it."""
+    bigger = getattr(facts.posture.limits, name) * BIGGER
     return Diagnosis(
-        Kind.CPU_LIMIT,
-        f"It used up its CPU time, {seconds} s.",
-        f"CPU-time limit {seconds} s (RLIMIT_CPU)",
-        Evidence(result.cause, "run"),
-        f"If it has that much work, re-run with a CPU-time limit of {seconds * BIGGER} s.",
-        Change(limits=(("cpu_seconds", seconds * BIGGER),)),
+        kind,
+        cause,
+        control,
+        said or Evidence(facts.result.cause, "run"),
+        f"If it needs that much, re-run with {LIMIT_WORDS[name]} {show_limit(name, bigger)}.",
+        Change(limits=((name, bigger),)),
     )
 
 
