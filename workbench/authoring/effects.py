@@ -1,19 +1,12 @@
 """What a finding of the capability preview meets under each posture, at its default settings.
 
-`effect(posture, finding, context)` says whether `posture` blocks what `finding` does, and why
-in a few words; None for a finding no posture acts on. The answer is the posture's claim on the
-finding's aspect in the containment table (`postures.containment`: `_ASPECTS` maps each
-capability to its aspect). Where the answer depends on what the finding names, `Context` holds
-what it takes to refine the claim, and the refinement only ever narrows it to the case at hand:
-a file this computer does not have fails everywhere (not the posture's doing); a file in the
-skill folder is readable wherever the skill is mounted; a system file is the image's own in a
-container; a file others may read is the "host files" claim, one they may not the "private
-files" claim (hardened run by root: a throwaway uid); the home folder is out of reach of
-hardened's private HOME; a write to a folder others may write is open to that throwaway uid too;
-root's privileges are gone under that throwaway uid; processes or memory meet their limit only
-when the amount a script takes is over it (when it is known); a loopback connection reaches a
-server the command starts itself, even in a container, but not the host's; a run gets no input
-under any posture; a third-party module is in the image or on this computer, or not.
+`effect(posture, finding, context)` answers with the posture's claim on the finding's aspect in
+the containment table (`postures.containment`; `_ASPECTS` maps capabilities to aspects), narrowed
+to what the finding names where that decides it (`Context`): a file this computer lacks, the
+skill folder, a system file in a container, a file others may or may not read, the private HOME,
+a folder others may write, root's privileges under a throwaway uid, a count of processes or bytes
+within its limit, the skill's own loopback server; it says for itself that a run gets no input
+and whether a third-party module is in the image or on this computer.
 """
 
 import os

@@ -1,18 +1,12 @@
-"""How often the capability preview predicts the real run: every probe and bundled example,
-under every posture.
+"""How often the capability preview predicts the real run, for every probe and bundled example.
 
-`measure(service, postures)` runs the probe lab (`run_lab`) and, while each cell's site still
-exists, asks the preview about the very command the cell ran, with the cell's limits; then it
-runs every bundled example's own command under each posture (default settings, a short timeout)
-and asks the preview about that. Each `Pair` holds the preview's verdict and what really
-happened, in the preview's own terms: `cannot-run` (the workbench could not start it, or the
-shell could not execute it), `partly-blocked` (a control of the posture stopped or refused part
-of it: the lab judged the probe contained; a run's diagnosis names a control, its output shows
-one refusing something it then handled, or the workbench killed what it left running), or `runs`
-(it ran, or failed for its own reasons: the same under every posture). A cell the lab cannot
-judge here (`not applicable`) is left out, and so is a run on this computer (local, hardened) of
-a skill that would reach the internet or write outside its workspace: the measurement never
-does. `Agreement.rate()` is the share of the measured pairs where the two agree.
+`measure(service, postures)` runs the probe lab and previews each cell's very command (with its
+limits) while the lab's site exists, then runs each bundled example's own command under each
+posture and previews that; each `Pair` holds the preview's verdict and the real outcome in the
+preview's terms: `cannot-run`, `partly-blocked` (the lab found it contained, or a control of the
+posture stopped or refused part of the run) or `runs` (it ran, or failed for its own reasons).
+Cells the lab cannot judge are left out, and so are runs on this computer of a skill that would
+reach the internet or write outside its workspace; `Agreement.rate()` is the share that agree.
 """
 
 import shlex
