@@ -2,7 +2,8 @@
 
 Each skill in `tests/fixtures/failing` fails for one reason a posture gives it (a write outside
 the workspace, the network, a missing tool or module, a process or file-size limit, the home
-folder, no input, a dropped privilege). Each case runs it through the real run service under
+folder, no input, a dropped privilege; QuickJS's fetch and confined fs), and a bundled example's
+`.js` command is not executable for a shell. Each case runs it through the real run service under
 every posture that refuses it and checks that the recorded diagnosis names the kind and the
 control, with an evidence line that really is in the output, and that a re-run with the
 suggested change links back to it.
@@ -19,6 +20,7 @@ import pytest
 from workbench.executors import build_executor
 from workbench.executors.types import CancelToken, OutputChunk
 from workbench.postures.model import Posture, PostureId
+from workbench.runs.compare import shell_command
 from workbench.runs.diagnosis import Kind
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
@@ -103,6 +105,24 @@ CASES = [
         dict.fromkeys(("local", "hardened", *CONTAINERS), "no input"),
     ),
     Case(
+        "js-export",
+        "$SKILL_DIR/scripts/fetch.js",
+        Kind.NETWORK_OFF,
+        {"quickjs": "fetch off"},
+    ),
+    Case(
+        "js-export",
+        "$SKILL_DIR/scripts/save.js",
+        Kind.WRITE_OUTSIDE,
+        {"quickjs": "workspace-confined fs"},
+    ),
+    Case(
+        "../../../resources/skills/csv-to-markdown",
+        '"$SKILL_DIR/scripts/csv-to-markdown.js" data.csv',
+        Kind.NOT_RUN,
+        {"local": "executable", "docker": "executable"},
+    ),
+    Case(
         "take-ownership",
         'sh "$SKILL_DIR/scripts/own.sh"',
         Kind.PERMISSION,
@@ -115,7 +135,9 @@ MARKS = {"docker": [pytest.mark.docker], "gvisor": [pytest.mark.docker, pytest.m
 
 def _params() -> list[object]:
     return [
-        pytest.param(case, posture, id=f"{case.skill}-{posture}", marks=MARKS.get(posture, []))
+        pytest.param(
+            case, posture, id=f"{Path(case.skill).name}-{posture}", marks=MARKS.get(posture, [])
+        )
         for case in CASES
         for posture in case.controls
     ]
@@ -151,10 +173,10 @@ def run(service: RunService, plan: RunPlan) -> CompletedRun:
 def plan(case: Case, posture_id: str, service: RunService) -> RunPlan:
     """The plan that runs `case` under `posture_id`, in a fresh workspace."""
     posture = Posture(PostureId(posture_id)).with_limits(**dict(case.limits))
-    skill = FAILING / case.skill
-    argv = ("sh", "-c", case.command)
+    skill = (FAILING / case.skill).resolve()
+    argv = shell_command(posture.id, case.command)
     workspace = service.layout.fresh_workspace(f"ws-{secrets.token_hex(4)}")
-    return RunPlan(case.skill, skill, posture, argv, workspace)
+    return RunPlan(skill.name, skill, posture, argv, workspace)
 
 
 @pytest.mark.parametrize(("case", "posture_id"), _params())
