@@ -2,20 +2,20 @@
 
 The handler only parses options and builds objects; `RunServices.run` does the run. The
 posture's warnings go to stderr before every run (DANGER ones loudly). Without `--json` the
-command's stdout and stderr stream to ours as they arrive and a summary (outcome, cause,
-workspace changes, and for a failed run its diagnosis with the exact command that re-runs it
-with the suggested change) follows on stderr; with `--json` nothing is streamed and stdout
-holds exactly one JSON document, the run's record with its `diagnosis` (or, when the workbench
-failed, the run id, the outcome `error` and the cause). `--rerun-of RUN` links the run to the
-failed run it re-runs, in History. Exit code: the command's own, 124 on timeout,
-130 when cancelled (Ctrl-C), 137 when killed for memory, 128+N for another fatal signal N,
-and 125 when the workbench itself could not run it.
+command's output streams to ours and a summary follows on stderr (outcome, cause, workspace
+changes, and for a failed run its diagnosis with the `workbench run ... --rerun-of RUN` command
+that re-runs it with the suggested change: `print_diagnosis`); with `--json` stdout holds exactly
+one JSON document, the run's record with its diagnosis (`run_document`), or, when the workbench
+failed, the run id, the outcome `error` and the cause. Exit code: the command's own, 124 on
+timeout, 130 when cancelled (Ctrl-C), 137 when killed for memory, 128+N for another fatal signal
+N, and 125 when the workbench itself could not run it.
 """
 
 import argparse
 import contextlib
 import math
 import re
+import shlex
 import signal
 import sys
 from collections.abc import Iterator
@@ -23,15 +23,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.ansi import AnsiDecoder
-from workbench.cli.diagnosis import print_diagnosis, run_document
 from workbench.cli.output import emit_json, warn
 from workbench.errors import PostureError, UsageError, WorkbenchError
 from workbench.executors.bubblewrap.proxy import parse_host
 from workbench.executors.types import new_run_id
 from workbench.postures.description import assess
-from workbench.postures.model import Network, Posture, PostureId, Severity, parse_posture_id
+from workbench.postures.model import (
+    DEFAULT_LIMITS,
+    MIB,
+    Network,
+    Posture,
+    PostureId,
+    Severity,
+    parse_posture_id,
+)
+from workbench.runs.diagnosis import Change, Diagnosis
 from workbench.runs.layout import DataLayout
-from workbench.runs.record import network_line, plain_text, to_jsonable
+from workbench.runs.record import RunRecord, network_line, plain_text, record_to_dict, to_jsonable
 from workbench.skills import default_roots, find_skill
 from workbench.workspace.changes import path_text
 
@@ -307,3 +315,74 @@ def _summary(done: "CompletedRun", layout: DataLayout) -> None:
     if len(changes) > _MAX_CHANGES_SHOWN:
         warn(f"  ... and {len(changes) - _MAX_CHANGES_SHOWN} more")
     warn(f"undo with: workbench history restore {result.run_id}")
+
+
+def run_document(record: RunRecord, layout: DataLayout) -> dict[str, Any]:
+    """`record_to_dict(record)`, its diagnosis carrying `rerun_command` when it has a change."""
+    document = record_to_dict(record)
+    diagnosis = record.diagnosis
+    if diagnosis is not None and diagnosis.change is not None and document.get("diagnosis"):
+        document["diagnosis"]["rerun_command"] = [
+            shlex.join(argv) for argv in rerun_commands(record, diagnosis.change, layout)
+        ]
+    return document
+
+
+def print_diagnosis(record: RunRecord, layout: DataLayout) -> None:
+    """The diagnosis of `record` on stderr (nothing for a run without one)."""
+    diagnosis = record.diagnosis
+    if diagnosis is None:
+        return
+    warn(f"why: {_heading(diagnosis)}")
+    warn(f"  {diagnosis.cause}")
+    if diagnosis.evidence is not None:
+        warn(f"  evidence ({diagnosis.evidence.where}): {diagnosis.evidence.text}")
+    if diagnosis.suggestion:
+        warn(f"  suggestion: {diagnosis.suggestion}")
+    if diagnosis.change is not None and record.result is not None:
+        commands = rerun_commands(record, diagnosis.change, layout)
+        warn(f"  re-run {diagnosis.change.words()}:")
+        for argv in commands:
+            warn(f"    {shlex.join(argv)}")
+
+
+def _heading(diagnosis: Diagnosis) -> str:
+    if not diagnosis.control:
+        return f"{diagnosis.kind.value} (no control of the posture stopped it)"
+    return f"{diagnosis.kind.value}, by the control: {diagnosis.control}"
+
+
+def rerun_commands(record: RunRecord, change: Change, layout: DataLayout) -> list[list[str]]:
+    """The commands that re-run `record` with `change`: `workbench env build` first when the
+    change builds the skill's environment, then `workbench run ... --rerun-of RUN`."""
+    from workbench.runs.rerun import had_fresh_workspace, rerun_argv, rerun_posture
+
+    posture = rerun_posture(record, change)
+    run = ["workbench", "run", "--skill", str(record.skill_dir), "--posture", posture.id.value]
+    if not had_fresh_workspace(record, layout):
+        run += ["--workspace", str(record.workspace)]
+    run += _posture_options(posture)
+    run += ["--rerun-of", record.run_id, "--", *rerun_argv(record, posture)]
+    if change.build_env:
+        return [["workbench", "env", "build", "--skill", str(record.skill_dir)], run]
+    return [run]
+
+
+def _posture_options(posture: Posture) -> list[str]:
+    options = []
+    for option, name in LIMIT_OPTIONS.items():
+        value = getattr(posture.limits, name)
+        if value != getattr(DEFAULT_LIMITS, name):
+            options += [option, _size(value) if name.endswith("_bytes") else f"{value:g}"]
+    if posture.network is not Network.NONE:
+        options += ["--network", posture.network.value]
+    for host in posture.fetch_hosts:
+        options += ["--allow-host", host]
+    return options
+
+
+def _size(value: int) -> str:
+    for unit, scale in (("g", 1024 * MIB), ("m", MIB), ("k", 1024)):
+        if value % scale == 0:
+            return f"{value // scale}{unit}"
+    return str(value)

@@ -12,19 +12,19 @@ traceback or error line as the evidence: never a guess. Cancelled and `ok` runs 
 posture refusing (a network call the skill caught, say), using the rules that read the output.
 """
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from workbench.executors.types import RunResult, RunStatus
 from workbench.runs.diagnosis.model import (
     Change,
     Diagnosis,
     Evidence,
     Kind,
-    RunFacts,
     diagnosis_from_dict,
     show_limit,
 )
-from workbench.runs.diagnosis.rules import OUTPUT_RULES, RULES, skill_failed
+
+if TYPE_CHECKING:
+    from workbench.runs.diagnosis.rules import diagnose, refused_in_passing
 
 __all__ = [
     "Change",
@@ -38,21 +38,11 @@ __all__ = [
 ]
 
 
-def diagnose(result: RunResult, workspace: Path | None = None) -> Diagnosis | None:
-    """The diagnosis of `result`, run in `workspace` on this computer (see the module doc)."""
-    if result.status in (RunStatus.OK, RunStatus.CANCELLED):
-        return None
-    facts = RunFacts(result, workspace)
-    for rule in RULES:
-        found = rule(facts)
-        if found is not None:
-            return found
-    return skill_failed(facts)
+def __getattr__(name: str) -> object:
+    """`diagnose` and `refused_in_passing`, loaded when first used: the rules read the run's
+    result types, which every record of the history does not need."""
+    if name in ("diagnose", "refused_in_passing"):
+        from workbench.runs.diagnosis import rules
 
-
-def refused_in_passing(result: RunResult, workspace: Path | None = None) -> Diagnosis | None:
-    """For a run that ended ok, the first control its output shows refusing something."""
-    if result.status is not RunStatus.OK:
-        return None
-    facts = RunFacts(result, workspace)
-    return next((found for rule in OUTPUT_RULES if (found := rule(facts)) is not None), None)
+        return getattr(rules, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

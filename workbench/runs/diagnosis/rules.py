@@ -5,8 +5,8 @@ None. It names a control only where the run's posture really applies it (a write
 workspace is the read-only root of a container, the throwaway uid of hardened run by root,
 QuickJS's confined fs; under local it is the skill's own failure). Limits come first (the
 executor already knows which one ended the run), then the failures seen in the output, then
-timeouts; `skill_failed` is the answer when none applies. To add a kind, write its rule and
-put it in `RULES`.
+timeouts; `skill_failed` is the answer when none applies (`diagnose` tries them). To add a
+kind, write its rule and put it in `RULES`.
 """
 
 import os
@@ -14,7 +14,7 @@ import re
 import shutil
 from pathlib import Path, PurePosixPath
 
-from workbench.executors.types import RunStatus
+from workbench.executors.types import RunResult, RunStatus
 from workbench.postures.description import posture_title
 from workbench.postures.model import CONTAINER_POSTURES, Network, PostureId
 from workbench.runs.diagnosis.model import (
@@ -552,3 +552,23 @@ OUTPUT_RULES: tuple[Rule, ...] = (
     hidden_file,
     permission_dropped,
 )
+
+
+def diagnose(result: RunResult, workspace: Path | None = None) -> Diagnosis | None:
+    """The diagnosis of `result`, run in `workspace` on this computer: the first rule of
+    `RULES` that recognises it, else `skill_failed`; None for a run that ended ok or was
+    cancelled."""
+    if result.status in (RunStatus.OK, RunStatus.CANCELLED):
+        return None
+    facts = RunFacts(result, workspace)
+    return next((found for rule in RULES if (found := rule(facts)) is not None), None) or (
+        skill_failed(facts)
+    )
+
+
+def refused_in_passing(result: RunResult, workspace: Path | None = None) -> Diagnosis | None:
+    """For a run that ended ok, the first control its output shows refusing something."""
+    if result.status is not RunStatus.OK:
+        return None
+    facts = RunFacts(result, workspace)
+    return next((found for rule in OUTPUT_RULES if (found := rule(facts)) is not None), None)

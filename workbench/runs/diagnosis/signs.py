@@ -99,10 +99,10 @@ def path_in(line: str) -> str | None:
 
 
 def writes(line: Evidence, lines: list[Evidence]) -> bool:
-    """Whether the error on `line` was a write: its words, or its neighbours' (the source line
-    above a Python error, the stack below a Node one)."""
+    """Whether the error on `line` was a write: its words, or its neighbours' (the last frame
+    and source line above a Python error, the stack below a Node one)."""
     index = lines.index(line)
-    near = lines[max(0, index - 1) : index + 3]
+    near = lines[max(0, index - 2) : index + 3]
     return any(_WRITES.search(other.text) for other in near if other.stream == line.stream)
 
 
