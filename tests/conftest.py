@@ -7,7 +7,9 @@ unnoticed.
 """
 
 import os
+import shutil
 import subprocess
+import tempfile
 from collections.abc import Generator, Iterator
 from pathlib import Path
 
@@ -70,3 +72,13 @@ def pytest_runtest_makereport(
         report.outcome = "failed"
         report.longrepr = f"WORKBENCH_REQUIRE_DOCKER=1, but this test was skipped: {reason}"
     return report
+
+
+@pytest.fixture
+def traversable_tmp_path() -> Iterator[Path]:
+    """A temporary folder every user may traverse (pytest's own sits in a 0700 folder, which
+    the hardened and quickjs postures' throwaway uid cannot enter)."""
+    folder = Path(tempfile.mkdtemp(prefix="workbench-test-", dir="/tmp"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

@@ -131,3 +131,23 @@ def test_ctrl_c_stops_the_run_in_progress_and_skips_the_rest(env: dict[str, str]
     (stopped,) = json.loads(out)["runs"]
     assert stopped["outcome"] == "cancelled"
     assert "stopped; not run under: hardened" in err
+
+
+def test_a_row_that_fails_where_another_passes_names_the_control(env: dict[str, str]) -> None:
+    fork = "for i in $(seq 24); do sleep 1 & done; wait"
+    done = workbench(
+        env, "compare", "--skill", "workspace-report", "--postures", "local,hardened",
+        "--pids", "6", "--json", "--", "sh", "-c", fork,
+    )  # fmt: skip
+    runs = json.loads(done.stdout)["runs"]
+    assert [(r["posture"], r["outcome"], r["difference"]) for r in runs] == [
+        ("local", "ok", ""),
+        ("hardened", "limit_exceeded", "process limit 6"),
+    ]
+    assert runs[1]["diagnosis"]["kind"] == "process-limit"
+    table = workbench(
+        env, "compare", "--skill", "workspace-report", "--postures", "local,hardened",
+        "--pids", "6", "--", "sh", "-c", fork,
+    ).stdout  # fmt: skip
+    assert "difference" in table.splitlines()[0]
+    assert "process limit 6" in table.splitlines()[2]

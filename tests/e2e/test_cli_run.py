@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import pty
+import shlex
 import signal
 import subprocess
 import sys
@@ -304,3 +305,45 @@ def test_what_the_run_itself_found_is_said_after_it(
     assert "caution: The command left 1 background process(es) running" in after
     assert "NO SANDBOX" in before
     assert "NO SANDBOX" not in after
+
+
+def test_a_failed_run_says_why_and_prints_the_command_that_reruns_it_with_the_change(
+    env: dict[str, str],
+) -> None:
+    skill = Path(__file__).parents[1] / "fixtures" / "failing" / "big-export"  # a throwaway
+    big = "head -c 200000 /dev/zero > big.bin"  # uid (hardened run by root) can read it
+    failed = workbench(
+        env, "run", "--skill", skill, "--posture", "hardened", "--file-size", "64k", "--json",
+        "--", "sh", "-c", big,
+    )  # fmt: skip
+    document = json.loads(failed.stdout)
+    diagnosis = document["diagnosis"]
+    assert (diagnosis["kind"], diagnosis["control"]) == (
+        "file-size-limit",
+        "file-size limit 64 KiB (RLIMIT_FSIZE)",
+    )
+    assert diagnosis["evidence"]["stream"] in ("stderr", "run")
+    assert diagnosis["change"]["limits"] == [["file_size_bytes", 262144]]
+    (command,) = diagnosis["rerun_command"]
+    argv = shlex.split(command)
+    assert argv[:2] == ["workbench", "run"]
+    assert "--file-size 256k --rerun-of " + document["run_id"] in command
+    assert argv[-3:] == ["sh", "-c", big]
+
+    again = workbench(env, *argv[1:])
+    assert again.returncode == 0, again.stderr
+    shown = json.loads(workbench(env, "history", "show", "last", "--json").stdout)
+    assert shown["rerun_of"] == document["run_id"] and shown["diagnosis"] is None
+
+
+def test_the_summary_names_the_control_and_the_evidence_line(
+    env: dict[str, str], skill: Path
+) -> None:
+    done = workbench(
+        env, "run", "--skill", skill, "--posture", "local",
+        "--", "sh", "-c", "echo start; workbench-diag-no-such-tool --help",
+    )  # fmt: skip
+    assert done.returncode == 127
+    assert "why: missing-tool, by the control: the programs on this computer (PATH)" in done.stderr
+    assert "evidence (stderr line 1): " in done.stderr
+    assert "workbench-diag-no-such-tool: not found" in done.stderr

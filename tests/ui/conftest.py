@@ -14,8 +14,6 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import asyncio
 import gc
 import logging
-import shutil
-import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -189,16 +187,6 @@ def window(make_window: Callable[[], MainWindow], run: Run) -> MainWindow:
     main_window = make_window()
     run(main_window.load())
     return main_window
-
-
-@pytest.fixture
-def traversable_tmp_path() -> Iterator[Path]:
-    """A temporary folder every user may traverse (pytest's own sits in a 0700 folder, which
-    the hardened and quickjs postures' throwaway uid cannot enter)."""
-    folder = Path(tempfile.mkdtemp(prefix="workbench-ui-test-", dir="/tmp"))
-    folder.chmod(0o755)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def items(parent: QTreeWidget | QTreeWidgetItem) -> list[QTreeWidgetItem]:

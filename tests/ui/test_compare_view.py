@@ -88,6 +88,8 @@ def test_compares_side_by_side_and_a_cell_opens_its_run_in_the_history(
     ]
     quickjs, local = _column(view, 0), _column(view, 1)
     assert quickjs["Status"] == "Could not run" and "JavaScript" in quickjs["Cause"]
+    assert quickjs["Difference"] == "QuickJS worker cannot run it"  # local ran it
+    assert local["Difference"] == ""
     assert quickjs["Changed files"] == "0" and quickjs["Wall time"] == "-"  # it never ran
     assert quickjs["Warnings"].startswith("ℹ ") and "INFO:" not in quickjs["Warnings"]
     assert local["Status"] == "Finished" and local["Cause"] == "exited with code 0"

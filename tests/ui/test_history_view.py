@@ -28,10 +28,17 @@ HOSTILE = "<b>bold</b><img src=x>"
 SCRIPT = f"echo '{HOSTILE}'; echo new > made.txt; echo changed >> kept.txt; exit 3"
 
 
-def _record_run(services: Services, run: Run, workspace: Path, script: str = SCRIPT) -> RunRecord:
-    """Run `script` under the local posture through the window's run service."""
+def _record_run(
+    services: Services,
+    run: Run,
+    workspace: Path,
+    script: str = SCRIPT,
+    posture: Posture | None = None,
+) -> RunRecord:
+    """Run `script` under `posture` (local) through the window's run service."""
     workspace.mkdir(exist_ok=True)
-    plan = RunPlan("demo", workspace, Posture(PostureId.LOCAL), ("sh", "-c", script), workspace)
+    posture = posture or Posture(PostureId.LOCAL)
+    plan = RunPlan("demo", workspace, posture, ("sh", "-c", script), workspace)
     done = run(services.runs.run_once(plan, lambda chunk: None, CancelToken()))
     record: RunRecord = done.record
     return record
@@ -156,6 +163,32 @@ def test_rerun_of_a_local_run_asks_then_runs_it_again_in_the_same_workspace(
     assert (again.posture, again.argv, again.workspace) == ("local", record.argv, workspace)
     assert (workspace / "log.txt").read_text() == "again\nagain\n"
     assert again.outcome == "ok" and "Re-run" in view.status.text()
+    assert again.rerun_of == record.run_id
+
+
+def test_a_diagnosed_run_is_rerun_as_suggested_and_linked(
+    window: MainWindow, services: Services, run: Run, tmp_path: Path
+) -> None:
+    quick = Posture(PostureId.LOCAL).with_limits(timeout_s=1)
+    record = _record_run(services, run, tmp_path / "ws", "sleep 1.5", quick)
+    assert record.diagnosis is not None and record.diagnosis.change is not None
+    view = _open_history(window, run)
+    assert view.select_run(record.run_id)
+    item = view.runs.currentItem()
+    assert item is not None and "wall-clock timeout 1 s" in item.text(COLUMNS.index("Cause"))
+    assert "Why it failed" in view.details.toPlainText()
+    assert view.fix_button.isEnabled() and view.fix_button.isVisibleTo(view)
+    assert view.fix_button.toolTip() == "Run the same command again with a timeout of 4 s"
+    view.fix_button.click()
+    box = view.question()
+    assert box is not None and "local posture" in box.text()
+    _answer_yes(box)
+    run(until(lambda: view.runs.topLevelItemCount() == 2 and not view.tasks.busy()))
+    again, item = view.current_record(), view.runs.currentItem()
+    assert again is not None and again.outcome == "ok" and again.rerun_of == record.run_id
+    assert item is not None
+    assert f"A re-run of {record.run_id}" in item.toolTip(COLUMNS.index("Cause"))
+    assert not view.fix_button.isVisibleTo(view)  # it passed: nothing to suggest
 
 
 def test_the_screenshot_scene_can_show_the_run_in_the_history(window: MainWindow, run: Run) -> None:

@@ -1,5 +1,7 @@
 """Real runs in the run panel under local and hardened: samples, output, outcome, changes, diff,
-posture card and restore; and a 100 MB output flood that must not stall the event loop.
+posture card and restore; a failed run's diagnosis in the banner, its evidence highlighted and
+its re-run with the suggested change; and a 100 MB output flood that must not stall the event
+loop.
 
 The data folder (and so every workspace) is in a world-traversable folder under /tmp: pytest's
 tmp_path is mode 0700, which the hardened posture's throwaway uid cannot enter.
@@ -17,6 +19,7 @@ from tests.ui.conftest import Run, items
 from tests.waiting import until
 from workbench.errors import UsageError
 from workbench.postures.model import PostureId
+from workbench.runs.diagnosis import Kind
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.run.panel import CARD_TAB, CHANGES_TAB, RunPanel
 from workbench.ui.scene import Scene, stage
@@ -169,3 +172,57 @@ def test_a_screenshot_scene_runs_the_example_under_the_chosen_posture(
     assert window.run_panel.changes.counts.text() == "1 change: 1 added"
     with pytest.raises(UsageError, match="No skill named"):
         run(stage(window, Scene("no-such-skill")))
+
+
+ALLOCATE = "echo allocating; python3 -c \"b = bytearray(200 << 20); print('allocated')\""
+
+
+async def _settle(panel: RunPanel) -> None:
+    """Wait until the run the panel started (by Run or a banner button) has ended and shows."""
+    await until(lambda: not panel.is_running())
+    await panel.changes.settle()
+    await until(panel.output.is_idle)
+
+
+def test_a_diagnosed_failure_is_explained_highlighted_and_rerun_with_the_change(
+    window: MainWindow, run: Run
+) -> None:
+    panel = _prepare(window, PostureId.HARDENED, ALLOCATE)
+    panel.limits.memory.setValue(100)
+    assert panel.start() is not None
+    run(_settle(panel))
+    failed = panel.last_run
+    assert failed is not None and failed.record.diagnosis is not None
+    diagnosis = failed.record.diagnosis
+    assert diagnosis.kind is Kind.MEMORY_LIMIT and diagnosis.evidence is not None
+
+    banner = panel.banner
+    assert banner.why.isVisibleTo(banner) and "memory limit 100 MiB" in banner.why.text()
+    assert banner.evidence.text() == f"▶ stderr line {diagnosis.evidence.line}: MemoryError"
+    assert banner.rerun_button.text() == "Re-run with a memory limit of 400 MiB"
+    assert panel.output.highlighted() == "MemoryError"
+
+    banner.rerun_button.click()
+    run(_settle(panel))
+    again = panel.last_run
+    assert again is not None and again.record.outcome == "ok", panel.banner.sentence.text()
+    assert again.record.rerun_of == failed.record.run_id
+    assert again.result.card.posture.limits.memory_bytes == 400 << 20
+    assert not banner.why.isVisibleTo(banner) and not banner.rerun_button.isVisibleTo(banner)
+    assert panel.output.highlighted() == ""
+
+
+def test_a_rerun_that_would_drop_the_sandbox_asks_first(window: MainWindow, run: Run) -> None:
+    panel = _prepare(window, PostureId.HARDENED, "touch f && chown 0:0 f")
+    assert panel.start() is not None
+    run(_settle(panel))
+    done = panel.last_run
+    assert done is not None and done.record.diagnosis is not None
+    change = done.record.diagnosis.change
+    if change is None or change.posture is not PostureId.LOCAL:
+        pytest.skip("only a workbench run by root drops root's powers under hardened")
+    assert panel.rerun(change) is None  # not started: asked first
+    question = panel.question()
+    assert question is not None and "NO SANDBOX" in question.text()
+    question.reject()
+    assert not panel.is_running()

@@ -7,7 +7,9 @@ here, never `local`, which only the user chooses. The limits, network and comman
 `workbench run`'s. Each posture's warnings and the progress go to stderr; then a table (or, with
 `--json`, exactly one document) goes to stdout. Exit code: 0 when every posture ran the command,
 whatever each outcome (comparing outcomes is the point); 125 when the workbench could not run
-it under at least one posture; 130 when Ctrl-C stopped it (the rest are skipped).
+it under at least one posture; 130 when Ctrl-C stopped it (the rest are skipped). Where the
+command ended ok under one posture and failed under another, the failing row's `difference`
+names the control that did it (its diagnosis's); the JSON has each run's whole diagnosis.
 """
 
 import argparse
@@ -35,7 +37,9 @@ if TYPE_CHECKING:  # imported when a comparison runs: they are heavy, every comm
     from workbench.runs.record import RunRecord
     from workbench.runs.service import RunService
 
-_HEADERS = ("posture", "outcome", "wall", "memory", "procs", "changes", "run", "cause")
+_HEADERS = (
+    "posture", "outcome", "wall", "memory", "procs", "changes", "run", "difference", "cause",
+)  # fmt: skip
 
 
 def register(commands: "argparse._SubParsersAction[Any]") -> None:
@@ -83,7 +87,7 @@ def _compare(args: argparse.Namespace) -> int:
     }
     request = CompareRequest(skill.name, skill.path, runs, source, environments)
     records = asyncio.run(_compare_with_signals(services.runs, request))
-    rows = [compare_row(record) for record in records]
+    rows = [compare_row(record, records) for record in records]
     if args.json:
         emit_json(
             "compare",
@@ -153,6 +157,8 @@ def _row_json(row: "CompareRow", record: "RunRecord") -> dict[str, Any]:
             "peak_processes": row.peak_processes,
             "changes": row.changes,
             "workspace": record.workspace,
+            "difference": row.difference,
+            "diagnosis": record.diagnosis,
         }
     )
     return document
@@ -168,6 +174,7 @@ def _print_table(rows: "list[CompareRow]") -> None:
             "-" if not row.peak_processes else str(row.peak_processes),
             str(row.changes),
             row.run_id,
+            row.difference or "-",
             " ".join(plain_text(row.cause).split()),
         )
         for row in rows

@@ -7,7 +7,10 @@ the scoreboard: a table of verdicts, then one line per cell with the control or 
 and the run id (`workbench history show RUN`). With `--json`, stdout holds one
 `skill-workbench/probe/1` document. Exit code: 0 when every verdict is the one the posture's
 description promises, 1 when one is not (an unexpected leak or containment), 130 when
-interrupted.
+interrupted. `--preview` measures the capability preview instead (`probes.agreement`): the
+lab's cells and the bundled examples' runs against what the preview predicted for each, one
+line per (skill, posture) and the agreement rate (`skill-workbench/preview-agreement/1` with
+`--json`); it exits 0 unless interrupted.
 """
 
 import argparse
@@ -20,9 +23,10 @@ from workbench.cli.run import cancel_on_signals
 from workbench.errors import PostureError, UsageError
 from workbench.executors import implemented_postures
 from workbench.postures.model import PostureId, parse_posture_id
+from workbench.probes.agreement import Agreement, measure
 from workbench.probes.lab import Cell, Scoreboard, run_lab, scoreboard_to_dict
 from workbench.probes.verdict import Verdict
-from workbench.runs.record import plain_text
+from workbench.runs.record import plain_text, to_jsonable
 from workbench.runs.service import RunService
 from workbench.runs.services import RunServices
 
@@ -48,6 +52,11 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
         "--postures", metavar="a,b,...", help="postures to probe (default: every available one)"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument(
+        "--preview",
+        action="store_true",
+        help="measure the capability preview against these runs and the bundled examples'",
+    )
     parser.set_defaults(handler=_probe)
 
 
@@ -82,6 +91,8 @@ def _probe(args: argparse.Namespace) -> int:
         raise UsageError("workbench probe: none of the chosen postures can run here")
     service = RunServices.open().runs
     warn(f"probing {', '.join(chosen)}; every probe is a recorded run (workbench history)")
+    if args.preview:
+        return _preview_agreement(chosen, service, args.json)
     board = asyncio.run(_run_with_signals(chosen, service))
     if args.json:
         document = scoreboard_to_dict(board)
@@ -94,9 +105,26 @@ def _probe(args: argparse.Namespace) -> int:
     return EXIT_UNEXPECTED if board.unexpected() else 0
 
 
+def _preview_agreement(chosen: list[PostureId], service: RunService, as_json: bool) -> int:
+    agreement, stopped = asyncio.run(_measure_with_signals(chosen, service))
+    if as_json:
+        pairs = [to_jsonable(pair) | {"agrees": pair.agrees} for pair in agreement.pairs]
+        emit_json("preview-agreement", {"pairs": pairs, "rate": agreement.rate()})
+    else:
+        print("\n".join(plain_text(line) for line in agreement.lines()))
+    return EXIT_INTERRUPTED if stopped else 0
+
+
 async def _run_with_signals(chosen: list[PostureId], service: RunService) -> Scoreboard:
     with cancel_on_signals() as cancel:
         return await run_lab(chosen, service, cancel=cancel, on_cell=_progress)
+
+
+async def _measure_with_signals(
+    chosen: list[PostureId], service: RunService
+) -> tuple[Agreement, bool]:
+    with cancel_on_signals() as cancel:
+        return await measure(service, chosen, cancel), cancel.cancelled
 
 
 def _progress(cell: Cell) -> None:

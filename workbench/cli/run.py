@@ -2,18 +2,20 @@
 
 The handler only parses options and builds objects; `RunServices.run` does the run. The
 posture's warnings go to stderr before every run (DANGER ones loudly). Without `--json` the
-command's stdout and stderr stream to ours as they arrive and a summary (outcome, cause,
-workspace changes) follows on stderr; with `--json` nothing is streamed and stdout holds
-exactly one JSON document, the run's record (or, when the workbench failed, the run id, the
-outcome `error` and the cause). Exit code: the command's own, 124 on timeout,
-130 when cancelled (Ctrl-C), 137 when killed for memory, 128+N for another fatal signal N,
-and 125 when the workbench itself could not run it.
+command's output streams to ours and a summary follows on stderr (outcome, cause, workspace
+changes, and for a failed run its diagnosis with the `workbench run ... --rerun-of RUN` command
+that re-runs it with the suggested change: `print_diagnosis`); with `--json` stdout holds exactly
+one JSON document, the run's record with its diagnosis (`run_document`), or, when the workbench
+failed, the run id, the outcome `error` and the cause. Exit code: the command's own, 124 on
+timeout, 130 when cancelled (Ctrl-C), 137 when killed for memory, 128+N for another fatal signal
+N, and 125 when the workbench itself could not run it.
 """
 
 import argparse
 import contextlib
 import math
 import re
+import shlex
 import signal
 import sys
 from collections.abc import Iterator
@@ -28,14 +30,17 @@ from workbench.executors.types import new_run_id
 from workbench.postures.description import assess
 from workbench.postures.model import (
     DEFAULT_IMAGE,
+    DEFAULT_LIMITS,
+    MIB,
     Network,
     Posture,
     PostureId,
     Severity,
     parse_posture_id,
 )
+from workbench.runs.diagnosis import Change, Diagnosis
 from workbench.runs.layout import DataLayout
-from workbench.runs.record import network_line, plain_text, record_to_dict, to_jsonable
+from workbench.runs.record import RunRecord, network_line, plain_text, record_to_dict, to_jsonable
 from workbench.skills import default_roots, find_skill
 from workbench.workspace.changes import path_text
 
@@ -51,6 +56,15 @@ EXIT_CANCELLED = 130
 EXIT_OOM = 137
 _MAX_CHANGES_SHOWN = 20
 
+# Each limit option and the `Limits` field it sets.
+LIMIT_OPTIONS = {
+    "--timeout": "timeout_s",
+    "--memory": "memory_bytes",
+    "--cpus": "cpus",
+    "--pids": "pids",
+    "--file-size": "file_size_bytes",
+    "--cpu-time": "cpu_seconds",
+}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 
 
@@ -76,6 +90,9 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
     parser.add_argument("--skill", required=True, help="a skill folder, or a skill's name")
     parser.add_argument("--posture", required=True, help="local, hardened, docker, ...")
     parser.add_argument("--workspace", type=Path, help="folder to run in (default: a fresh one)")
+    parser.add_argument(
+        "--rerun-of", metavar="RUN", help="the failed run this re-runs with a change (History)"
+    )
     add_run_options(parser)
     parser.set_defaults(handler=_run)
 
@@ -97,13 +114,15 @@ def add_posture_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory", type=parse_size, metavar="SIZE", help="e.g. 256m, 1g")
     parser.add_argument("--cpus", type=float, metavar="N")
     parser.add_argument("--pids", type=int, metavar="N", help="most processes at once")
+    parser.add_argument("--file-size", type=parse_size, metavar="SIZE", help="biggest file")
+    parser.add_argument("--cpu-time", type=int, metavar="S", help="CPU seconds (rlimit)")
     parser.add_argument("--network", choices=[n.value for n in Network])
     parser.add_argument(
         "--allow-host",
         action="append",
         metavar="HOST[:PORT]",
         help="bubblewrap: let the command reach this host (ports 80 and 443 without :PORT) "
-        "through the workbench's logging proxy; repeatable",
+        "through the workbench's logging proxy; quickjs: let fetch reach it; repeatable",
     )
     parser.add_argument(
         "--image", help=f"the image docker and gvisor run (default {DEFAULT_IMAGE})"
@@ -122,6 +141,7 @@ def _run(args: argparse.Namespace) -> int:
     if not skill.usable:
         warn(f"warning: skill {skill.name} has errors (`workbench skills show`); running anyway")
     services = RunServices.open()
+    rerun_of = None if args.rerun_of is None else services.history.resolve(args.rerun_of).run_id
     run_id = new_run_id()
     workspace = args.workspace or services.layout.fresh_workspace(run_id)
     if args.workspace is None:
@@ -129,7 +149,7 @@ def _run(args: argparse.Namespace) -> int:
     environment = skill_environment(skill, posture, services.layout, args.no_env)
     plan = RunPlan(
         skill.name, skill.path, posture, argv, workspace.absolute(), run_id=run_id,
-        environment=environment,
+        environment=environment, rerun_of=rerun_of,
     )  # fmt: skip
     warn_posture(posture)
     try:
@@ -139,9 +159,9 @@ def _run(args: argparse.Namespace) -> int:
             emit_json("run", {"run_id": run_id, "outcome": "error", "cause": str(error)})
         raise
     if args.json:
-        emit_json("run", record_to_dict(done.record))
+        emit_json("run", run_document(done.record, services.layout))
     else:
-        _summary(done)
+        _summary(done, services.layout)
     return exit_code(done.result)
 
 
@@ -194,11 +214,14 @@ def warn_posture(posture: Posture) -> None:
 
 def posture_from_args(posture_id: PostureId, args: argparse.Namespace, name: str) -> Posture:
     """`posture_id` with the limits, network, image and allowed hosts given by
-    `add_run_options`'s options (allowed hosts go to the bubblewrap posture only; `run` refuses
-    them for another)."""
-    hosts = tuple(args.allow_host or ())
-    if hosts and name == "run" and posture_id is not PostureId.BUBBLEWRAP:
-        raise UsageError("workbench run: --allow-host works with --posture bubblewrap only")
+    `add_run_options`'s options (allowed hosts go to bubblewrap's proxy or QuickJS's fetch;
+    `run` refuses them for another posture)."""
+    hosts = tuple(dict.fromkeys(args.allow_host or ()))
+    hosting = (PostureId.BUBBLEWRAP, PostureId.QUICKJS)
+    if hosts and name == "run" and posture_id not in hosting:
+        raise UsageError(
+            "workbench run: --allow-host works with --posture bubblewrap or quickjs only"
+        )
     for host in hosts:
         try:
             parse_host(host)
@@ -209,21 +232,16 @@ def posture_from_args(posture_id: PostureId, args: argparse.Namespace, name: str
         network=Network(args.network or Network.NONE),
         allow_hosts=hosts if posture_id is PostureId.BUBBLEWRAP else (),
         image=args.image or DEFAULT_IMAGE,
+        fetch_hosts=hosts if posture_id is PostureId.QUICKJS else (),
     )
     limits = {
-        name: value
-        for name, value in (
-            ("timeout_s", args.timeout),
-            ("memory_bytes", args.memory),
-            ("cpus", args.cpus),
-            ("pids", args.pids),
-        )
-        if value is not None
+        field: value
+        for option, field in LIMIT_OPTIONS.items()
+        if (value := getattr(args, option.removeprefix("--").replace("-", "_"))) is not None
     }
     if not all(math.isfinite(value) and value > 0 for value in limits.values()):
-        raise UsageError(
-            f"workbench {name}: --timeout, --memory, --cpus and --pids must be positive numbers"
-        )
+        options = ", ".join(LIMIT_OPTIONS)
+        raise UsageError(f"workbench {name}: {options} must be positive numbers")
     return posture.with_limits(**limits)
 
 
@@ -298,7 +316,7 @@ def exit_code(result: "RunResult") -> int:
     return 128 + result.signal if result.signal else 1
 
 
-def _summary(done: "CompletedRun") -> None:
+def _summary(done: "CompletedRun", layout: DataLayout) -> None:
     from workbench.executors.types import RunStatus
 
     result = done.result
@@ -316,6 +334,7 @@ def _summary(done: "CompletedRun") -> None:
     for warning in result.warnings:
         if warning not in said_before:
             warn(f"{warning.severity.value}: {plain_text(warning.text)}")
+    print_diagnosis(done.record, layout)
     changes = result.changes
     if not changes:
         warn("workspace: no changes")
@@ -326,3 +345,74 @@ def _summary(done: "CompletedRun") -> None:
     if len(changes) > _MAX_CHANGES_SHOWN:
         warn(f"  ... and {len(changes) - _MAX_CHANGES_SHOWN} more")
     warn(f"undo with: workbench history restore {result.run_id}")
+
+
+def run_document(record: RunRecord, layout: DataLayout) -> dict[str, Any]:
+    """`record_to_dict(record)`, its diagnosis carrying `rerun_command` when it has a change."""
+    document = record_to_dict(record)
+    diagnosis = record.diagnosis
+    if diagnosis is not None and diagnosis.change is not None and document.get("diagnosis"):
+        document["diagnosis"]["rerun_command"] = [
+            shlex.join(argv) for argv in rerun_commands(record, diagnosis.change, layout)
+        ]
+    return document
+
+
+def print_diagnosis(record: RunRecord, layout: DataLayout) -> None:
+    """The diagnosis of `record` on stderr (nothing for a run without one)."""
+    diagnosis = record.diagnosis
+    if diagnosis is None:
+        return
+    warn(f"why: {_heading(diagnosis)}")
+    warn(f"  {diagnosis.cause}")
+    if diagnosis.evidence is not None:
+        warn(f"  evidence ({diagnosis.evidence.where}): {diagnosis.evidence.text}")
+    if diagnosis.suggestion:
+        warn(f"  suggestion: {diagnosis.suggestion}")
+    if diagnosis.change is not None and record.result is not None:
+        commands = rerun_commands(record, diagnosis.change, layout)
+        warn(f"  re-run {diagnosis.change.words()}:")
+        for argv in commands:
+            warn(f"    {shlex.join(argv)}")
+
+
+def _heading(diagnosis: Diagnosis) -> str:
+    if not diagnosis.control:
+        return f"{diagnosis.kind.value} (no control of the posture stopped it)"
+    return f"{diagnosis.kind.value}, by the control: {diagnosis.control}"
+
+
+def rerun_commands(record: RunRecord, change: Change, layout: DataLayout) -> list[list[str]]:
+    """The commands that re-run `record` with `change`: `workbench env build` first when the
+    change builds the skill's environment, then `workbench run ... --rerun-of RUN`."""
+    from workbench.runs.rerun import had_fresh_workspace, rerun_argv, rerun_posture
+
+    posture = rerun_posture(record, change)
+    run = ["workbench", "run", "--skill", str(record.skill_dir), "--posture", posture.id.value]
+    if not had_fresh_workspace(record, layout):
+        run += ["--workspace", str(record.workspace)]
+    run += _posture_options(posture)
+    run += ["--rerun-of", record.run_id, "--", *rerun_argv(record, posture)]
+    if change.build_env:
+        return [["workbench", "env", "build", "--skill", str(record.skill_dir)], run]
+    return [run]
+
+
+def _posture_options(posture: Posture) -> list[str]:
+    options = []
+    for option, name in LIMIT_OPTIONS.items():
+        value = getattr(posture.limits, name)
+        if value != getattr(DEFAULT_LIMITS, name):
+            options += [option, _size(value) if name.endswith("_bytes") else f"{value:g}"]
+    if posture.network is not Network.NONE:
+        options += ["--network", posture.network.value]
+    for host in posture.fetch_hosts:
+        options += ["--allow-host", host]
+    return options
+
+
+def _size(value: int) -> str:
+    for unit, scale in (("g", 1024 * MIB), ("m", MIB), ("k", 1024)):
+        if value % scale == 0:
+            return f"{value // scale}{unit}"
+    return str(value)

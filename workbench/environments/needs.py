@@ -19,7 +19,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from workbench.authoring.preview import preview, read_bounded, script_texts
+from workbench.authoring.preview import preview
+from workbench.authoring.scriptfiles import read_bounded, read_scripts
 from workbench.environments.names import (
     DEBIAN_PACKAGES,
     LIBRARY_PACKAGES,
@@ -192,8 +193,10 @@ def _declarations(folder: Path, name: str) -> list[str]:
 
 
 def _inferred(folder: Path, skipped: list[str]) -> tuple[Inferred, ...]:
-    scripts = [s for s in script_texts(folder, skipped) if s.language == "python"]
-    local = {part.removesuffix(".py") for s in scripts for part in PurePosixPath(s.file).parts}
+    read, unread = read_scripts(folder)
+    skipped += unread
+    scripts = [s for s in read if s.language == "python"]
+    local = {part.removesuffix(".py") for s in scripts for part in PurePosixPath(s.relative).parts}
     modules: dict[str, set[str]] = defaultdict(set)
     places: dict[str, list[str]] = defaultdict(list)
     required: set[str] = set()
@@ -204,7 +207,7 @@ def _inferred(folder: Path, skipped: list[str]) -> tuple[Inferred, ...]:
                 continue
             distribution = distribution_of(found.module)
             modules[distribution].add(top)
-            places[distribution].append(f"{script.file}:{found.line}")
+            places[distribution].append(f"{script.relative}:{found.line}")
             if not found.optional:
                 required.add(distribution)
     return tuple(

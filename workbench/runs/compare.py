@@ -5,7 +5,9 @@ workspace when one is given (so every posture starts from the same files), else 
 folder. A posture the workbench could not run (its executor failed to start, the command does
 not suit it) does not stop the others: its entry is the history's record of that failed run,
 with status `error` and the cause. Stop (the cancel token) ends the run in progress and skips
-the rest. `CompareRow` is the one summary of an entry that the CLI and the GUI both show.
+the rest. `CompareRow` is the one summary of an entry that the CLI and the GUI both show; its
+`difference` says, for a run that failed where another ended ok, which control made the
+difference (the one its diagnosis names), or that the skill itself failed there.
 """
 
 import asyncio
@@ -16,7 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workbench.errors import UsageError, WorkbenchError, WorkspaceError
-from workbench.executors.types import CancelToken, OutputChunk, SkillEnvironment, new_run_id
+from workbench.executors.types import (
+    CancelToken,
+    OutputChunk,
+    RunStatus,
+    SkillEnvironment,
+    new_run_id,
+)
 from workbench.postures.model import STRENGTH_ORDER, Posture, PostureId
 from workbench.runs.record import RunRecord
 from workbench.runs.service import RunPlan, RunService
@@ -48,10 +56,26 @@ class CompareRow:
     peak_rss_bytes: int | None
     peak_processes: int | None
     changes: int
+    difference: str = ""
 
 
-def compare_row(record: RunRecord) -> CompareRow:
-    """The summary of one run (the figures are None when the run produced no result)."""
+SKILL_ITSELF = "no control: the skill itself failed here"
+
+
+def difference(record: RunRecord, records: Sequence[RunRecord]) -> str:
+    """What made `record` fail where another of `records` ended ok: the control its diagnosis
+    names, or `SKILL_ITSELF`; "" for a run that ended ok, or when none of them did."""
+    if record.outcome == RunStatus.OK or all(r.outcome != RunStatus.OK for r in records):
+        return ""
+    diagnosis = record.diagnosis
+    if diagnosis is None:
+        return ""
+    return diagnosis.control or SKILL_ITSELF
+
+
+def compare_row(record: RunRecord, records: Sequence[RunRecord] = ()) -> CompareRow:
+    """The summary of one run among `records`, the comparison's runs so far (the figures are
+    None when the run produced no result)."""
     result = record.result or {}
     return CompareRow(
         posture=record.posture,
@@ -62,6 +86,7 @@ def compare_row(record: RunRecord) -> CompareRow:
         peak_rss_bytes=result.get("peak_rss_bytes"),
         peak_processes=result.get("peak_processes"),
         changes=len(record.changes),
+        difference=difference(record, records),
     )
 
 

@@ -4,7 +4,8 @@ The row is written when a run starts (state `running`, with the pid and start ti
 process running it) and completed when it ends, each in its own short transaction (WAL mode,
 a fresh connection per call, so any thread may use it). A run whose process died half-way
 (crash, kill -9, power cut) keeps its row and reads back as `interrupted`. Paths are stored as
-bytes, so no file name is ever refused.
+bytes, so no file name is ever refused. A database made by an older version gets the columns
+it lacks (`diagnosis`, `rerun_of`) when it is opened; its runs read back without them.
 """
 
 import json
@@ -19,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from workbench.errors import HistoryError, UsageError
-from workbench.runs.record import RunRecord, RunState, result_to_dict
+from workbench.runs.diagnosis.model import Diagnosis, diagnosis_from_dict
+from workbench.runs.record import RunRecord, RunState, result_to_dict, to_jsonable
 
 if TYPE_CHECKING:  # the executors package is heavy to import; this module only names it
     from workbench.executors.types import RunResult, RunStatus
@@ -46,9 +48,11 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
 """
+_ADDED_COLUMNS = {"diagnosis": "TEXT", "rerun_of": "TEXT"}  # newer than the first schema
 _COLUMNS = (
     "run_id, started_at, ended_at, state, status, cause, exit_code, skill_name, skill_dir, "
-    "posture, argv, workspace, run_dir, owner_pid, owner_started, notes, result"
+    "posture, argv, workspace, run_dir, owner_pid, owner_started, notes, result, diagnosis, "
+    "rerun_of"
 )
 
 
@@ -62,6 +66,7 @@ class RunHistory:
             with self._transaction() as db:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.executescript(_SCHEMA)
+                _add_columns(db)
         except OSError as error:
             raise HistoryError(f"Cannot create the run history at {path}: {error}") from None
 
@@ -78,7 +83,7 @@ class RunHistory:
         me = psutil.Process()
         with self._transaction() as db:
             db.execute(
-                f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * 17)})",
+                f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * 19)})",
                 (
                     record.run_id,
                     record.started_at,
@@ -97,17 +102,25 @@ class RunHistory:
                     me.create_time(),
                     "[]",
                     None,
+                    None,
+                    record.rerun_of,
                 ),
             )
 
-    def finish(self, run_id: str, result: "RunResult", notes: tuple[str, ...] = ()) -> RunRecord:
-        """Complete a run's record with its result; returns the completed record."""
-        self._end(run_id, result.status, result.cause, result.exit_code, notes, result)
+    def finish(
+        self,
+        run_id: str,
+        result: "RunResult",
+        notes: tuple[str, ...] = (),
+        diagnosis: Diagnosis | None = None,
+    ) -> RunRecord:
+        """Complete a run's record with its result and diagnosis; returns the completed record."""
+        self._end(run_id, result.status, result.cause, result.exit_code, notes, result, diagnosis)
         return self.get(run_id)
 
     def abandon(self, run_id: str, status: "RunStatus", cause: str) -> RunRecord:
         """Complete a run that ended without a result (the workbench failed or was cancelled)."""
-        self._end(run_id, status, cause, None, (), None)
+        self._end(run_id, status, cause, None, (), None, None)
         return self.get(run_id)
 
     def _end(
@@ -118,12 +131,14 @@ class RunHistory:
         exit_code: int | None,
         notes: tuple[str, ...],
         result: "RunResult | None",
+        diagnosis: Diagnosis | None,
     ) -> None:
         document = None if result is None else json.dumps(result_to_dict(result))
+        diagnosed = None if diagnosis is None else json.dumps(to_jsonable(diagnosis))
         with self._transaction() as db:
             db.execute(
                 "UPDATE runs SET ended_at = ?, state = ?, status = ?, cause = ?, exit_code = ?, "
-                "notes = ?, result = ? WHERE run_id = ?",
+                "notes = ?, result = ?, diagnosis = ? WHERE run_id = ?",
                 (
                     time.time(),
                     RunState.FINISHED.value,
@@ -132,6 +147,7 @@ class RunHistory:
                     exit_code,
                     json.dumps(notes),
                     document,
+                    diagnosed,
                     run_id,
                 ),
             )
@@ -215,6 +231,8 @@ def _record(row: tuple[Any, ...]) -> RunRecord:
         owner_started,
         notes,
         result,
+        diagnosis,
+        rerun_of,
     ) = row
     run_state = RunState(state)
     if run_state is RunState.RUNNING and not _alive(owner_pid, owner_started):
@@ -235,7 +253,21 @@ def _record(row: tuple[Any, ...]) -> RunRecord:
         exit_code=exit_code,
         notes=tuple(json.loads(notes)),
         result=None if result is None else json.loads(result),
+        diagnosis=None if diagnosis is None else diagnosis_from_dict(json.loads(diagnosis)),
+        rerun_of=rerun_of,
     )
+
+
+def _add_columns(db: sqlite3.Connection) -> None:
+    """Give a database made by an older version the columns it lacks."""
+    have = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
+    for name, kind in _ADDED_COLUMNS.items():
+        if name not in have:
+            try:
+                db.execute(f"ALTER TABLE runs ADD COLUMN {name} {kind}")
+            except sqlite3.OperationalError as error:  # another process added it just now
+                if "duplicate column" not in str(error):
+                    raise
 
 
 def _alive(pid: int, started: float) -> bool:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.ansi import reveal_bidi
+from workbench.runs.diagnosis.model import Diagnosis
 from workbench.workspace.changes import ChangeKind, EntryType, FileChange
 
 if TYPE_CHECKING:  # the executors package is heavy to import; these modules only name it
@@ -34,7 +35,8 @@ class RunRecord:
 
     `status` is a `RunStatus` value once finished; `result` is `result_to_dict` of the result
     (None when the workbench failed before the command could end). `notes` are the workspace
-    notes (unreadable folders, files too big to keep, ...).
+    notes (unreadable folders, files too big to keep, ...). `diagnosis` says why a failed run
+    failed; `rerun_of` names the run this one re-ran with a change.
     """
 
     run_id: str
@@ -52,6 +54,8 @@ class RunRecord:
     exit_code: int | None = None
     notes: tuple[str, ...] = ()
     result: dict[str, Any] | None = None
+    diagnosis: Diagnosis | None = None
+    rerun_of: str | None = None
 
     @property
     def outcome(self) -> str:

@@ -100,7 +100,9 @@ def _sections(record: RunRecord, store: BlobStore | None) -> list[_Section]:
     ):
         if key in result:
             summary.rows.append((label, _value(key, result[key])))
-    sections = [summary, _card_section(result)]
+    if record.rerun_of:
+        summary.rows.append(("Re-run of", record.rerun_of))
+    sections = [summary, _diagnosis_section(record), _card_section(result)]
     warnings = _Section("Posture warnings")
     warnings.lines = [f"{w['severity'].upper()}: {w['text']}" for w in result.get("warnings", [])]
     notes = _Section("Workspace notes", lines=list(record.notes))
@@ -117,6 +119,25 @@ def _sections(record: RunRecord, store: BlobStore | None) -> list[_Section]:
         if captured:
             sections.append(_output_section(stream, captured))
     return [s for s in sections if s.rows or s.lines or s.blocks]
+
+
+def _diagnosis_section(record: RunRecord) -> _Section:
+    section = _Section("Why it failed")
+    diagnosis = record.diagnosis
+    if diagnosis is None:
+        return section
+    section.rows += [
+        ("Kind", diagnosis.kind.value),
+        ("Control", diagnosis.control or "none: the skill itself failed"),
+        ("Cause", diagnosis.cause),
+    ]
+    if diagnosis.evidence is not None:
+        section.rows.append((f"Evidence ({diagnosis.evidence.where})", diagnosis.evidence.text))
+    if diagnosis.suggestion:
+        section.rows.append(("Suggestion", diagnosis.suggestion))
+    if diagnosis.change is not None:
+        section.rows.append(("Re-run", diagnosis.change.words()))
+    return section
 
 
 def _card_section(result: dict[str, Any]) -> _Section:

@@ -3,8 +3,9 @@
 `run_once` records the run as started, snapshots the workspace (keeping a copy of every file
 for restore; hashes are reused from the last run in the same workspace where a file's stat is
 unchanged), starts an executor, runs the command, always stops the executor, snapshots the
-workspace again, diffs the two into the result's `changes` and records the finished run (a
-failure whose stderr shows a missing dependency gets a cause that says so).
+workspace again, diffs the two into the result's `changes`, diagnoses a failed run
+(`workbench.runs.diagnosis`; a missing dependency also gets a cause that says so) and records
+the finished run with its diagnosis.
 Blocking work (hashing, copying, sqlite) runs in threads, so the GUI's loop stays responsive.
 If the workbench itself fails (a `WorkbenchError`, e.g. the executor cannot start) the record
 is completed with status `error` and the error is raised; if the task is cancelled the record
@@ -34,6 +35,7 @@ from workbench.executors.types import (
 from workbench.monitor.sample import ResourceSample
 from workbench.postures.description import assess
 from workbench.postures.model import Posture
+from workbench.runs.diagnosis import diagnose
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import AFTER_SNAPSHOT, BEFORE_SNAPSHOT, DataLayout
 from workbench.runs.record import RunRecord
@@ -52,7 +54,8 @@ ExecutorFactory = Callable[[Posture], Executor]
 @dataclass(frozen=True, slots=True)
 class RunPlan:
     """What to run: a skill's command under a posture, in a workspace folder, with the skill's
-    environment when it has one (`workbench.environments`)."""
+    environment when it has one (`workbench.environments`); `rerun_of` names the failed run
+    this one re-runs with a change."""
 
     skill_name: str
     skill_dir: Path
@@ -62,6 +65,7 @@ class RunPlan:
     env: dict[str, str] = field(default_factory=dict)
     run_id: str = field(default_factory=new_run_id)
     environment: SkillEnvironment | None = None
+    rerun_of: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +135,8 @@ class RunService:
             warnings=result.warnings or tuple(assess(plan.posture)),
         )
         notes = tuple(dict.fromkeys(before.notes + after.notes))
-        record = await asyncio.to_thread(self.history.finish, plan.run_id, result, notes)
+        diagnosis = await asyncio.to_thread(diagnose, result, plan.workspace)
+        record = await asyncio.to_thread(self.history.finish, plan.run_id, result, notes, diagnosis)
         return CompletedRun(result, record)
 
     def _begin(self, plan: RunPlan, run_dir: Path) -> None:
@@ -150,6 +155,7 @@ class RunService:
                 workspace=plan.workspace,
                 run_dir=run_dir,
                 started_at=time.time(),
+                rerun_of=plan.rerun_of,
             )
         )
 

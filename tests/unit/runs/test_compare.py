@@ -119,3 +119,24 @@ def test_default_postures_fit_the_command_and_never_include_local() -> None:
     ]
     assert default_postures(everything, ("main.js", "x")) == [PostureId.QUICKJS]
     assert default_postures({PostureId.LOCAL}, ("true",)) == []
+
+
+def test_each_failing_cell_names_the_control_that_made_the_difference(tmp_path: Path) -> None:
+    service = _service(tmp_path / "data")
+    fork = ("sh", "-c", "for i in $(seq 24); do sleep 1 & done; wait")
+    limited = Posture(PostureId.HARDENED).with_limits(pids=6)
+    quick = Posture(PostureId.LOCAL).with_limits(timeout_s=0.5)
+    request = CompareRequest(
+        "demo",
+        Path(__file__).parent,
+        ((Posture(PostureId.LOCAL), fork), (limited, fork), (quick, fork)),
+    )
+    records = asyncio.run(run_compare(service, request, CancelToken()))
+    rows = [compare_row(record, records) for record in records]
+    assert [row.outcome for row in rows] == ["ok", "limit_exceeded", "timed_out"]
+    assert [row.difference for row in rows] == [
+        "",
+        "process limit 6",
+        "wall-clock timeout 0.5 s",
+    ]
+    assert compare_row(records[1]).difference == ""  # alone, nothing ended ok to differ from

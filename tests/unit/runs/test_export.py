@@ -6,6 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from workbench.executors.types import RunResult
+from workbench.postures.model import Network
+from workbench.runs.diagnosis import Change, Diagnosis, Evidence, Kind
 from workbench.runs.history import RunHistory
 from workbench.runs.record import RunRecord
 from workbench.runs.reports import ExportFormat, export_record
@@ -121,3 +123,36 @@ def test_a_file_name_cannot_start_a_line_of_its_own_in_any_report(
     assert len([line for line in markdown.splitlines() if "important" in line]) == 1
     document = json.loads(export_record(record, ExportFormat.JSON))
     assert document["result"]["changes"][0]["path"] == FORGED  # JSON holds the real name
+
+
+def test_every_format_says_why_a_run_failed_and_escapes_the_evidence(
+    history: RunHistory, record_factory: MakeRecord, result: RunResult
+) -> None:
+    hostile = "<script>alert(1)</script> [x](javascript:y)"
+    diagnosis = Diagnosis(
+        Kind.NETWORK_OFF,
+        "The command tried to reach the network, which is off under Docker container.",
+        "network none",
+        Evidence(hostile, "stderr", 7),
+        "If the skill must reach the network, re-run with the network on.",
+        Change(network=Network.BRIDGE),
+    )
+    history.start(replace(record_factory("r2"), rerun_of="r1"))
+    record = history.finish("r2", result, diagnosis=diagnosis)
+    page = export_record(record, ExportFormat.HTML)
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)" in page
+    text = export_record(record, ExportFormat.TEXT)
+    for expected in (
+        "Why it failed",
+        "network-off",
+        "network none",
+        "Evidence (stderr line 7)",
+        "with the network on",
+        "Re-run of",
+    ):
+        assert expected in text
+    assert "\\[x\\]\\(javascript:y\\)" in export_record(record, ExportFormat.MD)
+    document = json.loads(export_record(record, ExportFormat.JSON))
+    assert document["diagnosis"]["kind"] == "network-off"
+    assert document["diagnosis"]["evidence"]["line"] == 7
+    assert document["rerun_of"] == "r1"

@@ -3,6 +3,7 @@
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -13,6 +14,8 @@ import pytest
 
 from workbench.errors import UsageError
 from workbench.executors.types import RunResult, RunStatus
+from workbench.postures.model import PostureId
+from workbench.runs.diagnosis import Change, Diagnosis, Evidence, Kind
 from workbench.runs.history import RunHistory
 from workbench.runs.record import RunRecord, RunState, record_to_dict
 from workbench.workspace.changes import ChangeKind, EntryType, FileChange
@@ -71,6 +74,8 @@ def test_abandoned_run_keeps_its_cause(history: RunHistory, record_factory: Make
 _CRASH = """
 import os, signal, sys
 from pathlib import Path
+from workbench.postures.model import PostureId
+from workbench.runs.diagnosis import Change, Diagnosis, Evidence, Kind
 from workbench.runs.history import RunHistory
 from workbench.runs.record import RunRecord
 p = Path("/tmp/ws")
@@ -117,3 +122,47 @@ def test_changed_paths_are_stored_and_read_back_exactly(
     assert [change.path for change in loaded.changes] == names
     document = json.loads(json.dumps(record_to_dict(loaded), ensure_ascii=False))
     assert [change["path"] for change in document["result"]["changes"]] == names
+
+
+FIRST_SCHEMA = """
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY, started_at REAL NOT NULL, ended_at REAL, state TEXT NOT NULL,
+    status TEXT, cause TEXT NOT NULL DEFAULT '', exit_code INTEGER, skill_name TEXT NOT NULL,
+    skill_dir BLOB NOT NULL, posture TEXT NOT NULL, argv TEXT NOT NULL, workspace BLOB NOT NULL,
+    run_dir BLOB NOT NULL, owner_pid INTEGER NOT NULL, owner_started REAL NOT NULL,
+    notes TEXT NOT NULL DEFAULT '[]', result TEXT
+);
+INSERT INTO runs VALUES ('20250101-000000-aaaaaa', 1.0, 2.0, 'finished', 'failed', 'boom', 1,
+    'old', X'2f736b696c6c', 'local', '["true"]', X'2f7773', X'2f7275', 1, 1.0, '[]', NULL);
+"""
+
+
+def test_a_database_of_an_older_version_opens_and_gains_the_new_columns(
+    tmp_path: Path, record_factory: MakeRecord, result: RunResult
+) -> None:
+    path = tmp_path / "history.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.executescript(FIRST_SCHEMA)
+    history = RunHistory(path)
+
+    old = history.get("20250101-000000-aaaaaa")
+    assert (old.outcome, old.cause, old.diagnosis, old.rerun_of) == ("failed", "boom", None, None)
+    history.start(replace(record_factory("20260101-000000-bbbbbb"), rerun_of=old.run_id))
+    diagnosis = Diagnosis(
+        Kind.MISSING_TOOL,
+        "The command runs pdftotext, which the sandbox image does not have.",
+        "the sandbox image",
+        Evidence("sh: 1: pdftotext: not found", "stderr", 2),
+        "Add it.",
+        Change(posture=PostureId.HARDENED, limits=(("pids", 512),)),
+    )
+    done = history.finish("20260101-000000-bbbbbb", result, diagnosis=diagnosis)
+    assert done.diagnosis == diagnosis and done.rerun_of == old.run_id
+    assert RunHistory(path).get(done.run_id).diagnosis == diagnosis  # opened again: no change
+    document = json.loads(json.dumps(record_to_dict(done)))
+    assert document["diagnosis"]["evidence"] == {
+        "text": "sh: 1: pdftotext: not found",
+        "stream": "stderr",
+        "line": 2,
+    }
+    assert document["diagnosis"]["change"]["posture"] == "hardened"

@@ -4,20 +4,21 @@ from pathlib import Path
 
 import pytest
 
-from workbench.authoring import preview as preview_module
+from workbench.authoring import scriptfiles
+from workbench.authoring.environments import host_modules
 from workbench.authoring.preview import (
-    MAX_FILE_BYTES,
     NOTICE,
     CapabilityPreview,
     Verdict,
     preview,
     unrunnable_postures,
 )
+from workbench.authoring.scriptfiles import MAX_FILE_BYTES
 from workbench.executors.docker.image import image_packages
 from workbench.platform.paths import resources_dir
 from workbench.postures.model import PostureId
 from workbench.skills import load_skill
-from workbench.skills.scripts import IMAGE_PACKAGES, Capability, command_tools
+from workbench.skills.scripts import IMAGE_PACKAGES, Capability
 
 
 def make_skill(tmp_path: Path, files: dict[str, str], front: str = "") -> Path:
@@ -120,20 +121,6 @@ def test_shell_commands_home_reads_secrets_and_deletes(tmp_path: Path) -> None:
     )
     _, _, allowed = prediction(result, PostureId.HARDENED)
     assert "network command curl in scripts/get.sh:4 (the network is open)" in allowed
-
-
-def test_command_words_skip_builtins_keywords_and_variables() -> None:
-    assert command_tools('for x in a; do sudo -n env A=1 grep -q x "$x"; done') == [
-        "sudo",
-        "env",
-        "grep",
-    ]
-    assert command_tools('cd "$SKILL_DIR" && "$SKILL_DIR/run" | /usr/bin/jq . || timeout 5 ls') == [
-        "jq",
-        "timeout",
-        "ls",
-    ]
-    assert command_tools("echo $(date) `whoami`") == ["date", "whoami"]
 
 
 def test_javascript_runs_only_when_it_avoids_node(tmp_path: Path) -> None:
@@ -253,8 +240,63 @@ def test_scripts_without_a_suffix_are_known_by_their_shebang(tmp_path: Path) -> 
 def test_a_huge_folder_is_looked_at_only_so_far(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(preview_module, "MAX_ENTRIES", 5)
+    monkeypatch.setattr(scriptfiles, "MAX_ENTRIES", 5)
     folder = make_skill(tmp_path, {f"scripts/s{i}.sh": "curl x\n" for i in range(10)})
     result = run_preview(folder)
     assert "the rest: only 5 folder entries are looked at" in result.skipped
     assert len({f.file for f in result.findings if f.capability is Capability.NETWORK}) < 10
+
+
+BUILD = """\
+#!/bin/bash
+cat > src/App.jsx <<'JSX'
+const App = () => <div className="--accent" />;
+JSX
+node -e 'var x = 1; const y = x; console.log(y)'
+echo "const x; JSX; --accent"
+command -v pnpm >/dev/null || npm install -g pnpm
+"""
+WITH_SERVER = """\
+import subprocess
+import urllib.request
+
+server = subprocess.Popen(["python3", "-m", "http.server", "8765"])
+urllib.request.urlopen("http://127.0.0.1:8765/")
+"""
+CLIENT = 'import socket\nsocket.create_connection(("127.0.0.1", 8765))\n'
+
+
+def test_heredocs_strings_and_inline_code_are_not_missing_tools(tmp_path: Path) -> None:
+    result = run_preview(make_skill(tmp_path, {"scripts/build.sh": BUILD}))
+    assert result.missing_tools == ("npm",)
+    assert not {"const", "var", "JSX", "--accent", "command"} & set(result.tools)
+
+
+def test_a_server_the_skill_starts_itself_is_reached_inside_a_container(tmp_path: Path) -> None:
+    served = run_preview(make_skill(tmp_path / "a", {"scripts/test.py": WITH_SERVER}))
+    verdict, blocked, allowed = prediction(served, PostureId.DOCKER)
+    assert (verdict, blocked) == (Verdict.RUNS, "")
+    assert "(its own server, on its own loopback)" in allowed
+    client = run_preview(make_skill(tmp_path / "b", {"scripts/ping.py": CLIENT}))
+    verdict, blocked, _ = prediction(client, PostureId.GVISOR)
+    assert verdict is Verdict.PARTLY_BLOCKED
+    assert "the host's services are out of reach" in blocked
+    assert prediction(client, PostureId.HARDENED)[0] is Verdict.RUNS
+
+
+def test_imports_are_checked_against_the_image_and_this_computer(tmp_path: Path) -> None:
+    missing = "workbench_diag_no_such_module"
+    script = f"import json\nimport yaml\nimport {missing}\nfrom helper import tidy\n"
+    folder = make_skill(
+        tmp_path, {"scripts/run.py": script, "scripts/helper.py": "def tidy(): pass\n"}
+    )
+    result = run_preview(folder)
+    modules = {f.target for f in result.findings if f.capability is Capability.MODULE}
+    assert modules == {"yaml", missing}  # not the standard library, not the skill's own helper
+    _, blocked, _ = prediction(result, PostureId.DOCKER)
+    assert "imports yaml in scripts/run.py:2 (the sandbox image lacks it)" in blocked
+    verdict, blocked, _ = prediction(result, PostureId.LOCAL)
+    assert verdict is Verdict.PARTLY_BLOCKED
+    assert f"imports {missing} in scripts/run.py:3 (this computer's python3 lacks it)" in blocked
+    has_yaml = host_modules(frozenset({"yaml"}))["yaml"]
+    assert ("imports yaml" in blocked) is not has_yaml

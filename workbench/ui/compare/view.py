@@ -2,9 +2,10 @@
 
 `CompareView` (a `PostureJobPage`) runs the command the user edits under each ticked posture in
 turn, each in a fresh workspace with the skill's built environment for the posture (`run_compare`),
-and fills one table column per posture as its run ends: status and cause, time, peaks, changed
-files, the controls the effective card says were held, and the posture's warnings. Activating a
-cell opens that run in the history.
+and fills one table column per posture as its run ends: status and cause, the difference (for a
+run that failed where another ran it ok, the control that made it fail, redone as each run
+ends), time, peaks, changed files, the controls the effective card says were held, and the
+posture's warnings. Activating a cell opens that run in the history.
 """
 
 import asyncio
@@ -30,6 +31,7 @@ from workbench.executors.types import CancelToken, RunStatus
 from workbench.postures.description import POSTURE_INFO
 from workbench.postures.model import DEFAULT_LIMITS, Availability, Posture, PostureId
 from workbench.runs.compare import (
+    SKILL_ITSELF,
     CompareRequest,
     compare_row,
     default_postures,
@@ -49,6 +51,7 @@ from workbench.ui.theme import status_colors
 FIGURES = (
     "Status",
     "Cause",
+    "Difference",
     "Wall time",
     "Peak memory",
     "Peak processes",
@@ -223,7 +226,7 @@ class CompareView(PostureJobPage):
     def _on_record(self, record: RunRecord) -> None:
         column = len(self._records)
         self._records.append(record)
-        row = compare_row(record)
+        row = compare_row(record, self._records)
         wall = "-" if not row.wall_seconds else f"{row.wall_seconds:.2f} s"
         memory = "-" if not row.peak_rss_bytes else format_size(row.peak_rss_bytes)
         processes = str(row.peak_processes) if row.peak_processes else "-"
@@ -236,6 +239,7 @@ class CompareView(PostureJobPage):
         values = (
             status_word(record),
             cause_text(record),
+            row.difference,
             wall,
             memory,
             processes,
@@ -252,12 +256,26 @@ class CompareView(PostureJobPage):
             self.table.setItem(index, column, item)
         if column + 1 < self.table.columnCount():
             self._set_head(column + 1, "running…")
+        self._show_differences()
 
     def _set_head(self, column: int, text: str) -> None:
         """Say `text` in the first row of `column` (a posture waiting, running or skipped)."""
         item = self.table.item(0, column)
         if item is not None:
             item.setText(text)
+
+    def _show_differences(self) -> None:
+        """The difference row again: a run that ends ok can explain the failures before it."""
+        line = FIGURES.index("Difference")
+        colours = status_colors(self.palette())
+        for column, record in enumerate(self._records):
+            item = self.table.item(line, column)
+            if item is None:
+                continue
+            text = compare_row(record, self._records).difference
+            item.setText(text)
+            control = bool(text) and text != SKILL_ITSELF
+            item.setForeground(colours.danger if control else self.palette().text().color())
 
     def _update_buttons(self) -> None:
         running = self.is_running()

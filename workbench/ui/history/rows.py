@@ -1,5 +1,6 @@
 """How the history list words a run: status and posture as the Run page says them, a cause for
-every run, which runs the probe lab made, and which runs a filter text keeps.
+every run (with the control its diagnosis names), which runs the probe lab made, and which runs
+a filter text keeps.
 
 The status is the Run page banner's lead ("Finished", "Stopped", "Timed out", ...), the posture
 its title ("Hardened local"); a run whose workbench ended before it did reads "Interrupted"
@@ -18,7 +19,7 @@ from workbench.probes.site import LAB_FOLDER_PREFIX
 from workbench.runs.record import RunRecord, RunState
 from workbench.runs.reports import INTERRUPTED_CAUSE
 from workbench.ui.common.text import tooltip
-from workbench.ui.run.banner import LEADS, STATUS_LOOK
+from workbench.ui.run.banner import LEADS, STATUS_LOOK, why_sentence
 from workbench.ui.theme import StatusColors
 
 COLUMNS = ("Started", "Status", "Cause", "Posture", "Skill", "Changes")
@@ -49,9 +50,11 @@ def status_colour(record: RunRecord, colours: StatusColors) -> QColor:
 
 
 def cause_text(record: RunRecord) -> str:
-    """The run's cause, or a sentence for a run that has none (interrupted, running)."""
+    """The run's cause (and the control its diagnosis names), or a sentence for a run that has
+    none (interrupted, running)."""
+    control = record.diagnosis.control if record.diagnosis is not None else ""
     if record.cause:
-        return record.cause
+        return f"{record.cause} · {control}" if control else record.cause
     if record.state is RunState.INTERRUPTED:
         return INTERRUPTED_CAUSE
     return RUNNING_CAUSE if record.state is RunState.RUNNING else "-"
@@ -72,6 +75,7 @@ def matches(record: RunRecord, words: list[str]) -> bool:
             record.outcome,
             status_word(record),
             cause_text(record),
+            record.diagnosis.kind if record.diagnosis is not None else "",
             record.run_id,
         )
     ).casefold()
@@ -87,6 +91,8 @@ def run_item(record: RunRecord, colours: StatusColors) -> QTreeWidgetItem:
     item.setData(0, RUN_ID, record.run_id)
     item.setForeground(COLUMNS.index("Status"), status_colour(record, colours))
     item.setToolTip(COLUMNS.index("Status"), f"Status: {record.outcome}")
-    item.setToolTip(COLUMNS.index("Cause"), tooltip(cause))
+    why = f"\n\n{why_sentence(record.diagnosis)}" if record.diagnosis is not None else ""
+    rerun = f"\n\nA re-run of {record.rerun_of}." if record.rerun_of else ""
+    item.setToolTip(COLUMNS.index("Cause"), tooltip(cause + why + rerun))
     item.setTextAlignment(COLUMNS.index("Changes"), Qt.AlignmentFlag.AlignRight)
     return item

@@ -1,15 +1,15 @@
 """The history view: past runs, one run's record, re-run, export a report, restore a workspace.
 
 `HistoryView` lists the newest runs a page at a time with a word filter (probe lab runs hidden
-unless asked for), shows the selected run's report, and offers Re-run (same command, posture, limits
-and workspace, streamed into the record pane, Stop with Ctrl+.), Export (HTML, Markdown or JSON) and
-Restore (asking first when the workspace changed since); blocking work runs in threads in its
-`Tasks`, and its `WorkbenchError`s show in the view's status line.
+unless asked for), shows the selected run's report (its diagnosis included), and offers Re-run
+(same command, posture, limits and workspace, streamed into the record pane, Stop with Ctrl+.,
+linked to the run it re-ran), Re-run as suggested (with the change a diagnosis suggests), Export
+(HTML, Markdown or JSON) and Restore (asking first when the workspace changed since); blocking
+work runs in threads in its `Tasks`, and its `WorkbenchError`s show in the view's status line.
 """
 
 import asyncio
 import codecs
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,12 +32,13 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.errors import WorkbenchError, WorkspaceError
-from workbench.executors.types import CancelToken, OutputChunk, new_run_id
+from workbench.executors.types import CancelToken, OutputChunk
 from workbench.postures.description import posture_title
-from workbench.postures.model import Limits, Posture, PostureId
+from workbench.runs.diagnosis import Change
 from workbench.runs.record import RunRecord, RunState, plain_text
 from workbench.runs.reports import ExportFormat, export_record
-from workbench.runs.service import RunPlan, RunService
+from workbench.runs.rerun import rerun_plan
+from workbench.runs.service import RunService
 from workbench.runs.undo import restore_run
 from workbench.ui.common.tasks import Tasks
 from workbench.ui.common.text import plural
@@ -84,6 +85,10 @@ class HistoryView(QWidget):
             "Run the same command under the same posture and limits again, in the same "
             "workspace; its output shows on the right"
         )
+        self.fix_button = QPushButton("Re-run as suggested", self)
+        self.fix_button.setToolTip(
+            "Run the same command again with the change its diagnosis suggests"
+        )
         self.stop_button = QPushButton("Stop", self)
         self.stop_button.setToolTip("Stop the re-run and everything it started (Ctrl+.)")
         self.export_button = QPushButton("Export report…", self)
@@ -122,6 +127,7 @@ class HistoryView(QWidget):
         for button in (
             self.refresh_button,
             self.rerun_button,
+            self.fix_button,
             self.stop_button,
             self.export_button,
             self.restore_button,
@@ -149,6 +155,7 @@ class HistoryView(QWidget):
     def _connect_signals(self) -> None:
         self.refresh_button.clicked.connect(self.on_refresh_button_clicked)
         self.rerun_button.clicked.connect(self.on_rerun_button_clicked)
+        self.fix_button.clicked.connect(self.on_fix_button_clicked)
         self.stop_button.clicked.connect(self.stop)
         self._stop_shortcut.activated.connect(self.stop)
         self.filter.textChanged.connect(self.on_filter_changed)
@@ -194,19 +201,13 @@ class HistoryView(QWidget):
         item = self.runs.currentItem()
         return None if item is None else self._records.get(item.data(0, RUN_ID))
 
-    async def rerun(self, record: RunRecord) -> RunRecord:
-        """Run `record`'s command again under its posture and limits, in its workspace; its
-        output streams into the record pane until it ends (or `stop()` ends it)."""
-        run_id = new_run_id()
-        plan = RunPlan(
-            record.skill_name,
-            record.skill_dir,
-            _posture(record),
-            record.argv,
-            record.workspace,
-            run_id=run_id,
-        )
-        title = posture_title(record.posture)
+    async def rerun(self, record: RunRecord, change: Change | None = None) -> RunRecord:
+        """Run `record`'s command again under its posture and limits (with `change` made), in
+        its workspace; its output streams into the record pane until it ends (or `stop()`
+        ends it)."""
+        plan = rerun_plan(record, change or Change(), self._service.layout)
+        run_id = plan.run_id
+        title = posture_title(plan.posture.id)
         self._rerun_cancel = cancel = CancelToken()
         self._update_buttons()
         self.runs.setEnabled(False)  # the record pane shows the re-run's output meanwhile
@@ -298,18 +299,14 @@ class HistoryView(QWidget):
 
     def on_rerun_button_clicked(self) -> None:
         record = self.current_record()
-        if record is None:
-            return
-        if record.posture != PostureId.LOCAL:
-            self.tasks.spawn(self.rerun(record))
-            return
-        self._ask(
-            "Run without a sandbox?",
-            "This run used the local posture: the command runs as you, with access to all "
-            "your files, your network and every secret in your environment.",
-            "Re-run locally — no sandbox",
-            lambda: self.tasks.spawn(self.rerun(record)),
-        )
+        if record is not None:
+            self._rerun_asking(record, None)
+
+    def on_fix_button_clicked(self) -> None:
+        record = self.current_record()
+        change = _suggested(record)
+        if record is not None and change is not None:
+            self._rerun_asking(record, change)
 
     def on_restore_button_clicked(self) -> None:
         record = self.current_record()
@@ -355,6 +352,20 @@ class HistoryView(QWidget):
 
     def on_tasks_explain(self, error: WorkbenchError) -> None:
         self._say(str(error), "danger")
+
+    def _rerun_asking(self, record: RunRecord, change: Change | None) -> None:
+        """Re-run `record` (with `change`); one that runs locally asks first."""
+        local = (change.posture if change and change.posture else record.posture) == "local"
+        if not local:
+            self.tasks.spawn(self.rerun(record, change))
+            return
+        self._ask(
+            "Run without a sandbox?",
+            "The re-run uses the local posture: the command runs as you, with access to all "
+            "your files, your network and every secret in your environment.",
+            "Re-run locally — no sandbox",
+            lambda: self.tasks.spawn(self.rerun(record, change)),
+        )
 
     def _show_runs(self) -> None:
         """List the loaded runs the filter keeps, keeping the selected run selected."""
@@ -402,20 +413,24 @@ class HistoryView(QWidget):
         self.refresh_button.setEnabled(not busy)
         self.older_button.setEnabled(not busy)
         self.rerun_button.setEnabled(finished and not busy)
+        change = _suggested(record)
+        self.fix_button.setEnabled(change is not None and not busy)
+        self.fix_button.setVisible(change is not None)  # the row stays narrow without it
+        self.fix_button.setToolTip(
+            f"Run the same command again {change.words()}"
+            if change is not None
+            else "Its diagnosis suggests no change to re-run with"
+        )
         self.stop_button.setEnabled(self._rerun_cancel is not None)
         self.restore_button.setEnabled(finished and not busy)
         self.export_button.setEnabled(record is not None)
 
 
-def _posture(record: RunRecord) -> Posture:
-    """The posture a run used, with its limits (other settings take their safe defaults)."""
-    posture = Posture(PostureId(record.posture))
-    stored = ((record.result or {}).get("card") or {}).get("posture") or {}
-    limits = stored.get("limits")
-    if not isinstance(limits, dict):
-        return posture
-    names = {field.name for field in dataclasses.fields(Limits)}
-    return posture.with_limits(**{k: v for k, v in limits.items() if k in names})
+def _suggested(record: RunRecord | None) -> Change | None:
+    """The change `record`'s diagnosis suggests, if the app can make it."""
+    diagnosis = None if record is None else record.diagnosis
+    change = None if diagnosis is None else diagnosis.change
+    return None if change is None or change.build_env else change
 
 
 class _OutputSink:

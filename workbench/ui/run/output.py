@@ -3,7 +3,8 @@
 `OutputView` queues the run's chunks and draws them on a timer within a time budget per tick,
 skipping the oldest when the backlog is too large and pausing colours when output is fast, each
 stream through its own `AnsiDecoder` (SGR colours only) into a plain-text widget, so nothing is ever
-read as HTML; `LogViewer` shows the tail of a full log when no desktop program opens it.
+read as HTML, and marks a failed run's evidence line (`highlight`); `LogViewer` shows the tail of
+a full log when no desktop program opens it.
 """
 
 import time
@@ -26,12 +27,14 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QPlainTextEdit,
     QPushButton,
+    QTextEdit,
     QVBoxLayout,
     QWidget,
 )
 
 from workbench.ansi import AnsiDecoder, Piece, Style
 from workbench.executors.types import OutputChunk, Stream
+from workbench.runs.diagnosis import Evidence
 from workbench.ui.common.text import format_size
 from workbench.ui.common.widgets import plain_label, set_status
 from workbench.ui.theme import status_colors
@@ -63,6 +66,7 @@ class OutputView(QWidget):
         self._line_capped = False
         self._finishing = False
         self._logs: dict[Stream, Path | None] = {Stream.STDOUT: None, Stream.STDERR: None}
+        self._evidence: Evidence | None = None  # to highlight once everything is drawn
         self.colour_paused = False
         self._timer = QTimer(self)
         self._timer.setInterval(FLUSH_MS)
@@ -114,6 +118,8 @@ class OutputView(QWidget):
         self._decoders = {stream: AnsiDecoder() for stream in Stream}
         self._formats.clear()  # the palette may have switched between light and dark
         self._line_capped = self._finishing = False
+        self._evidence = None
+        self.text.setExtraSelections([])
         self.set_logs(None, None)
         self._set_colour_paused(False)
         self._timer.start()
@@ -141,6 +147,18 @@ class OutputView(QWidget):
         self._finishing = True
         if not self._timer.isActive():
             self._timer.start()
+
+    def highlight(self, evidence: Evidence | None) -> None:
+        """Mark the line `evidence` quotes (the last line of the output that starts with its
+        text) and scroll to it, now or once everything received is drawn."""
+        self._evidence = evidence if evidence is not None and evidence.line is not None else None
+        if self.is_idle():
+            self._mark_evidence()
+
+    def highlighted(self) -> str:
+        """The text of the highlighted line ("" when none is)."""
+        selections = self.text.extraSelections()
+        return selections[0].cursor.block().text() if selections else ""
 
     def is_idle(self) -> bool:
         """Whether everything received has been drawn."""
@@ -172,6 +190,7 @@ class OutputView(QWidget):
             cursor = self._end_cursor()
             for stream, decoder in self._decoders.items():
                 self._insert(cursor, decoder.flush(), stream)
+            self._mark_evidence()
 
     # Internals --------------------------------------------------------------------------
 
@@ -197,6 +216,23 @@ class OutputView(QWidget):
         cursor.endEditBlock()
         if at_bottom:
             scrollbar.setValue(scrollbar.maximum())
+
+    def _mark_evidence(self) -> None:
+        evidence, self._evidence = self._evidence, None
+        if evidence is None:
+            return
+        block = self.text.document().lastBlock()
+        while block.isValid() and not block.text().strip().startswith(evidence.text):
+            block = block.previous()
+        if not block.isValid():
+            return
+        mark = QTextEdit.ExtraSelection()
+        mark.format.setBackground(_tint(status_colors(self.palette()).warning))
+        mark.format.setProperty(QTextCharFormat.Property.FullWidthSelection, True)
+        mark.cursor = QTextCursor(block)
+        self.text.setExtraSelections([mark])
+        self.text.setTextCursor(QTextCursor(block))
+        self.text.centerCursor()
 
     def _insert(self, cursor: QTextCursor, pieces: list[Piece], stream: Stream) -> None:
         for piece in pieces:
@@ -306,6 +342,13 @@ class LogViewer(QDialog):
 
     def on_copy_path_clicked(self) -> None:
         QGuiApplication.clipboard().setText(str(self.path))
+
+
+def _tint(colour: QColor) -> QColor:
+    """`colour`, faint enough to put behind text."""
+    tint = QColor(colour)
+    tint.setAlpha(70)
+    return tint
 
 
 def _log_text(path: Path) -> str:

@@ -6,7 +6,8 @@ run service with the skill's built environment for the posture (looked up before
 missing or out-of-date one is said in the banner), and while it runs the panel shows the
 countdown, live output (`OutputView`), the process tree (`ProcessTreeView`) and charts, then the
 outcome banner, the workspace changes with Restore and the effective posture card, under a line
-naming the run they belong to. Stop is Ctrl+.; nothing here blocks the event loop.
+naming the run they belong to; the banner's re-run button runs the command again with a failed
+run's suggested change (`rerun`). Stop is Ctrl+.; nothing here blocks the event loop.
 """
 
 import asyncio
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
     QCompleter,
     QHBoxLayout,
     QLineEdit,
+    QMessageBox,
     QPushButton,
     QSplitter,
     QTabWidget,
@@ -34,10 +36,11 @@ from workbench.executors.types import CancelToken, new_run_id
 from workbench.monitor.sample import ResourceSample
 from workbench.postures.description import POSTURE_INFO
 from workbench.postures.model import Posture, PostureId
+from workbench.runs.diagnosis import Change
 from workbench.runs.service import CompletedRun, RunPlan, RunService
 from workbench.skills import Skill
 from workbench.ui.common.tasks import Tasks
-from workbench.ui.common.widgets import plain_label, set_status
+from workbench.ui.common.widgets import ask, plain_label, set_status
 from workbench.ui.run.banner import OutcomeBanner
 from workbench.ui.run.card import CardView
 from workbench.ui.run.changes import ChangesView
@@ -82,6 +85,8 @@ class RunPanel(QWidget):
         self._timeout = 0.0
         self._browse = -1  # position in the command history while browsing with Up/Down
         self.last_run: CompletedRun | None = None
+        self._question: QMessageBox | None = None
+        self._last_request: tuple[Skill, Posture, str, Path | None] | None = None
         self._run_of: Skill | None = None  # the skill of the run the results below belong to
         self._run_words = ""  # that run's skill, posture, time and workspace
         self._countdown_timer = QTimer(self)
@@ -177,6 +182,7 @@ class RunPanel(QWidget):
         self.command.returnPressed.connect(self.on_run_button_clicked)
         self.command.textChanged.connect(self._update_buttons)
         self.limits.changed.connect(self.on_limits_changed)
+        self.banner.rerun_requested.connect(self.on_banner_rerun_requested)
         self._countdown_timer.timeout.connect(self.on_countdown_timer_timeout)
         self.tasks.busy_changed.connect(self.on_tasks_busy_changed)
         self.changes.tasks.failed.connect(self.tasks.failed)
@@ -228,11 +234,50 @@ class RunPanel(QWidget):
         if folder is not None and not self.workspace.is_confirmed(folder):
             self.workspace.ask(folder, self.start)
             return None
-        self._cancel = CancelToken()
-        posture = self.limits.posture(posture_id)
-        task = self.tasks.spawn(
-            self._run(skill, posture, self.command.text().strip(), folder, self._cancel)
+        return self._start(
+            skill, self.limits.posture(posture_id), self.command.text().strip(), folder
         )
+
+    def rerun(self, change: Change) -> "asyncio.Task[None] | None":
+        """Run the last run's command again with `change` (another posture, the network, a
+        bigger limit), in the same folder, linked to it; None when there is nothing to re-run
+        or a run is in progress. A change to local asks first; the run starts on yes."""
+        last, request = self.last_run, self._last_request
+        if last is None or request is None or self.is_running():
+            return None
+        skill, posture, text, folder = request
+        rerun_of = last.record.run_id
+        again = change.apply(posture)
+        if again.id is not PostureId.LOCAL or posture.id is PostureId.LOCAL:
+            return self._start(skill, again, text, folder, rerun_of)
+        if self._question is None:
+            self._question = ask(
+                self,
+                "Re-run without a sandbox?",
+                "The local posture runs the command as you, with NO SANDBOX: it can read, "
+                "change and delete any of your files, reach the network and read every secret "
+                "in your environment.",
+                "Re-run locally — no sandbox",
+                lambda: self._start(skill, again, text, folder, rerun_of),
+            )
+            self._question.finished.connect(self.on_question_finished)
+        return None
+
+    def question(self) -> QMessageBox | None:
+        """The open question (a re-run without a sandbox), if one is open."""
+        return self._question
+
+    def _start(
+        self,
+        skill: Skill,
+        posture: Posture,
+        text: str,
+        folder: Path | None,
+        rerun_of: str | None = None,
+    ) -> "asyncio.Task[None]":
+        self._cancel = CancelToken()
+        self._last_request = (skill, posture, text, folder)
+        task = self.tasks.spawn(self._run(skill, posture, text, folder, self._cancel, rerun_of))
         self._update_buttons()
         return task
 
@@ -263,6 +308,12 @@ class RunPanel(QWidget):
     def on_down_activated(self) -> None:
         self._step_history(-1)
 
+    def on_banner_rerun_requested(self, change: Change) -> None:
+        self.rerun(change)
+
+    def on_question_finished(self, _result: int) -> None:
+        self._question = None
+
     def on_limits_changed(self) -> None:
         text, status = warning_text(self.limits.loosened())
         self.loosened.setText(text)
@@ -284,7 +335,13 @@ class RunPanel(QWidget):
     # Internals --------------------------------------------------------------------------
 
     async def _run(
-        self, skill: Skill, posture: Posture, text: str, folder: Path | None, cancel: CancelToken
+        self,
+        skill: Skill,
+        posture: Posture,
+        text: str,
+        folder: Path | None,
+        cancel: CancelToken,
+        rerun_of: str | None,
     ) -> None:
         self._show_run_title(skill, posture, folder)
         self._history.remember(skill.name, text)
@@ -307,7 +364,7 @@ class RunPanel(QWidget):
         self._countdown_timer.start()
         self.on_countdown_timer_timeout()
         try:
-            plan = _plan(skill, posture, text, folder, self._service)
+            plan = _plan(skill, posture, text, folder, self._service, rerun_of)
             plan = await self._with_environment(plan, skill)
             self.changes.watch(plan.workspace)
             done = await self._service.run_once(
@@ -341,7 +398,9 @@ class RunPanel(QWidget):
     def _show_result(self, done: CompletedRun) -> None:
         result = done.result
         self.last_run = done
-        self.banner.show_result(result)
+        diagnosis = done.record.diagnosis
+        self.banner.show_result(result, diagnosis)
+        self.output.highlight(None if diagnosis is None else diagnosis.evidence)
         self.charts.set_peaks(result.peak_rss_bytes, result.peak_processes)
         self.processes.finish(result)
         self.output.set_logs(result.stdout.log_path, result.stderr.log_path)
@@ -400,7 +459,12 @@ class RunPanel(QWidget):
 
 
 def _plan(
-    skill: Skill, posture: Posture, text: str, folder: Path | None, service: RunService
+    skill: Skill,
+    posture: Posture,
+    text: str,
+    folder: Path | None,
+    service: RunService,
+    rerun_of: str | None,
 ) -> RunPlan:
     if posture.id is PostureId.QUICKJS:
         try:
@@ -416,4 +480,6 @@ def _plan(
         )
     run_id = new_run_id()
     workspace = folder if folder is not None else service.layout.fresh_workspace(run_id)
-    return RunPlan(skill.name, skill.path, posture, argv, workspace, run_id=run_id)
+    return RunPlan(
+        skill.name, skill.path, posture, argv, workspace, run_id=run_id, rerun_of=rerun_of
+    )
