@@ -8,7 +8,7 @@ import pytest
 
 from tests.contract.conftest import Harness
 from workbench.executors.types import CancelToken, RunRequest, RunStatus, Stream
-from workbench.monitor.process import run_tag, tagged_processes
+from workbench.monitor.process import process_clock, run_tag, tagged_processes
 from workbench.postures.model import PostureId, Severity
 
 pytestmark = pytest.mark.timeout(60)
@@ -97,7 +97,7 @@ def test_missing_workspace_is_an_error_result(harness: Harness) -> None:
 
 def test_timeout_kills_the_whole_tree_including_setsid_escapes(harness: Harness) -> None:
     executor = harness.start(harness.posture(timeout_s=2))
-    born_after = time.time() - 0.05
+    born_after = process_clock() - 0.05
     started = time.monotonic()
     ran = harness.run("sh", "-c", "sleep 60 & setsid sleep 60 & sleep 60", executor=executor)
     elapsed = time.monotonic() - started

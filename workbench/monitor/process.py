@@ -32,6 +32,17 @@ def run_tag(run_id: str) -> bytes:
     return f"{RUN_TAG_ENV}={run_id}".encode()
 
 
+def process_clock() -> float:
+    """Now, on the clock of `psutil.Process.create_time()` (boot time plus time since boot).
+
+    The kernel gives boot time in whole seconds, so a process's create time can be up to a
+    second off the wall clock: compare create times only with this clock, never `time.time()`.
+    """
+    if hasattr(time, "CLOCK_BOOTTIME"):
+        return psutil.boot_time() + time.clock_gettime(time.CLOCK_BOOTTIME)
+    return time.time()
+
+
 def proc_children(pid: int) -> list[int]:
     """The direct children of `pid` (every thread's), or [] when it is gone."""
     children: list[int] = []

@@ -47,7 +47,7 @@ class RunScope:
     """How to recognise one run's processes: its tag, when it began, and its own uid if any."""
 
     tag: bytes
-    since: float  # epoch seconds, a little before the root was spawned
+    since: float  # `process_clock()` a little before the root was spawned
     uid: int | None = None  # a uid only this session's runs use (hardened as root)
     contained: bool = False  # nothing of the run leaves the root's tree (a PID namespace)
 
