@@ -10,12 +10,14 @@ is refused with the reason.
 
 import asyncio
 import contextlib
+import ipaddress
 import socket
 import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.docker.test_docker_executor import Session
@@ -78,12 +80,25 @@ def listener() -> Iterator[Listener]:
 
 @pytest.fixture(scope="module")
 def gateway(docker_runtimes: set[str]) -> str:
-    """The engine's bridge gateway: the host as containers on the bridge see it."""
+    """The engine's bridge gateway: the host as containers on the bridge see it.
+
+    Engines that list only the bridge's subnet leave the gateway out: it is then the host's own
+    address in that subnet.
+    """
     client = engine_client()
     try:
-        address = str(client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"])
+        config = client.networks.get("bridge").attrs["IPAM"]["Config"][0]
     finally:
         client.close()
+    if "Gateway" in config:
+        return str(config["Gateway"])
+    subnet = ipaddress.ip_network(config["Subnet"])
+    (address,) = {
+        address.address
+        for addresses in psutil.net_if_addrs().values()
+        for address in addresses
+        if address.family == socket.AF_INET and ipaddress.ip_address(address.address) in subnet
+    }
     return address
 
 
