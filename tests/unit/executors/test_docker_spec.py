@@ -17,6 +17,11 @@ from workbench.executors.process.runner import EndedBy
 from workbench.executors.types import RunStatus, SessionSpec
 from workbench.postures.model import MIB, Limits, Network, Posture, PostureId
 
+RLIMITS = [  # what the engine reports for the rlimits of LIMITS
+    {"Name": "nofile", "Soft": 256, "Hard": 256},
+    {"Name": "fsize", "Soft": 256 * MIB, "Hard": 256 * MIB},
+    {"Name": "cpu", "Soft": 60, "Hard": 60},
+]
 SESSION = SessionSpec(Path("/skills/demo"), "demo", Path("/work/ws"), Path("/work/runs"))
 LIMITS = Limits(timeout_s=5, memory_bytes=64 * MIB, cpus=0.5, pids=32)
 POSTURE = Posture(PostureId.DOCKER, limits=LIMITS)
@@ -74,6 +79,7 @@ def inspect_data(**host: Any) -> dict[str, Any]:
         "Devices": [],
         "Privileged": False,
         "Runtime": "runc",
+        "Ulimits": RLIMITS,
         **host,
     }
     mounts = [
@@ -87,17 +93,35 @@ def test_gvisor_gets_rlimit_nproc_not_a_host_pids_limit_and_the_card_reads_it_ba
     gvisor = Posture(PostureId.GVISOR, limits=LIMITS)
     options = container_options(gvisor, SESSION, "s1", "runsc")
     assert "pids_limit" not in options
-    assert options["ulimits"] == [{"name": "nproc", "soft": 32, "hard": 32}]
-    applied = [{"Name": "nproc", "Soft": 32, "Hard": 32}]
+    assert options["ulimits"][-1] == {"name": "nproc", "soft": 32, "hard": 32}
+    applied = [*RLIMITS, {"Name": "nproc", "Soft": 32, "Hard": 32}]
     card = posture_card(
         gvisor, inspect_data(PidsLimit=None, Runtime="runsc", Ulimits=applied), "runsc"
     )
     assert [label for label, held in card.checks if not held] == []
     assert ("Process limit 32 (RLIMIT_NPROC inside gVisor)", True) in card.checks
-    missing = posture_card(gvisor, inspect_data(PidsLimit=None, Runtime="runsc"), "runsc")
+    missing = posture_card(
+        gvisor, inspect_data(PidsLimit=None, Runtime="runsc", Ulimits=RLIMITS), "runsc"
+    )
     assert [label for label, held in missing.checks if not held] == [
         "Process limit 0 (RLIMIT_NPROC inside gVisor)"
     ]
+
+
+def test_every_rlimit_on_the_card_reaches_the_engine_with_hard_equal_to_soft() -> None:
+    options = container_options(POSTURE, SESSION, "s1", "runc")
+    assert options["ulimits"] == [
+        {"name": u["Name"], "soft": u["Soft"], "hard": u["Hard"]} for u in RLIMITS
+    ]
+    card = posture_card(POSTURE, inspect_data(Ulimits=None), "runc")  # an engine that ignored them
+    assert [label for label, held in card.checks if not held] == [
+        "Open files limit 256 (RLIMIT_NOFILE)",
+        "File size limit 256 MiB (RLIMIT_FSIZE)",
+        "CPU time limit 60 s (RLIMIT_CPU)",
+    ]
+    raisable = [{**u, "Hard": u["Soft"] + 1} for u in RLIMITS]
+    card = posture_card(POSTURE, inspect_data(Ulimits=raisable), "runc")
+    assert len([label for label, held in card.checks if not held]) == 3
 
 
 def test_card_checklist_holds_for_the_safe_container() -> None:
@@ -198,6 +222,12 @@ def end(
             "exited with code 0; killed 2 background processes it left behind",
         ),
         (end(code=None), RunStatus.ERROR, "the engine did not report how the command ended"),
+        (
+            end(code=128 + 25),
+            RunStatus.LIMIT_EXCEEDED,
+            "file size limit 256 MiB (RLIMIT_FSIZE)",
+        ),
+        (end(code=128 + 24), RunStatus.LIMIT_EXCEEDED, "RLIMIT_CPU 60 s"),
     ],
 )
 def test_classify(ended: ExecEnd, status: RunStatus, cause: str) -> None:

@@ -304,6 +304,7 @@ class DockerExecutor:
             ),
             background_killed=sweep.killed if sweep and ended_by is EndedBy.EXIT else 0,
             stderr_text="\n".join((stderr.head_text, stderr.tail_text)),
+            cpu_seconds=sampler.cpu_seconds,
         )
         status, cause = (
             (RunStatus.ERROR, failure)

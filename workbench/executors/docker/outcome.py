@@ -49,6 +49,7 @@ class ExecEnd:
     output_text: str  # stderr (and stdout, where the runtime reports exec failures)
     background_killed: int
     stderr_text: str = ""  # the command's own complaints (a refused fork), never its stdout
+    cpu_seconds: float = 0.0  # the container's, during the run
 
 
 def split_exit(code: int | None) -> tuple[int | None, int | None]:
@@ -114,6 +115,8 @@ def _ended(end: ExecEnd, limits: Limits, runtime: str) -> tuple[RunStatus, str]:
             "refused fork)",
         )
     code, sig = split_exit(end.exit_code)
+    if (hit := _rlimit_hit(sig, end.cpu_seconds, limits)) is not None:
+        return RunStatus.LIMIT_EXCEEDED, hit
     cause = f"killed by signal {signal_name(sig)}" if sig else f"exited with code {code}"
     if READ_ONLY_MARK in end.output_text:
         cause += " after a write to the read-only root filesystem"
@@ -123,6 +126,17 @@ def _ended(end: ExecEnd, limits: Limits, runtime: str) -> tuple[RunStatus, str]:
             "('Invalid argument' on every path): use find, Python or Node, or the docker posture"
         )
     return RunStatus.FAILED, cause
+
+
+def _rlimit_hit(sig: int | None, cpu_seconds: float, limits: Limits) -> str | None:
+    """The container's rlimit that a death by `sig` names: SIGXFSZ the file size limit,
+    SIGXCPU or a SIGKILL once the CPU time is spent (hard equals soft) the CPU limit."""
+    if sig == signal.SIGXFSZ:
+        return f"file size limit {format_bytes(limits.file_size_bytes)} (RLIMIT_FSIZE)"
+    cpu_spent = cpu_seconds >= limits.cpu_seconds - 0.5
+    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_spent):
+        return f"RLIMIT_CPU {limits.cpu_seconds} s"
+    return None
 
 
 def _not_found(text: str, argv0: str, runtime: str) -> bool:

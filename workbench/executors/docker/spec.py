@@ -15,8 +15,9 @@ from typing import Any
 import docker
 
 from workbench.executors.availability import EngineRuntimes, network_off
+from workbench.executors.process.outcome import format_bytes
 from workbench.executors.types import PostureCard, SessionSpec
-from workbench.postures.model import MIB, Network, Posture
+from workbench.postures.model import MIB, Limits, Network, Posture
 
 LABEL_APP = "org.skill-workbench"
 LABEL_SESSION = "org.skill-workbench.session"
@@ -90,7 +91,8 @@ def container_options(
         "mem_limit": limits.memory_bytes,
         "memswap_limit": limits.memory_bytes,
         "nano_cpus": int(limits.cpus * 1e9),
-        **_process_limit(limits.pids, runtime),
+        "ulimits": ulimits(limits, runtime),
+        **({} if runtime == "runsc" else {"pids_limit": limits.pids}),
         "read_only": True,
         "tmpfs": {"/tmp": TMPFS_OPTIONS},
         "security_opt": ["no-new-privileges"],
@@ -101,8 +103,9 @@ def container_options(
     }
 
 
-def _process_limit(pids: int, runtime: str) -> dict[str, Any]:
-    """The engine option that bounds the container's processes on `runtime`.
+def ulimits(limits: Limits, runtime: str) -> list[dict[str, Any]]:
+    """The rlimits of every process in the container, hard equal to soft (the command cannot
+    raise them): open files, file size, CPU seconds and, under gVisor, the process limit.
 
     Under gVisor the host's pids cgroup counts the sandbox's own threads, not the command's
     processes: a limit there starves the sandbox (it dies, or never starts below ~64). gVisor's
@@ -110,9 +113,20 @@ def _process_limit(pids: int, runtime: str) -> dict[str, Any]:
     no capabilities; `docker exec` processes inherit it. Under runc RLIMIT_NPROC would count
     the uid's processes on the whole host, so there the pids cgroup does it.
     """
-    if runtime == "runsc":
-        return {"ulimits": [{"name": NPROC, "soft": pids, "hard": pids}]}
-    return {"pids_limit": pids}
+    return [
+        {"name": name, "soft": value, "hard": value}
+        for name, value in _rlimits(limits, runtime).items()
+    ]
+
+
+def _rlimits(limits: Limits, runtime: str) -> dict[str, int]:
+    """The container's rlimits by the engine's name of each."""
+    rlimits = {
+        "nofile": limits.open_files,
+        "fsize": limits.file_size_bytes,
+        "cpu": limits.cpu_seconds,
+    }
+    return rlimits | ({NPROC: limits.pids} if runtime == "runsc" else {})
 
 
 def network_refusal(posture: Posture, runtime: str, client: docker.DockerClient) -> str:
@@ -161,6 +175,7 @@ def posture_card(posture: Posture, attrs: dict[str, Any], runtime: str) -> Postu
         ),
         (_cpu_label(nano_cpus / 1e9), nano_cpus == int(limits.cpus * 1e9)),
         _pids_check(host, limits.pids, runtime),
+        *_ulimit_checks(host, limits),
         ("Network off" if network == "none" else f"Network off (is {network})", network == "none"),
         (
             "No new privileges (set-uid programs gain nothing)",
@@ -194,6 +209,21 @@ def _runtime_check(applied: str, asked: str) -> tuple[str, bool]:
     if applied == "oci" and asked == "runc":
         return "Runtime oci (Podman's default, not gVisor)", True
     return f"Runtime {applied}", applied == asked
+
+
+def _ulimit_checks(host: dict[str, Any], limits: Limits) -> list[tuple[str, bool]]:
+    """One check per rlimit of the container but the process one: held when soft and hard
+    both are the value asked."""
+    applied = {
+        str(u.get("Name")): (u.get("Soft"), u.get("Hard")) for u in host.get("Ulimits") or []
+    }
+    labels = {
+        "nofile": f"Open files limit {limits.open_files} (RLIMIT_NOFILE)",
+        "fsize": f"File size limit {format_bytes(limits.file_size_bytes)} (RLIMIT_FSIZE)",
+        "cpu": f"CPU time limit {limits.cpu_seconds} s (RLIMIT_CPU)",
+    }
+    wanted = _rlimits(limits, "runc")
+    return [(label, applied.get(name) == (wanted[name],) * 2) for name, label in labels.items()]
 
 
 def _pids_check(host: dict[str, Any], asked: int, runtime: str) -> tuple[str, bool]:
