@@ -213,6 +213,26 @@ def test_background_leftovers_are_killed_and_reported(any_session: Session) -> N
     assert _container_processes(any_session) == ["sleep 3600"]
 
 
+LIST_COMMANDS = 'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " < "$f"; echo; done'
+
+
+@pytest.mark.parametrize(
+    "escape",
+    [
+        "(env -i sh -c 'sleep 77 & exit' </dev/null >/dev/null 2>&1 &)",
+        "(env -i setsid sleep 77 </dev/null >/dev/null 2>&1 &)",
+    ],
+)
+def test_an_untagged_escapee_is_killed_and_named(any_session: Session, escape: str) -> None:
+    result = any_session.run("sh", "-c", f"{escape}; sleep 0.5; echo done").result
+    assert (result.status, result.stdout.text) == (RunStatus.OK, "done\n")
+    assert result.leftover_processes == 0
+    assert "killed 1 background process it left behind" in result.cause
+    assert any("'sleep 77'" in w.text for w in result.warnings), result.warnings
+    listed = any_session.run("sh", "-c", LIST_COMMANDS).result.stdout.text.splitlines()
+    assert "sleep 77 " not in listed
+
+
 def test_memory_bomb_is_oom_killed(docker_session: Session) -> None:
     result = docker_session.run("tail", "/dev/zero").result
     assert result.status is RunStatus.OOM_KILLED

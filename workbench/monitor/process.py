@@ -25,6 +25,7 @@ from workbench.monitor.sample import ResourceSample
 RUN_TAG_ENV = "WORKBENCH_RUN_ID"
 SAMPLE_INTERVAL_S = 0.1
 CPU_BUDGET = 0.02  # at most this share of one core goes to sampling
+KEEP_COMMANDS = 5  # command lines of the processes a run left behind that are reported
 
 
 def run_tag(run_id: str) -> bytes:
@@ -75,6 +76,16 @@ def parents(roots: Iterable[int]) -> dict[int, int]:
                 found[child] = parent
                 stack.append(child)
     return found
+
+
+def command_line(pid: int) -> str:
+    """`pid`'s command line as one line of words ("" when it cannot be read, or a zombie's)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:  # noqa: PTH123 - hot path
+            words = cmdline.read(4096).split(b"\0")
+    except OSError:
+        return ""
+    return " ".join(word.decode(errors="replace") for word in words if word)
 
 
 def carries_tag(pid: int, tag: bytes) -> bool:

@@ -17,7 +17,7 @@ from workbench.executors.process.runner import EndedBy
 from workbench.executors.types import RunStatus, SessionSpec
 from workbench.postures.model import MIB, Limits, Network, Posture, PostureId
 
-RLIMITS = [  # what the engine reports for the rlimits of LIMITS
+RLIMITS: list[dict[str, Any]] = [  # what the engine reports for the rlimits of LIMITS
     {"Name": "nofile", "Soft": 256, "Hard": 256},
     {"Name": "fsize", "Soft": 256 * MIB, "Hard": 256 * MIB},
     {"Name": "cpu", "Soft": 60, "Hard": 60},

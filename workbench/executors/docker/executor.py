@@ -318,7 +318,9 @@ class DockerExecutor:
                 status = RunStatus.OOM_KILLED
                 limit = format_bytes(self.posture.limits.memory_bytes)
                 cause = f"memory limit {limit} (cgroup OOM killed the container)"
-        warnings += left_behind_warnings(end.background_killed, status) + sandbox_notes(reports)
+        commands = sweep.commands if sweep else ()
+        warnings += left_behind_warnings(end.background_killed, status, commands)
+        warnings += sandbox_notes(reports)
         exit_code, sig = split_exit(code)
         return RunResult(
             run_id=run_id,

@@ -29,25 +29,39 @@ from workbench.executors.docker.engine import missing_image
 from workbench.executors.docker.sampler import CgroupFiles
 from workbench.executors.docker.spec import LABEL_APP, LABEL_SESSION, SWEEP_SIGNAL
 from workbench.executors.types import Stream
-from workbench.monitor.process import carries_tag
+from workbench.monitor.process import KEEP_COMMANDS, carries_tag, command_line
 
-# Kills every process whose environment holds the run's tag ($1; busybox `grep -F` stops at
-# the NUL bytes of environ, a plain pattern does not), scanning /proc until a pass finds none
-# and could read every process it listed (a process that vanished before its environ was read
-# may have been a fork bomb's, whose children the pass's listing missed), then prints
-# "<distinct processes killed> <processes still found or not checked>".
+# Kills every process of the run, scanning /proc until a pass finds none and could read every
+# process it listed (a process that vanished before its environ was read may have been a fork
+# bomb's, whose children the pass's listing missed). The run's are those whose environment holds
+# its tag ($1; busybox `grep -F` stops at the NUL bytes of environ, a plain pattern does not)
+# and the escapees: orphans of the init (parent 1) with no run tag at all (`env -i`). The
+# supervisor and this killer carry the session's tag (the container's environment), a
+# concurrent run's processes their own, and an exec still starting has no parent in here.
+# Prints "cmd <command line>" for each process killed, then "<distinct processes killed>
+# <processes still found or not checked>".
 KILL_SCRIPT = """
-seen=; killed=0; found=1; round=0
+tag=$1; KEEP=$2; seen=; killed=0; found=1; round=0
 while [ $found -gt 0 ] && [ $round -lt 100 ]; do
   found=0; round=$((round + 1))
   for f in /proc/[0-9]*/environ; do
     p=${f#/proc/}; p=${p%/environ}
     [ "$p" = 1 ] || [ "$p" = $$ ] && continue
-    grep -qs "$1" "$f"
-    case $? in 1) continue ;; 2) found=$((found + 1)); continue ;; esac
+    grep -qs "$tag" "$f"; ours=$?
+    [ $ours = 2 ] && { found=$((found + 1)); continue; }
+    if [ $ours = 1 ]; then
+      grep -qs WORKBENCH_RUN_ID= "$f" && continue
+      read -r stat < "/proc/$p/stat" 2>/dev/null || continue
+      stat=${stat##*) }
+      case $stat in Z*) continue ;; [A-Z]" 1 "*) ;; *) continue ;; esac
+    fi
+    case " $seen " in
+      *" $p "*) kill -9 "$p" 2>/dev/null && found=$((found + 1)); continue ;;
+    esac
+    [ $killed -lt $KEEP ] && cmd=$(tr '\\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)
     kill -9 "$p" 2>/dev/null || continue
-    found=$((found + 1))
-    case " $seen " in *" $p "*) ;; *) seen="$seen $p"; killed=$((killed + 1)) ;; esac
+    found=$((found + 1)); seen="$seen $p"; killed=$((killed + 1))
+    [ $killed -le $KEEP ] && echo "cmd $cmd"
   done
   [ $found -gt 0 ] && sleep 0.01
 done
@@ -67,10 +81,12 @@ Chunk = tuple[Stream, bytes]
 
 @dataclass(frozen=True, slots=True)
 class Sweep:
-    """What a sweep did: processes of the run it killed, and how many it could not."""
+    """What a sweep did: processes of the run it killed (the first few's command lines), and
+    how many it could not."""
 
     killed: int
     leftover: int
+    commands: tuple[str, ...] = ()
 
 
 class ExecStream:
@@ -241,51 +257,60 @@ class DockerSession:
         When not even the killer can start (a fork bomb holds every slot of the pids limit),
         the supervisor kills every process of the container instead, and the killer retries.
         """
-        killed = 0
+        commands: list[str] = []
         if self._host is not None:
-            killed, verified = await self._host_sweep(self._host, tag.encode())
+            verified = await self._host_sweep(self._host, tag.encode(), commands)
             if verified:
-                return Sweep(killed, 0)
+                return Sweep(len(commands), 0, tuple(commands[:KEEP_COMMANDS]))
+        host_killed, killed = len(commands), 0
         for _ in range(SWEEP_TRIES):
             try:
-                output = await self.exec_text(["sh", "-c", KILL_SCRIPT, "kill", tag])
-                counts = output.split()
-                killed, left = max(killed, int(counts[-2])), int(counts[-1])
+                output = await self.exec_text(
+                    ["sh", "-c", KILL_SCRIPT, "kill", tag, str(KEEP_COMMANDS)]
+                )
+                *lines, counts = output.splitlines()
+                commands += [line[4:].strip() for line in lines if line.startswith("cmd ")]
+                killed, left = max(killed, int(counts.split()[0])), int(counts.split()[1])
             except (APIError, OSError, ValueError, IndexError):
                 left = -1
-            if left == 0:
-                return Sweep(killed, 0)
-            if not await self.running():  # a container that stopped holds no process
-                return Sweep(killed, 0)
+            if left == 0 or not await self.running():  # a stopped container holds no process
+                break
             with contextlib.suppress(APIError):
                 await asyncio.to_thread(self.api.kill, self.container_id, SWEEP_SIGNAL)
             await asyncio.sleep(SWEEP_POLL_S)
-        return Sweep(killed, max(left, 1))
+        shown = tuple(dict.fromkeys(commands))[:KEEP_COMMANDS]
+        return Sweep(host_killed + killed, 0 if left == 0 else max(left, 1), shown)
 
-    async def _host_sweep(self, cgroup: CgroupFiles, tag: bytes) -> tuple[int, bool]:
-        """Kill the run's processes by host pid: (how many were killed, verified none is left).
+    async def _host_sweep(self, cgroup: CgroupFiles, tag: bytes, commands: list[str]) -> bool:
+        """Kill the run's processes by host pid, adding each one's command line to `commands`;
+        True when verified that none is left.
 
         Not verified when the task count does not come back to the idle session's (a process
-        without the tag, one still being reaped past the bound) or the files cannot be read.
+        without the tag, such as an escapee, one still being reaped past the bound) or the
+        files cannot be read.
         """
-        killed: set[int] = set()
+        killed: dict[int, str] = {}
         try:
             for _ in range(HOST_ROUNDS):
                 found = [pid for pid in cgroup.processes() if carries_tag(pid, tag)]
                 if not found:
                     break
-                killed.update(pid for pid in found if _kill_tagged(pid, tag))
+                for pid in found:
+                    if pid not in killed and (command := _kill_tagged(pid, tag)) is not None:
+                        killed[pid] = command
                 await asyncio.sleep(HOST_POLL_S)
             else:  # still finding some after every pass (a fork bomb outruns the passes)
-                return len(killed), False
+                return False
             deadline = time.monotonic() + HOST_SETTLE_S
             while cgroup.tasks() != self.baseline_tasks:
                 if time.monotonic() > deadline or not any(map(_exists, killed)):
-                    return len(killed), False  # what is left is not the run's, or is slow
+                    return False  # what is left is not the run's, or is slow
                 await asyncio.sleep(HOST_POLL_S)
         except (OSError, ValueError):
-            return len(killed), False
-        return len(killed), True
+            return False
+        finally:
+            commands += killed.values()
+        return True
 
     async def exec_text(self, argv: list[str]) -> str:
         """Run `argv` in the container to its end and return its stdout (bounded in time)."""
@@ -313,21 +338,23 @@ class DockerSession:
             await asyncio.to_thread(remove_container, self.api, self.container_id)
 
 
-def _kill_tagged(pid: int, tag: bytes) -> bool:
-    """SIGKILL `pid` if it still carries `tag` (checked through a pidfd: never a reused pid)."""
+def _kill_tagged(pid: int, tag: bytes) -> str | None:
+    """SIGKILL `pid` if it still carries `tag` (checked through a pidfd: never a reused pid);
+    its command line, or None when it was not killed."""
     try:
         fd = os.pidfd_open(pid)
     except OSError:  # already gone
-        return False
+        return None
     try:
         if not carries_tag(pid, tag):
-            return False
+            return None
+        command = command_line(pid)
         signal.pidfd_send_signal(fd, signal.SIGKILL)
     except OSError:
-        return False
+        return None
     finally:
         os.close(fd)
-    return True
+    return command
 
 
 def _exists(pid: int) -> bool:

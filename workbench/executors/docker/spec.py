@@ -17,6 +17,7 @@ import docker
 from workbench.executors.availability import EngineRuntimes, network_off
 from workbench.executors.process.outcome import format_bytes
 from workbench.executors.types import PostureCard, SessionSpec
+from workbench.monitor.process import RUN_TAG_ENV
 from workbench.postures.model import MIB, Limits, Network, Posture
 
 LABEL_APP = "org.skill-workbench"
@@ -50,6 +51,7 @@ SUPERVISOR_SCRIPT = (
     'while :; do command eval "sleep 3600 &" 2>/dev/null && wait; done'
 )
 SWEEP_SIGNAL = "SIGUSR1"
+SESSION_TAG = "session"
 
 
 def skill_mount(session: SessionSpec) -> str:
@@ -99,6 +101,9 @@ def container_options(
         "cap_drop": ["ALL"],
         "cgroupns": "private",
         "volumes": volumes,
+        # The supervisor's tag, which every exec overrides with its own: the sweep kills the
+        # untagged orphans of the init (`env -i` escapees) and spares the session's processes.
+        "environment": {RUN_TAG_ENV: SESSION_TAG},
         "labels": {LABEL_APP: "1", LABEL_SESSION: session_id, LABEL_SKILL: session.skill_name},
     }
 

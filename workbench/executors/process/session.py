@@ -165,7 +165,8 @@ class SubprocessExecutor(ABC):
         status, cause = classify(outcome, self.posture.limits.timeout_s, prepared.limits)
         if launch_error := prepared.launch_error():
             status, cause = RunStatus.ERROR, launch_error
-        warnings += left_behind_warnings(outcome.kill.signalled, status) + prepared.notes
+        kill = outcome.kill
+        warnings += left_behind_warnings(kill.signalled, status, kill.commands) + prepared.notes
         rc = outcome.returncode
         return RunResult(
             run_id=context.run_id,
