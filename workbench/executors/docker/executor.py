@@ -42,7 +42,7 @@ from workbench.executors.docker.spec import (
     skill_mount,
 )
 from workbench.executors.inflight import InFlight, prepare_runs_dir
-from workbench.executors.process.capture import StreamCapture
+from workbench.executors.process.capture import StreamCapture, stream_captures
 from workbench.executors.process.outcome import format_bytes, left_behind_warnings
 from workbench.executors.process.ownership import FolderLoan, SharedLoan
 from workbench.executors.process.runner import EndedBy, first_end
@@ -56,6 +56,7 @@ from workbench.executors.types import (
     SessionSpec,
     Stream,
 )
+from workbench.executors.workspace_limit import WorkspaceWatch, bound_checks
 from workbench.monitor.process import RUN_TAG_ENV, run_tag
 from workbench.postures.description import assess
 from workbench.postures.model import Posture, PostureId, PostureWarning
@@ -143,6 +144,7 @@ class DockerExecutor:
     def _read_card(self, session: DockerSession) -> PostureCard:
         """The effective posture card, and whether the container came warm from the pool."""
         card = posture_card(self.posture, session.attrs, self.runtime)
+        card = replace(card, checks=card.checks + bound_checks(self.posture.limits, watched=True))
         how = (
             "Warm container from the pool (never used, checked clean)"
             if self.warm
@@ -186,7 +188,7 @@ class DockerExecutor:
                     return self._error(run_id, run_dir, cause, warnings)
             try:
                 return await self._run(
-                    self._spec, self._session, request, run_id, run_dir, sink, cancel, warnings
+                    self._spec, self._session, request, run_dir, sink, cancel, warnings
                 )
             finally:
                 if self._loan is not None:
@@ -213,20 +215,14 @@ class DockerExecutor:
         spec: SessionSpec,
         session: DockerSession,
         request: RunRequest,
-        run_id: str,
         run_dir: Path,
         sink: OutputSink,
         cancel: CancelToken,
         warnings: tuple[PostureWarning, ...],
     ) -> RunResult:
-        captures = {
-            Stream.STDOUT: StreamCapture(
-                Stream.STDOUT, request.output_cap_bytes, run_dir / "stdout.log", sink
-            ),
-            Stream.STDERR: StreamCapture(
-                Stream.STDERR, request.output_cap_bytes, run_dir / "stderr.log", sink
-            ),
-        }
+        run_id = request.run_id
+        limits = self.posture.limits
+        captures = stream_captures(run_dir, request.output_cap_bytes, limits.log_bytes, sink)
         env = {
             **request.env,
             "SKILL_DIR": skill_mount(spec),
@@ -240,6 +236,7 @@ class DockerExecutor:
             session.cgroup, self._stats, session.baseline_tasks, request.on_sample, t0
         )
         monitor = asyncio.create_task(sampler.run())
+        guard = asyncio.create_task(WorkspaceWatch(spec.workspace, limits.disk_bytes).guard())
         stream: ExecStream | None = None
         tasks: list[asyncio.Task[object]] = []
         sweep: Sweep | None = None
@@ -252,7 +249,7 @@ class DockerExecutor:
             exited: asyncio.Task[int] = asyncio.create_task(stream.exited())
             tasks += [pump, exited]
             ended_by = await first_end(
-                exited, self.posture.limits.timeout_s, cancel, self._in_flight.shutdown
+                exited, limits.timeout_s, cancel, self._in_flight.shutdown, guard
             )
             wall = time.monotonic() - t0
             sweep = await session.sweep(tag)
@@ -281,7 +278,7 @@ class DockerExecutor:
                     sweep = await session.sweep(tag)
             if stream is not None:
                 await stream.close()
-            for task in (*tasks, monitor):
+            for task in (*tasks, monitor, guard):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, DockerException, OSError):
                     await task
@@ -305,6 +302,7 @@ class DockerExecutor:
             background_killed=sweep.killed if sweep and ended_by is EndedBy.EXIT else 0,
             stderr_text="\n".join((stderr.head_text, stderr.tail_text)),
             cpu_seconds=sampler.cpu_seconds,
+            limit_cause=guard.result() if ended_by is EndedBy.LIMIT else "",
         )
         status, cause = (
             (RunStatus.ERROR, failure)

@@ -50,6 +50,7 @@ class ExecEnd:
     background_killed: int
     stderr_text: str = ""  # the command's own complaints (a refused fork), never its stdout
     cpu_seconds: float = 0.0  # the container's, during the run
+    limit_cause: str = ""  # ended by `EndedBy.LIMIT`: which limit, in words
 
 
 def split_exit(code: int | None) -> tuple[int | None, int | None]:
@@ -63,6 +64,8 @@ def classify(end: ExecEnd, limits: Limits, argv0: str, runtime: str) -> tuple[Ru
     """The status and cause of a finished exec on `runtime` ("runc" or "runsc")."""
     if end.ended_by is EndedBy.CANCEL:
         return RunStatus.CANCELLED, "stopped by the user"
+    if end.ended_by is EndedBy.LIMIT:
+        return RunStatus.LIMIT_EXCEEDED, end.limit_cause
     if end.ended_by is EndedBy.SHUTDOWN:
         return RunStatus.CANCELLED, "stopped because the session was closed"
     if end.ended_by is EndedBy.TIMEOUT:
