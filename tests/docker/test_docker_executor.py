@@ -15,6 +15,7 @@ from typing import Any
 import docker
 import pytest
 
+from workbench.errors import ExecutorError
 from workbench.executors.docker.executor import DockerExecutor
 from workbench.executors.docker.sampler import ContainerSampler
 from workbench.executors.docker.session import remove_leftovers
@@ -127,6 +128,34 @@ def test_exit_codes_and_signals(any_session: Session) -> None:
         RunStatus.ERROR,
         "command not found: no-such-command",
     )
+    assert missing.stdout.text == ""  # the runtime's own words are a note, not the output
+    assert missing.stdout.log_path is not None and missing.stdout.log_path.read_bytes() == b""
+
+
+@pytest.mark.parametrize(
+    ("limits", "said"),
+    [
+        ({"memory_bytes": 1}, "The memory limit 1 byte is below 6 MiB, the least a container"),
+        ({"cpus": 0.001}, "The CPU limit 0.001 is outside what the engine can give: from 0.01"),
+        ({"cpus": 4096.0}, "The CPU limit 4096 is outside what the engine can give: from 0.01"),
+    ],
+)
+def test_limits_the_engine_would_refuse_are_refused_in_words(
+    docker_runtimes: set[str], tmp_path: Path, limits: dict[str, float], said: str
+) -> None:
+    executor = DockerExecutor(Posture(PostureId.DOCKER).with_limits(**limits))
+    spec = SessionSpec(tmp_path, "demo", tmp_path, tmp_path / "runs")
+
+    async def start() -> None:
+        try:
+            await executor.start(spec)
+        finally:
+            await executor.stop()
+
+    with pytest.raises(ExecutorError) as refused:
+        asyncio.run(start())
+    assert str(refused.value).startswith(said)
+    assert executor.container_id == ""
 
 
 def test_env_working_folder_and_mounts(any_session: Session) -> None:

@@ -26,7 +26,9 @@ from workbench.executors.docker.engine import EngineUnreachable, engine_client
 from workbench.executors.docker.outcome import (
     ExecEnd,
     classify,
+    exec_refusal_notes,
     sandbox_notes,
+    split_exec_refusal,
     split_exit,
     split_sandbox_report,
 )
@@ -37,6 +39,7 @@ from workbench.executors.docker.spec import (
     CONTAINER_UID,
     WORKSPACE_MOUNT,
     container_options,
+    limits_refusal,
     network_refusal,
     posture_card,
     skill_mount,
@@ -97,9 +100,7 @@ class DockerExecutor:
         try:
             self._client = await asyncio.to_thread(engine_client, ENGINE_TIMEOUT_S)
             await asyncio.to_thread(reap_sessions, self._client)  # of workbenches killed mid-run
-            refusal = await asyncio.to_thread(
-                network_refusal, self.posture, self.runtime, self._client
-            )
+            refusal = await asyncio.to_thread(self._refusal, self._client)
         except EngineUnreachable as error:  # already a sentence naming the engine
             raise ExecutorError(str(error)) from error
         except DockerException as error:
@@ -113,6 +114,13 @@ class DockerExecutor:
         if os.geteuid() == 0 and not self.posture.run_as_root:
             loan = FolderLoan(session.workspace, CONTAINER_UID, CONTAINER_UID)
             self._loan = SharedLoan(loan)
+
+    def _refusal(self, client: docker.DockerClient) -> str:
+        """Why the engine cannot give this posture what it asks for ("" when it can)."""
+        cpus = int(client.info().get("NCPU") or os.cpu_count() or 1)
+        return limits_refusal(self.posture.limits, cpus) or network_refusal(
+            self.posture, self.runtime, client
+        )
 
     async def _cold_session(self, session: SessionSpec) -> DockerSession:
         assert self._client is not None
@@ -241,11 +249,12 @@ class DockerExecutor:
         tasks: list[asyncio.Task[object]] = []
         sweep: Sweep | None = None
         reports: list[str] = []  # what runsc wrote into stderr as the sandbox stopped
+        refusals: list[str] = []  # what the runtime wrote into stdout when it could not start
         ended_by, code, failure, abandoned = EndedBy.SPAWN_ERROR, None, "", False
         try:
             stream = await session.exec(list(request.argv), env, WORKSPACE_MOUNT)
             sandbox = session.container_id if self.runtime == "runsc" else ""
-            pump = asyncio.create_task(_pump(stream, captures, t0, sandbox, reports))
+            pump = asyncio.create_task(_pump(stream, captures, t0, sandbox, (reports, refusals)))
             exited: asyncio.Task[int] = asyncio.create_task(stream.exited())
             tasks += [pump, exited]
             ended_by = await first_end(
@@ -297,7 +306,7 @@ class DockerExecutor:
             before=before,
             after=after,
             output_text="\n".join(
-                (stderr.head_text, stderr.tail_text, captures[Stream.STDOUT].tail_text)
+                (stderr.head_text, stderr.tail_text, captures[Stream.STDOUT].tail_text, *refusals)
             ),
             background_killed=sweep.killed if sweep and ended_by is EndedBy.EXIT else 0,
             stderr_text="\n".join((stderr.head_text, stderr.tail_text)),
@@ -318,7 +327,7 @@ class DockerExecutor:
                 cause = f"memory limit {limit} (cgroup OOM killed the container)"
         commands = sweep.commands if sweep else ()
         warnings += left_behind_warnings(end.background_killed, status, commands)
-        warnings += sandbox_notes(reports)
+        warnings += sandbox_notes(reports) + exec_refusal_notes(refusals)
         exit_code, sig = split_exit(code)
         return RunResult(
             run_id=run_id,
@@ -357,13 +366,21 @@ async def _pump(
     captures: dict[Stream, StreamCapture],
     t0: float,
     sandbox: str,
-    reports: list[str],
+    said: tuple[list[str], list[str]],
 ) -> None:
-    """Feed the exec's output to the captures; under gVisor (`sandbox`: the container's id)
-    what runsc reports as the sandbox stops goes to `reports` instead (`docker_outcome`)."""
+    """Feed the exec's output to the captures. What the engine, not the command, wrote goes to
+    `said` instead (`docker_outcome`): under gVisor (`sandbox`: the container's id) what runsc
+    reports as the sandbox stops, to its first list; the runtime's refusal to start the
+    command, which opens stdout, to its second."""
+    reports, refusals = said
+    first = True
     async for kind, data in stream.chunks():
         if sandbox and kind is Stream.STDERR:
             data, report = split_sandbox_report(data, sandbox)
             reports += [report] if report else []
+        if first and kind is Stream.STDOUT:
+            first = False
+            data, refusal = split_exec_refusal(data)
+            refusals += [refusal] if refusal else []
         if data:
             captures[kind].feed(data, time.monotonic() - t0)

@@ -36,6 +36,8 @@ SANDBOX_LOST = re.compile(
     rb'(?m)^waiting on pid \d+: waiting on PID \d+ in sandbox "(?P<id>[0-9a-f]+)": [^\n]*\n?\Z'
 )
 REPORT_CHARS = 300
+# What runc writes at the start of an exec's stdout when it cannot start the command.
+EXEC_REFUSAL = re.compile(rb"\AOCI runtime exec failed: [^\n]*\n?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +183,22 @@ def split_sandbox_report(data: bytes, container_id: str) -> tuple[bytes, str]:
     if match is None or match["id"].decode() != container_id:
         return data, ""
     return data[: match.start()], match.group().decode(errors="replace").strip()
+
+
+def split_exec_refusal(data: bytes) -> tuple[bytes, str]:
+    """The first chunk of an exec's stdout without the runtime's refusal to start the command
+    that opens it, and that refusal ("" if none)."""
+    match = EXEC_REFUSAL.match(data)
+    if match is None:
+        return data, ""
+    return data[match.end() :], match.group().decode(errors="replace").strip()
+
+
+def exec_refusal_notes(refusals: list[str]) -> tuple[PostureWarning, ...]:
+    """The run's note of what the runtime said when it could not start the command."""
+    said = "; ".join(refusals)[:REPORT_CHARS]
+    text = f"The container runtime could not start the command: {said}"
+    return (PostureWarning(Severity.INFO, text),) if said else ()
 
 
 def sandbox_notes(reports: list[str]) -> tuple[PostureWarning, ...]:

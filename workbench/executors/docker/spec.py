@@ -27,6 +27,8 @@ SKILLS_MOUNT = "/mnt/skills"
 WORKSPACE_MOUNT = "/workspace"
 TMPFS_OPTIONS = "rw,nosuid,nodev,size=64m"
 CONTAINER_UID = 1000
+MIN_MEMORY_BYTES = 6 * MIB  # Docker refuses less (and so does Podman)
+MIN_CPUS = 0.01
 NPROC = "nproc"
 RUNSC_PROCESS_LIMIT = "RLIMIT_NPROC inside gVisor"
 ENGINE_SOCKETS = ("docker.sock", "podman.sock")
@@ -132,6 +134,21 @@ def _rlimits(limits: Limits, runtime: str) -> dict[str, int]:
         "cpu": limits.cpu_seconds,
     }
     return rlimits | ({NPROC: limits.pids} if runtime == "runsc" else {})
+
+
+def limits_refusal(limits: Limits, engine_cpus: int) -> str:
+    """Why the engine would refuse `limits` (its own words are an HTTP error), or ""."""
+    if limits.memory_bytes < MIN_MEMORY_BYTES:
+        return (
+            f"The memory limit {format_bytes(limits.memory_bytes)} is below "
+            f"{format_bytes(MIN_MEMORY_BYTES)}, the least a container can start with; raise it."
+        )
+    if not MIN_CPUS <= limits.cpus <= max(engine_cpus, MIN_CPUS):
+        return (
+            f"The CPU limit {limits.cpus:g} is outside what the engine can give: from "
+            f"{MIN_CPUS:g} to {engine_cpus} (its machine's CPUs)."
+        )
+    return ""
 
 
 def network_refusal(posture: Posture, runtime: str, client: docker.DockerClient) -> str:
