@@ -81,7 +81,7 @@ def probe(harness: Harness) -> dict:  # type: ignore[type-arg]
 
 def test_what_the_card_lists_is_what_the_command_gets(harness: Harness) -> None:
     if harness.posture_id is PostureId.LOCAL:
-        pytest.skip("the local posture lists no control on its card")
+        pytest.skip("the local posture applies no rlimit nor any container control")
     limits = Posture(harness.posture_id).limits
     seen = probe(harness)
     rlimits = {name: tuple(pair) for name, pair in seen["rlimits"].items()}
