@@ -110,6 +110,7 @@ class CapturedOutput:
     truncated: bool
     log_path: Path | None
     log_dropped_bytes: int = 0  # bytes between the log's head and tail that it does not hold
+    log_error: str = ""  # why the log stops short (a write failed: the disk full), "" if not
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from workbench.workspace.blobs import BlobStore
 
 BEFORE_SNAPSHOT = "workspace-before.json.gz"
 AFTER_SNAPSHOT = "workspace-after.json.gz"
+RESULT_FILE = "result.json"  # a run's result, when the history could not record it
 RESTORED_SNAPSHOT = "workspace-restored.json.gz"  # as the last restore of the run left it
 SHARED_WORKSPACES = Path("/var/tmp/skill-workbench/workspaces")
 NOBODY = 65534  # any uid other than the folders' owners: only the "other" bits count

@@ -5,8 +5,9 @@ the log on disk (so a command printing 100 MB neither fills the app's memory nor
 the result says the text was truncated. The log itself is capped too (`log_cap_bytes`): its
 first half is written as it comes, the last half is held back (in memory, as chunks) and
 written after a line saying how many bytes between them were dropped, so a flood fills
-neither the disk nor memory beyond the cap. A small tail is kept apart for outcome detection
-(a `MemoryError` traceback comes last).
+neither the disk nor memory beyond the cap. A write that fails (the disk full) stops the log
+there, and the result says why (`log_error`); the run goes on. A small tail is kept apart for
+outcome detection (a `MemoryError` traceback comes last).
 """
 
 import codecs
@@ -41,6 +42,8 @@ class StreamCapture:
         self._head = bytearray()
         self._tail = bytearray()
         self.total_bytes = 0
+        self._logged = 0  # bytes of the stream the log holds
+        self._log_error = ""
 
     def feed(self, data: bytes, t: float) -> None:
         """Record `data` read `t` seconds after the run started."""
@@ -58,7 +61,7 @@ class StreamCapture:
         """Write `data` to the log while its head has room, else hold it in the log's tail."""
         room = self._log_head - self.total_bytes
         if room > 0:
-            self._log.write(data[:room])
+            self._write(data[:room])
             data = data[room:]
         if not data or not self._log_tail_cap:
             return
@@ -66,6 +69,16 @@ class StreamCapture:
         self._log_tail_bytes += len(self._log_tail[-1])
         while self._log_tail_bytes - len(self._log_tail[0]) >= self._log_tail_cap:
             self._log_tail_bytes -= len(self._log_tail.popleft())
+
+    def _write(self, data: bytes) -> None:
+        """Append `data` to the log, unless a write already failed (then nothing more is)."""
+        if self._log_error:
+            return
+        try:
+            self._log.write(data)
+            self._logged += len(data)
+        except OSError as error:
+            self._log_error = f"writing it failed after {self._logged:,} bytes: {error}"
 
     @property
     def log_dropped_bytes(self) -> int:
@@ -88,22 +101,26 @@ class StreamCapture:
     def finish(self) -> CapturedOutput:
         """Write the log's tail, close the log and describe the stream."""
         if not self._log.closed:
-            dropped = self.log_dropped_bytes
-            if dropped:
-                self._log.write(
-                    f"\n[... {dropped:,} bytes dropped: the log keeps its first and "
-                    f"last {self._log_tail_cap:,} bytes ...]\n".encode()
+            if dropped := self.log_dropped_bytes:
+                cap = self._log_tail_cap
+                self._write(
+                    f"\n[... {dropped:,} bytes dropped: the log keeps its first and last "
+                    f"{cap:,} bytes ...]\n".encode()
                 )
             tail = b"".join(self._log_tail)
-            self._log.write(tail[len(tail) - min(len(tail), self._log_tail_cap) :])
+            self._write(tail[len(tail) - min(len(tail), self._log_tail_cap) :])
             self._log_tail.clear()
-            self._log.close()
+            try:
+                self._log.close()
+            except OSError as error:  # the buffered part could not be written
+                self._log_error = self._log_error or f"writing it failed: {error}"
         return CapturedOutput(
             text=self.head_text,
             total_bytes=self.total_bytes,
             truncated=self.total_bytes > len(self._head),
             log_path=self._log_path,
             log_dropped_bytes=self.log_dropped_bytes,
+            log_error=self._log_error,
         )
 
 
