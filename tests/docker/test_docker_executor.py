@@ -405,3 +405,40 @@ def _container_processes(session: Session) -> list[str]:
     return [
         r for r in rows if "docker-init" not in r and "trap" not in r and not r.startswith("ps")
     ]
+
+
+CONCURRENT_RUNS = 20
+
+
+@pytest.mark.parametrize(
+    "posture_id", [PostureId.DOCKER, pytest.param(PostureId.GVISOR, marks=pytest.mark.gvisor)]
+)
+def test_concurrent_runs_in_one_session_each_end_clean(
+    docker_runtimes: set[str], posture_id: PostureId
+) -> None:
+    if posture_id is PostureId.GVISOR and "runsc" not in docker_runtimes:
+        pytest.skip("the engine has no runsc runtime")
+    session = Session(Posture(posture_id).with_limits(pids=256, memory_bytes=512 * MIB))
+    script = (
+        "setsid sleep 60 & (env -i sleep 61 </dev/null >/dev/null 2>&1 &); sleep 0.5; echo run $0"
+    )
+
+    async def go() -> list[RunResult]:
+        requests = [RunRequest(("sh", "-c", script, str(n))) for n in range(CONCURRENT_RUNS)]
+        return await asyncio.gather(
+            *(session.executor.run(r, lambda c: None, CancelToken()) for r in requests)
+        )
+
+    try:
+        results = session.loop.run_until_complete(go())
+        assert [(r.status, r.stdout.text) for r in results] == [
+            (RunStatus.OK, f"run {n}\n") for n in range(CONCURRENT_RUNS)
+        ], [r.cause for r in results]
+        assert all(r.leftover_processes == 0 for r in results)
+        # Each run kills its own tagged sleep; an untagged escapee is killed by whichever sweep
+        # meets it first.
+        killed = [int(r.cause.split("killed ")[1].split()[0]) for r in results]
+        assert all(n >= 1 for n in killed) and sum(killed) == 2 * CONCURRENT_RUNS
+        assert _container_processes(session) == ["sleep 3600"]
+    finally:
+        session.close()

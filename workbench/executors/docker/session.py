@@ -1,9 +1,10 @@
 """One session container: start, `docker exec` with streamed output, the in-container sweep, stop.
 
 `DockerSession` creates or adopts the container, execs commands (`exec`, returning an `ExecStream`
-that hands the exec socket's output to the event loop from a thread), and `sweep`s a run: it kills
-every process carrying the run's tag and verifies none is left, from the host through the cgroup and
-pidfds where it can (runc, local engine, root), else by a second exec inside, with the supervisor's
+that hands the exec socket's output to the event loop from a thread of its own), and `sweep`s a
+run: it kills every process carrying the run's tag, and the init's orphans that carry none (`env
+-i` escapes), and verifies none is left, from the host through the cgroup and pidfds where it can
+(runc, local engine, root), else by a second exec inside (`KILL_SCRIPT`), with the supervisor's
 `kill -9 -1` when a fork bomb leaves no slot for that exec. `remove_container` and
 `remove_leftovers` clean up. Every docker-py call goes through `asyncio.to_thread`.
 """
@@ -13,6 +14,7 @@ import contextlib
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -31,46 +33,58 @@ from workbench.executors.docker.spec import LABEL_APP, LABEL_SESSION, SWEEP_SIGN
 from workbench.executors.types import Stream
 from workbench.monitor.process import KEEP_COMMANDS, carries_tag, command_line
 
-# Kills every process of the run, scanning /proc until a pass finds none and could read every
-# process it listed (a process that vanished before its environ was read may have been a fork
-# bomb's, whose children the pass's listing missed). The run's are those whose environment holds
-# its tag ($1; busybox `grep -F` stops at the NUL bytes of environ, a plain pattern does not)
-# and the escapees: orphans of the init (parent 1) with no run tag at all (`env -i`). The
-# supervisor and this killer carry the session's tag (the container's environment), a
-# concurrent run's processes their own, and an exec still starting has no parent in here.
-# Prints "cmd <command line>" for each process killed, then "<distinct processes killed>
-# <processes still found or not checked>".
+# Kills every process of the run, scanning /proc until two passes in a row kill none and see
+# none of the run's vanish (a process that forked and exited between a pass's listing and its
+# check leaves a child the next pass finds). The run's are those whose environment holds its
+# tag ($1; busybox `grep -F` stops at the NUL bytes of environ, a plain pattern does not) and
+# the escapees: orphans of the init (parent 1) with no run tag at all (`env -i`), or whose
+# environment is unreadable. The supervisor and this killer carry the session's tag (the
+# container's environment), a concurrent run's processes their own, and an exec still starting
+# has no parent in here, so none of these is touched. A zombie the init has yet to reap still
+# holds a process slot: the pass is not clean until it is gone. A pass reads every environment
+# with two greps, not one per process, cheap enough for many concurrent sweeps; when those
+# cannot start (no free process slot) the killer's own environment is missing from their
+# answer, and the pass is not clean. Prints "k <command line>" for each process it killed (the
+# line empty after the first $2), then "left <processes still being killed after the last
+# pass>".
 KILL_SCRIPT = """
-tag=$1; KEEP=$2; seen=; killed=0; found=1; round=0
-while [ $found -gt 0 ] && [ $round -lt 100 ]; do
+tag=$1; KEEP=$2; me=/proc/$$/environ; seen=; killed=0; found=0; clean=0; round=0
+while [ $clean -lt 2 ] && [ $round -lt 100 ]; do
   found=0; round=$((round + 1))
+  ours=$(grep -ls "$tag" /proc/[0-9]*/environ)
+  tagged=$(grep -ls WORKBENCH_RUN_ID= /proc/[0-9]*/environ)
+  case $tagged in *"$me"*) ;; *) found=1; clean=0; sleep 0.01; continue ;; esac
   for f in /proc/[0-9]*/environ; do
     p=${f#/proc/}; p=${p%/environ}
     [ "$p" = 1 ] || [ "$p" = $$ ] && continue
-    grep -qs "$tag" "$f"; ours=$?
-    [ $ours = 2 ] && { found=$((found + 1)); continue; }
-    if [ $ours = 1 ]; then
-      grep -qs WORKBENCH_RUN_ID= "$f" && continue
-      read -r stat < "/proc/$p/stat" 2>/dev/null || continue
-      stat=${stat##*) }
-      case $stat in Z*) continue ;; [A-Z]" 1 "*) ;; *) continue ;; esac
+    if ! read -r stat < "/proc/$p/stat" 2>/dev/null; then
+      case $ours in *"$f"*) found=$((found + 1)) ;; esac
+      continue
     fi
+    stat=${stat##*) }
+    case $stat in Z" 1 "*) found=$((found + 1)); continue ;; Z*) continue ;; esac
+    case $ours in
+      *"$f"*) ;;
+      *) case $tagged in *"$f"*) continue ;; esac
+         case $stat in [A-Z]" 1 "*) ;; *) continue ;; esac ;;
+    esac
     case " $seen " in
       *" $p "*) kill -9 "$p" 2>/dev/null && found=$((found + 1)); continue ;;
     esac
     [ $killed -lt $KEEP ] && cmd=$(tr '\\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)
     kill -9 "$p" 2>/dev/null || continue
     found=$((found + 1)); seen="$seen $p"; killed=$((killed + 1))
-    [ $killed -le $KEEP ] && echo "cmd $cmd"
+    [ $killed -le $KEEP ] || cmd=
+    echo "k $cmd"
   done
-  [ $found -gt 0 ] && sleep 0.01
+  if [ $found -gt 0 ]; then clean=0; sleep 0.01; else clean=$((clean + 1)); fi
 done
-echo "$killed $found"
+echo "left $found"
 """
 SWEEP_TRIES = 5
 SWEEP_POLL_S = 0.05
 EXIT_POLL_S = 0.05
-KILLER_TIMEOUT_S = 5.0  # an exec whose container dies may never end its stream
+KILLER_TIMEOUT_S = 15.0  # an exec whose container dies may never end its stream
 HOST_ROUNDS = 100  # passes over the cgroup's members, as the in-container killer makes
 HOST_POLL_S = 0.002
 HOST_SETTLE_S = 0.5  # how long killed processes may take to be reaped before the exec sweep
@@ -97,14 +111,18 @@ class ExecStream:
         self.exec_id = exec_id
         self._queue: asyncio.Queue[Chunk | None] = asyncio.Queue()
         self._sock: Any = None
-        self._pump: asyncio.Task[None] | None = None
+        self._pump: asyncio.Future[None] | None = None
         self._eof = asyncio.Event()
 
     async def open(self) -> None:
         """Start the exec and the thread that pumps its output into the queue."""
         self._sock = await asyncio.to_thread(self._api.exec_start, self.exec_id, socket=True)
         loop = asyncio.get_running_loop()
-        self._pump = asyncio.create_task(asyncio.to_thread(self._read, loop))
+        self._pump = loop.create_future()
+        # A thread of its own, not the loop's pool: it blocks for as long as the exec's output
+        # stays open (a background process can hold it), and 20 concurrent runs would take
+        # every thread of the pool the engine calls need.
+        threading.Thread(target=self._read, args=(loop,), name="exec-output", daemon=True).start()
 
     def _read(self, loop: asyncio.AbstractEventLoop) -> None:
         put = self._queue.put_nowait
@@ -116,7 +134,9 @@ class ExecStream:
         except (OSError, ValueError):  # the socket was shut down under us
             pass
         finally:
-            loop.call_soon_threadsafe(put, None)
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(put, None)
+                loop.call_soon_threadsafe(_resolve, self._pump)
 
     async def chunks(self) -> AsyncIterator[Chunk]:
         """Output chunks until the exec's streams close."""
@@ -255,7 +275,8 @@ class DockerSession:
         """Kill every process carrying `tag` in its environment, and verify none is left.
 
         When not even the killer can start (a fork bomb holds every slot of the pids limit),
-        the supervisor kills every process of the container instead, and the killer retries.
+        or it cannot kill them all, the supervisor kills every process of the container
+        instead (a concurrent run's too), and the killer retries.
         """
         commands: list[str] = []
         if self._host is not None:
@@ -265,16 +286,19 @@ class DockerSession:
         host_killed, killed = len(commands), 0
         for _ in range(SWEEP_TRIES):
             try:
-                output = await self.exec_text(
+                output, ended = await self.exec_text(
                     ["sh", "-c", KILL_SCRIPT, "kill", tag, str(KEEP_COMMANDS)]
                 )
-                *lines, counts = output.splitlines()
-                commands += [line[4:].strip() for line in lines if line.startswith("cmd ")]
-                killed, left = max(killed, int(counts.split()[0])), int(counts.split()[1])
-            except (APIError, OSError, ValueError, IndexError):
-                left = -1
+            except (APIError, OSError):
+                output, ended = "", True
+            lines = output.splitlines()
+            kills = [line[2:].strip() for line in lines if line.startswith("k ")]
+            killed, commands = killed + len(kills), commands + [c for c in kills if c]
+            left = next((int(line[5:]) for line in lines if line.startswith("left ")), -1)
             if left == 0 or not await self.running():  # a stopped container holds no process
                 break
+            if not ended:  # slow (a loaded machine), not refused: try again, and never with
+                continue  # the supervisor's kill of everything, a concurrent run's too
             with contextlib.suppress(APIError):
                 await asyncio.to_thread(self.api.kill, self.container_id, SWEEP_SIGNAL)
             await asyncio.sleep(SWEEP_POLL_S)
@@ -312,20 +336,25 @@ class DockerSession:
             commands += killed.values()
         return True
 
-    async def exec_text(self, argv: list[str]) -> str:
-        """Run `argv` in the container to its end and return its stdout (bounded in time)."""
+    async def exec_text(self, argv: list[str]) -> tuple[str, bool]:
+        """Run `argv` in the container and return its stdout, and whether its output ended
+        within `KILLER_TIMEOUT_S` (else what came until then)."""
         created = await asyncio.to_thread(self.api.exec_create, self.container_id, argv)
         stream = ExecStream(self.api, str(created["Id"]))
         await stream.open()
         out = bytearray()
+        ended = False
         try:
             async with asyncio.timeout(KILLER_TIMEOUT_S):
                 async for kind, data in stream.chunks():
                     if kind is Stream.STDOUT:
                         out += data
+                ended = True
+        except TimeoutError:
+            pass
         finally:
             await stream.close()
-        return out.decode(errors="replace")
+        return out.decode(errors="replace"), ended
 
     async def recycle(self) -> None:
         """Replace a container that stopped (or was removed) by a fresh one."""
@@ -336,6 +365,11 @@ class DockerSession:
         """Remove the container (forced). Safe to call more than once."""
         if self.container_id:
             await asyncio.to_thread(remove_container, self.api, self.container_id)
+
+
+def _resolve(future: "asyncio.Future[None] | None") -> None:
+    if future is not None and not future.done():
+        future.set_result(None)
 
 
 def _kill_tagged(pid: int, tag: bytes) -> str | None:
