@@ -144,18 +144,23 @@ def test_limits_the_engine_would_refuse_are_refused_in_words(
     docker_runtimes: set[str], tmp_path: Path, limits: dict[str, float], said: str
 ) -> None:
     executor = DockerExecutor(Posture(PostureId.DOCKER).with_limits(**limits))
-    spec = SessionSpec(tmp_path, "demo", tmp_path, tmp_path / "runs")
+    refused = refused_at_start(executor, SessionSpec(tmp_path, "demo", tmp_path, tmp_path / "runs"))
+    assert str(refused).startswith(said)
+    assert executor.container_id == ""
 
-    async def start() -> None:
+
+def refused_at_start(executor: DockerExecutor, spec: SessionSpec) -> ExecutorError:
+    """The error `executor` refuses to start with (it is stopped either way)."""
+
+    async def start_and_stop() -> None:
         try:
             await executor.start(spec)
         finally:
             await executor.stop()
 
     with pytest.raises(ExecutorError) as refused:
-        asyncio.run(start())
-    assert str(refused.value).startswith(said)
-    assert executor.container_id == ""
+        asyncio.run(start_and_stop())
+    return refused.value
 
 
 def test_env_working_folder_and_mounts(any_session: Session) -> None:

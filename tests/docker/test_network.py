@@ -8,7 +8,6 @@ gVisor on an engine whose runsc runs with --network=none cannot give a network: 
 is refused with the reason.
 """
 
-import asyncio
 import contextlib
 import ipaddress
 import socket
@@ -20,8 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.docker.test_docker_executor import Session
-from workbench.errors import ExecutorError
+from tests.docker.test_docker_executor import Session, refused_at_start
 from workbench.executors.availability import EngineRuntimes, network_off
 from workbench.executors.docker.engine import engine_client
 from workbench.executors.docker.executor import DockerExecutor
@@ -174,16 +172,8 @@ def test_gvisor_asked_for_a_network_says_whether_its_runtime_can_give_one(
         (base / "ws").mkdir()
         executor = DockerExecutor(posture)
         spec = SessionSpec(base / "skill", "demo", base / "ws", base / "runs")
-
-        async def start_and_stop() -> None:
-            try:
-                await executor.start(spec)
-            finally:
-                await executor.stop()
-
-        with pytest.raises(ExecutorError) as refused:
-            asyncio.run(start_and_stop())
-    assert str(refused.value).startswith(
+        refused = refused_at_start(executor, spec)
+    assert str(refused).startswith(
         "Network cannot be turned on under this engine's gVisor runtime: its runsc runs with "
         "--network=none"
     )

@@ -148,15 +148,8 @@ class RunService:
             except OSError as write_error:
                 where = f"nor could its result be kept in {kept}: {write_error}"
             note = f"This run is not in the history ({error}); {where}."
-        return RunRecord(
-            run_id=plan.run_id,
-            skill_name=plan.skill_name,
-            skill_dir=plan.skill_dir,
-            posture=plan.posture.id.value,
-            argv=plan.argv,
-            workspace=plan.workspace,
-            run_dir=run_dir,
-            started_at=time.time() - result.wall_seconds,
+        return replace(
+            _record(plan, run_dir, started_at=time.time() - result.wall_seconds),
             state=RunState.FINISHED,
             ended_at=time.time(),
             status=result.status.value,
@@ -172,18 +165,7 @@ class RunService:
             plan.workspace.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise WorkspaceError(f"Cannot prepare the run's folders: {error}") from None
-        self.history.start(
-            RunRecord(
-                run_id=plan.run_id,
-                skill_name=plan.skill_name,
-                skill_dir=plan.skill_dir,
-                posture=plan.posture.id.value,
-                argv=plan.argv,
-                workspace=plan.workspace,
-                run_dir=run_dir,
-                started_at=time.time(),
-            )
-        )
+        self.history.start(_record(plan, run_dir, started_at=time.time()))
 
     def _snapshot_before(self, workspace: Path, run_dir: Path) -> Snapshot:
         """The "before" snapshot, reusing the hashes of the last run in the same workspace."""
@@ -253,6 +235,20 @@ class RunService:
         except WorkbenchError as error:
             return result, (f"Cleaning up after the run failed: {error}",)
         return result, ()
+
+
+def _record(plan: RunPlan, run_dir: Path, started_at: float) -> RunRecord:
+    """The record of `plan`'s run as it starts."""
+    return RunRecord(
+        run_id=plan.run_id,
+        skill_name=plan.skill_name,
+        skill_dir=plan.skill_dir,
+        posture=plan.posture.id.value,
+        argv=plan.argv,
+        workspace=plan.workspace,
+        run_dir=run_dir,
+        started_at=started_at,
+    )
 
 
 def _log_notes(result: RunResult) -> tuple[str, ...]:
