@@ -272,7 +272,8 @@ class DockerSession:
         return stream
 
     async def sweep(self, tag: str) -> Sweep:
-        """Kill every process carrying `tag` in its environment, and verify none is left.
+        """Kill every process carrying `tag` in its environment and the untagged escapees
+        (`KILL_SCRIPT`), and verify none is left.
 
         When not even the killer can start (a fork bomb holds every slot of the pids limit),
         or it cannot kill them all, the supervisor kills every process of the container
