@@ -10,6 +10,7 @@ from workbench.executors.docker.sampler import CgroupCounters
 from workbench.executors.docker.spec import (
     LABEL_APP,
     LABEL_SESSION,
+    RUNC_NPROC,
     container_options,
     posture_card,
 )
@@ -111,7 +112,8 @@ def test_gvisor_gets_rlimit_nproc_not_a_host_pids_limit_and_the_card_reads_it_ba
 def test_every_rlimit_on_the_card_reaches_the_engine_with_hard_equal_to_soft() -> None:
     options = container_options(POSTURE, SESSION, "s1", "runc")
     assert options["ulimits"] == [
-        {"name": u["Name"], "soft": u["Soft"], "hard": u["Hard"]} for u in RLIMITS
+        *({"name": u["Name"], "soft": u["Soft"], "hard": u["Hard"]} for u in RLIMITS),
+        {"name": "nproc", "soft": RUNC_NPROC, "hard": RUNC_NPROC},  # roomy: the pids cgroup rules
     ]
     card = posture_card(POSTURE, inspect_data(Ulimits=None), "runc")  # an engine that ignored them
     assert [label for label, held in card.checks if not held] == [
@@ -164,7 +166,9 @@ def test_card_reads_podmans_inspect_data() -> None:
         "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
         "NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
     ]  # fmt: skip
-    card = posture_card(POSTURE, inspect_data(CapDrop=podman_drops, Runtime="oci"), "runc")
+    podman_ulimits = [{**u, "Name": f"RLIMIT_{u['Name'].upper()}"} for u in RLIMITS]
+    attrs = inspect_data(CapDrop=podman_drops, Runtime="oci", Ulimits=podman_ulimits)
+    card = posture_card(POSTURE, attrs, "runc")
     assert [label for label, held in card.checks if not held] == []
     assert ("Runtime oci (Podman's default, not gVisor)", True) in card.checks
     not_gvisor = posture_card(POSTURE, inspect_data(Runtime="oci"), "runsc")

@@ -30,6 +30,10 @@ CONTAINER_UID = 1000
 MIN_MEMORY_BYTES = 6 * MIB  # Docker refuses less (and so does Podman)
 MIN_CPUS = 0.01
 NPROC = "nproc"
+# Under runc RLIMIT_NPROC counts the uid's processes on the whole host, so the pids cgroup is
+# the container's process limit; but Podman, given any ulimit, fills in an RLIMIT_NPROC of
+# 1048576, which hosts that cap it refuse: a roomy one is given instead.
+RUNC_NPROC = 4096
 RUNSC_PROCESS_LIMIT = "RLIMIT_NPROC inside gVisor"
 ENGINE_SOCKETS = ("docker.sock", "podman.sock")
 # What Docker and Podman grant a container unless told otherwise (Podman's inspect lists these
@@ -133,7 +137,7 @@ def _rlimits(limits: Limits, runtime: str) -> dict[str, int]:
         "fsize": limits.file_size_bytes,
         "cpu": limits.cpu_seconds,
     }
-    return rlimits | ({NPROC: limits.pids} if runtime == "runsc" else {})
+    return rlimits | {NPROC: limits.pids if runtime == "runsc" else RUNC_NPROC}
 
 
 def limits_refusal(limits: Limits, engine_cpus: int) -> str:
@@ -236,9 +240,7 @@ def _runtime_check(applied: str, asked: str) -> tuple[str, bool]:
 def _ulimit_checks(host: dict[str, Any], limits: Limits) -> list[tuple[str, bool]]:
     """One check per rlimit of the container but the process one: held when soft and hard
     both are the value asked."""
-    applied = {
-        str(u.get("Name")): (u.get("Soft"), u.get("Hard")) for u in host.get("Ulimits") or []
-    }
+    applied = _applied_ulimits(host)
     labels = {
         "nofile": f"Open files limit {limits.open_files} (RLIMIT_NOFILE)",
         "fsize": f"File size limit {format_bytes(limits.file_size_bytes)} (RLIMIT_FSIZE)",
@@ -248,11 +250,17 @@ def _ulimit_checks(host: dict[str, Any], limits: Limits) -> list[tuple[str, bool
     return [(label, applied.get(name) == (wanted[name],) * 2) for name, label in labels.items()]
 
 
+def _applied_ulimits(host: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """(soft, hard) by the engine's name of each rlimit (Podman says "RLIMIT_NOFILE")."""
+    return {
+        str(u.get("Name")).lower().removeprefix("rlimit_"): (u.get("Soft"), u.get("Hard"))
+        for u in host.get("Ulimits") or []
+    }
+
+
 def _pids_check(host: dict[str, Any], asked: int, runtime: str) -> tuple[str, bool]:
     if runtime == "runsc":
-        ulimits = host.get("Ulimits") or []
-        nproc: dict[str, Any] = next((u for u in ulimits if u.get("Name") == NPROC), {})
-        soft, hard = int(nproc.get("Soft") or 0), int(nproc.get("Hard") or 0)
+        soft, hard = (int(value or 0) for value in _applied_ulimits(host).get(NPROC, (0, 0)))
         return f"Process limit {hard} ({RUNSC_PROCESS_LIMIT})", 0 < soft <= hard <= asked
     applied = int(host.get("PidsLimit") or 0)
     return f"Process limit {applied}", 0 < applied <= asked
