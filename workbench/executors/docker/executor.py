@@ -45,7 +45,7 @@ from workbench.executors.docker.spec import (
     skill_mount,
 )
 from workbench.executors.inflight import InFlight, prepare_runs_dir
-from workbench.executors.process.capture import StreamCapture, stream_captures
+from workbench.executors.process.capture import StreamCapture, finish_logs, stream_captures
 from workbench.executors.process.outcome import format_bytes, left_behind_warnings
 from workbench.executors.process.ownership import FolderLoan, SharedLoan
 from workbench.executors.process.runner import EndedBy, first_end
@@ -298,7 +298,7 @@ class DockerExecutor:
             with contextlib.suppress(DockerException, OSError):
                 failure = "" if await session.running() else CONTAINER_GONE
         after = session.cgroup.counters() if session.cgroup else None
-        outputs = {s: c.finish() for s, c in captures.items()}
+        outputs = dict(zip(captures, await finish_logs(captures.values()), strict=True))
         stderr = captures[Stream.STDERR]
         end = ExecEnd(
             ended_by=ended_by,

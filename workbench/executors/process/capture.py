@@ -4,14 +4,16 @@ Chunks within the in-memory cap go to the sink as they arrive; bytes past the ca
 the log on disk (so a command printing 100 MB neither fills the app's memory nor the UI), and
 the result says the text was truncated. The log itself is capped too (`log_cap_bytes`): its
 first half is written as it comes, the last half is held back (in memory, as chunks) and
-written after a line saying how many bytes between them were dropped, so a flood fills
-neither the disk nor memory beyond the cap. A write that fails (the disk full) stops the log
-there, and the result says why (`log_error`); the run goes on. A small tail is kept apart for
-outcome detection (a `MemoryError` traceback comes last).
+written after a line saying how many bytes between them were dropped (`finish_logs` does it
+in a thread), so a flood fills neither the disk nor memory beyond the cap. A write that fails
+(the disk full) stops the log there, and the result says why (`log_error`); the run goes on.
+A small tail is kept apart for outcome detection (a `MemoryError` traceback comes last).
 """
 
+import asyncio
 import codecs
 from collections import deque
+from collections.abc import Iterable
 from pathlib import Path
 
 from workbench.executors.types import CapturedOutput, OutputChunk, OutputSink, Stream
@@ -44,6 +46,7 @@ class StreamCapture:
         self.total_bytes = 0
         self._logged = 0  # bytes of the stream the log holds
         self._log_error = ""
+        self._result: CapturedOutput | None = None
 
     def feed(self, data: bytes, t: float) -> None:
         """Record `data` read `t` seconds after the run started."""
@@ -99,7 +102,9 @@ class StreamCapture:
         return decoder.decode(bytes(self._head), final=not truncated)
 
     def finish(self) -> CapturedOutput:
-        """Write the log's tail, close the log and describe the stream."""
+        """Write the log's tail, close the log and describe the stream (again: the same)."""
+        if self._log.closed and self._result is not None:
+            return self._result
         if not self._log.closed:
             if dropped := self.log_dropped_bytes:
                 cap = self._log_tail_cap
@@ -114,7 +119,7 @@ class StreamCapture:
                 self._log.close()
             except OSError as error:  # the buffered part could not be written
                 self._log_error = self._log_error or f"writing it failed: {error}"
-        return CapturedOutput(
+        self._result = CapturedOutput(
             text=self.head_text,
             total_bytes=self.total_bytes,
             truncated=self.total_bytes > len(self._head),
@@ -122,6 +127,7 @@ class StreamCapture:
             log_dropped_bytes=self.log_dropped_bytes,
             log_error=self._log_error,
         )
+        return self._result
 
 
 def stream_captures(
@@ -133,3 +139,10 @@ def stream_captures(
         stream: StreamCapture(stream, cap_bytes, run_dir / f"{stream}.log", sink, log_cap_bytes)
         for stream in (Stream.STDOUT, Stream.STDERR)
     }
+
+
+async def finish_logs(captures: Iterable[StreamCapture]) -> list[CapturedOutput]:
+    """`finish()` each capture in a thread: writing a log's held-back tail (megabytes) would
+    stall the event loop."""
+    captures = list(captures)
+    return await asyncio.to_thread(lambda: [capture.finish() for capture in captures])

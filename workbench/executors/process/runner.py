@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil
 
-from workbench.executors.process.capture import StreamCapture, stream_captures
+from workbench.executors.process.capture import StreamCapture, finish_logs, stream_captures
 from workbench.executors.process.reaper import (
     KillReport,
     RunScope,
@@ -224,6 +224,7 @@ async def supervise(
     if not kept:
         ended_at = pipes.exited.result() if pipes.exited.done() else loop.time()
     rc = None if kept else spawned.transport.get_returncode()
+    await finish_logs(captures.values())
     outcome = _outcome(captures, ended_by, rc, "", ended_at - t0, sampler, kill)
     limit_cause = guard.result() if ended_by is EndedBy.LIMIT and guard is not None else ""
     return replace(outcome, kept=kept, limit_cause=limit_cause)
