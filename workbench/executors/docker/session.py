@@ -35,39 +35,41 @@ from workbench.monitor.process import KEEP_COMMANDS, carries_tag, command_line
 
 # Kills every process of the run, scanning /proc until two passes in a row kill none and see
 # none of the run's vanish (a process that forked and exited between a pass's listing and its
-# check leaves a child the next pass finds). The run's are those whose environment holds its
-# tag ($1; busybox `grep -F` stops at the NUL bytes of environ, a plain pattern does not) and
-# the escapees: orphans of the init (parent 1) with no run tag at all (`env -i`), or whose
-# environment is unreadable. The supervisor and this killer carry the session's tag (the
-# container's environment), a concurrent run's processes their own, and an exec still starting
-# has no parent in here, so none of these is touched. A zombie the init has yet to reap still
-# holds a process slot: the pass is not clean until it is gone. A pass reads every environment
-# with two greps, not one per process, cheap enough for many concurrent sweeps; when those
-# cannot start (no free process slot) the killer's own environment is missing from their
-# answer, and the pass is not clean. Prints "k <command line>" for each process it killed (the
-# line empty after the first $2), then "left <processes still being killed after the last
-# pass>".
+# check leaves a child, or a zombie, the next pass finds). The run's are those whose
+# environment holds its tag ($1) and the escapees: orphans of the init (parent 1) with no run
+# tag at all (`env -i`), or whose environment is unreadable. The supervisor and this killer
+# carry the session's tag (the container's environment), a concurrent run's processes their
+# own, and an exec still starting has no parent in here, so none of these is touched. A zombie
+# still holds a process slot: a pass is not clean while the init has one to reap (its parent is
+# the init, the run's or gone); one that a concurrent run's live process holds does not count.
+# A pass reads every tag with one grep (`-a -o`: environ is NUL-separated), not one per
+# process, cheap enough for many concurrent sweeps; when it cannot start (no free process slot)
+# the killer's own tag is missing from its answer, and the pass is not clean. Prints "k
+# <command line>" for each process it killed (the line empty after the first $2), then "left
+# <processes still being killed after the last pass>".
 KILL_SCRIPT = """
-tag=$1; KEEP=$2; me=/proc/$$/environ; seen=; killed=0; found=0; clean=0; round=0
+tag=$1; KEEP=$2; me=/proc/$$/environ; nl='
+'; seen=; killed=0; found=0; clean=0; round=0
 while [ $clean -lt 2 ] && [ $round -lt 100 ]; do
   found=0; round=$((round + 1))
-  ours=$(grep -ls "$tag" /proc/[0-9]*/environ)
-  tagged=$(grep -ls WORKBENCH_RUN_ID= /proc/[0-9]*/environ)
-  case $tagged in *"$me"*) ;; *) found=1; clean=0; sleep 0.01; continue ;; esac
+  tags="$(grep -aso 'WORKBENCH_RUN_ID=[-_.a-zA-Z0-9]*' /proc/[0-9]*/environ)$nl"
+  case $tags in *"$me:"*) ;; *) found=1; clean=0; sleep 0.01; continue ;; esac
   for f in /proc/[0-9]*/environ; do
     p=${f#/proc/}; p=${p%/environ}
     [ "$p" = 1 ] || [ "$p" = $$ ] && continue
+    case $tags in *"$f:$tag$nl"*) ours=1 ;; *"$f:"*) ours=0 ;; *) ours= ;; esac
     if ! read -r stat < "/proc/$p/stat" 2>/dev/null; then
-      case $ours in *"$f"*) found=$((found + 1)) ;; esac
+      [ "$ours" = 1 ] && found=$((found + 1))
       continue
     fi
-    stat=${stat##*) }
-    case $stat in Z" 1 "*) found=$((found + 1)); continue ;; Z*) continue ;; esac
-    case $ours in
-      *"$f"*) ;;
-      *) case $tagged in *"$f"*) continue ;; esac
-         case $stat in [A-Z]" 1 "*) ;; *) continue ;; esac ;;
-    esac
+    stat=${stat##*) }; parent=${stat#? }; parent=${parent%% *}
+    if [ "${stat%% *}" = Z ]; then
+      case $parent:$tags in 1:*) ;; *"/proc/$parent/environ:$tag$nl"*) ;;
+        *"/proc/$parent/environ:"*) continue ;; esac
+      found=$((found + 1)); continue
+    fi
+    [ "$ours" = 0 ] && continue
+    [ -z "$ours" ] && [ "$parent" != 1 ] && continue
     case " $seen " in
       *" $p "*) kill -9 "$p" 2>/dev/null && found=$((found + 1)); continue ;;
     esac
