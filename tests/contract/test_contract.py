@@ -8,8 +8,8 @@ import pytest
 
 from tests.contract.conftest import Harness
 from workbench.executors.types import CancelToken, RunRequest, RunStatus, Stream
-from workbench.monitor.process import run_tag, tagged_processes
-from workbench.postures.model import PostureId, Severity
+from workbench.monitor.process import process_clock, run_tag, tagged_processes
+from workbench.postures.model import Posture, PostureId, Severity
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -97,7 +97,7 @@ def test_missing_workspace_is_an_error_result(harness: Harness) -> None:
 
 def test_timeout_kills_the_whole_tree_including_setsid_escapes(harness: Harness) -> None:
     executor = harness.start(harness.posture(timeout_s=2))
-    born_after = time.time() - 0.05
+    born_after = process_clock() - 0.05
     started = time.monotonic()
     ran = harness.run("sh", "-c", "sleep 60 & setsid sleep 60 & sleep 60", executor=executor)
     elapsed = time.monotonic() - started
@@ -235,7 +235,7 @@ def test_result_names_the_run_folder_and_posture_warnings(harness: Harness) -> N
 
 
 @pytest.mark.slow
-def test_100_mb_of_stdout_keeps_app_memory_flat(harness: Harness) -> None:
+def test_100_mb_of_stdout_keeps_app_memory_and_disk_flat(harness: Harness) -> None:
     rss_before = psutil.Process().memory_info().rss
     ran = harness.run("sh", "-c", "head -c 100000000 /dev/zero")
     growth = psutil.Process().memory_info().rss - rss_before
@@ -243,7 +243,9 @@ def test_100_mb_of_stdout_keeps_app_memory_flat(harness: Harness) -> None:
     assert ran.result.status is RunStatus.OK
     assert growth < 100_000_000
     assert out.truncated and out.total_bytes == 100_000_000
-    assert out.log_path is not None and out.log_path.stat().st_size == 100_000_000
+    log_cap = Posture(harness.posture_id).limits.log_bytes
+    assert out.log_dropped_bytes == 100_000_000 - log_cap
+    assert out.log_path is not None and log_cap < out.log_path.stat().st_size < log_cap + 200
     assert len(out.text) == 4 * 1024 * 1024
     print(f"app RSS growth for 100 MB of stdout: {growth / 1e6:.1f} MB")
     out.log_path.unlink()

@@ -55,6 +55,7 @@ def test_untagged_escapee_left_behind_is_killed(host_harness: Harness, escape: s
         assert result.stdout.text == "done\n"
         assert result.leftover_processes == 0
         assert "killed 1 background process it left behind" in result.cause
+        assert any(f"'sleep {marker}'" in w.text for w in result.warnings), result.warnings
         assert _gone(marker)
     finally:
         _kill_marked(marker)

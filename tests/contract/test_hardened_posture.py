@@ -49,6 +49,30 @@ def test_cpu_limit_ends_a_busy_loop(hardened: Harness) -> None:
     assert result.signal in (24, 9)  # SIGXCPU, or SIGKILL at the hard limit
 
 
+RAISE = """
+import resource
+for name in ("CPU", "AS", "NPROC", "NOFILE", "FSIZE", "CORE"):
+    which = getattr(resource, "RLIMIT_" + name)
+    soft, hard = resource.getrlimit(which)
+    try:
+        resource.setrlimit(which, (soft + 1, hard))
+        print(name, "raised")
+    except ValueError:
+        print(name, "held")
+"""
+
+
+def test_no_limit_can_be_raised_by_the_command(hardened: Harness) -> None:
+    result = hardened.run("python3", "-c", RAISE).result
+    assert result.status is RunStatus.OK, result.stderr.text
+    assert result.stdout.text.split() == [
+        word
+        for name in ("CPU", "AS", "NPROC", "NOFILE", "FSIZE", "CORE")
+        for word in (name, "held")
+    ]
+    assert all(held for label, held in result.card.checks if label.startswith("RLIMIT_"))
+
+
 def test_file_size_limit(hardened: Harness) -> None:
     executor = hardened.start(hardened.posture(file_size_bytes=MIB))
     script = "open('big', 'wb').write(bytes(3 * 1024 * 1024))"

@@ -15,6 +15,7 @@ from typing import Any
 import docker
 import pytest
 
+from workbench.errors import ExecutorError
 from workbench.executors.docker.executor import DockerExecutor
 from workbench.executors.docker.sampler import ContainerSampler
 from workbench.executors.docker.session import remove_leftovers
@@ -127,6 +128,39 @@ def test_exit_codes_and_signals(any_session: Session) -> None:
         RunStatus.ERROR,
         "command not found: no-such-command",
     )
+    assert missing.stdout.text == ""  # the runtime's own words are a note, not the output
+    assert missing.stdout.log_path is not None and missing.stdout.log_path.read_bytes() == b""
+
+
+@pytest.mark.parametrize(
+    ("limits", "said"),
+    [
+        ({"memory_bytes": 1}, "The memory limit 1 byte is below 6 MiB, the least a container"),
+        ({"cpus": 0.001}, "The CPU limit 0.001 is outside what the engine can give: from 0.01"),
+        ({"cpus": 4096.0}, "The CPU limit 4096 is outside what the engine can give: from 0.01"),
+    ],
+)
+def test_limits_the_engine_would_refuse_are_refused_in_words(
+    docker_runtimes: set[str], tmp_path: Path, limits: dict[str, float], said: str
+) -> None:
+    executor = DockerExecutor(Posture(PostureId.DOCKER).with_limits(**limits))
+    refused = refused_at_start(executor, SessionSpec(tmp_path, "demo", tmp_path, tmp_path / "runs"))
+    assert str(refused).startswith(said)
+    assert executor.container_id == ""
+
+
+def refused_at_start(executor: DockerExecutor, spec: SessionSpec) -> ExecutorError:
+    """The error `executor` refuses to start with (it is stopped either way)."""
+
+    async def start_and_stop() -> None:
+        try:
+            await executor.start(spec)
+        finally:
+            await executor.stop()
+
+    with pytest.raises(ExecutorError) as refused:
+        asyncio.run(start_and_stop())
+    return refused.value
 
 
 def test_env_working_folder_and_mounts(any_session: Session) -> None:
@@ -166,7 +200,8 @@ def test_card_checklist_all_held(any_session: Session) -> None:
     card = any_session.run("true").result.card
     failed = [label for label, held in card.checks if not held]
     assert card.checks and failed == []
-    assert any_session.executor.runtime in card.checks[-1][0]
+    runtime = [label for label, _ in card.checks if label.startswith("Runtime ")]
+    assert runtime == [f"Runtime {any_session.executor.runtime}"]
 
 
 def test_timeout_kills_inside_and_the_next_command_works(any_session: Session) -> None:
@@ -211,6 +246,26 @@ def test_background_leftovers_are_killed_and_reported(any_session: Session) -> N
     assert result.cause == "exited with code 0; killed 1 background process it left behind"
     assert result.wall_seconds < 1.5  # not the engine's 2 s wait for the stream to close
     assert _container_processes(any_session) == ["sleep 3600"]
+
+
+LIST_COMMANDS = 'for f in /proc/[0-9]*/cmdline; do tr "\\0" " " < "$f"; echo; done'
+
+
+@pytest.mark.parametrize(
+    "escape",
+    [
+        "(env -i sh -c 'sleep 77 & exit' </dev/null >/dev/null 2>&1 &)",
+        "(env -i setsid sleep 77 </dev/null >/dev/null 2>&1 &)",
+    ],
+)
+def test_an_untagged_escapee_is_killed_and_named(any_session: Session, escape: str) -> None:
+    result = any_session.run("sh", "-c", f"{escape}; sleep 0.5; echo done").result
+    assert (result.status, result.stdout.text) == (RunStatus.OK, "done\n")
+    assert result.leftover_processes == 0
+    assert "killed 1 background process it left behind" in result.cause
+    assert any("'sleep 77'" in w.text for w in result.warnings), result.warnings
+    listed = any_session.run("sh", "-c", LIST_COMMANDS).result.stdout.text.splitlines()
+    assert "sleep 77 " not in listed
 
 
 def test_memory_bomb_is_oom_killed(docker_session: Session) -> None:
@@ -355,3 +410,40 @@ def _container_processes(session: Session) -> list[str]:
     return [
         r for r in rows if "docker-init" not in r and "trap" not in r and not r.startswith("ps")
     ]
+
+
+CONCURRENT_RUNS = 20
+
+
+@pytest.mark.parametrize(
+    "posture_id", [PostureId.DOCKER, pytest.param(PostureId.GVISOR, marks=pytest.mark.gvisor)]
+)
+def test_concurrent_runs_in_one_session_each_end_clean(
+    docker_runtimes: set[str], posture_id: PostureId
+) -> None:
+    if posture_id is PostureId.GVISOR and "runsc" not in docker_runtimes:
+        pytest.skip("the engine has no runsc runtime")
+    session = Session(Posture(posture_id).with_limits(pids=256, memory_bytes=512 * MIB))
+    script = (
+        "setsid sleep 60 & (env -i sleep 61 </dev/null >/dev/null 2>&1 &); sleep 0.5; echo run $0"
+    )
+
+    async def go() -> list[RunResult]:
+        requests = [RunRequest(("sh", "-c", script, str(n))) for n in range(CONCURRENT_RUNS)]
+        return await asyncio.gather(
+            *(session.executor.run(r, lambda c: None, CancelToken()) for r in requests)
+        )
+
+    try:
+        results = session.loop.run_until_complete(go())
+        assert [(r.status, r.stdout.text) for r in results] == [
+            (RunStatus.OK, f"run {n}\n") for n in range(CONCURRENT_RUNS)
+        ], [r.cause for r in results]
+        assert all(r.leftover_processes == 0 for r in results)
+        # Each run kills its own tagged sleep; an untagged escapee is killed by whichever sweep
+        # meets it first.
+        killed = [int(r.cause.split("killed ")[1].split()[0]) for r in results]
+        assert all(n >= 1 for n in killed) and sum(killed) == 2 * CONCURRENT_RUNS
+        assert _container_processes(session) == ["sleep 3600"]
+    finally:
+        session.close()

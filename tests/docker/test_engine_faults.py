@@ -16,6 +16,7 @@ import pytest
 from workbench.errors import ExecutorError
 from workbench.executors import Executor, build_executor
 from workbench.executors.docker.executor import DockerExecutor
+from workbench.executors.docker.spec import LABEL_SESSION
 from workbench.executors.types import CancelToken, RunStatus
 from workbench.postures.model import Posture, PostureId
 from workbench.runs.history import RunHistory
@@ -63,8 +64,9 @@ class Harness:
         return self.executor.container_id
 
 
-def test_a_container_removed_mid_run_ends_in_error_and_keeps_the_record(
-    tmp_path: Path, docker_runtimes: set[str]
+@pytest.mark.parametrize("fault", ["removed", "killed"])
+def test_a_container_removed_or_killed_mid_run_ends_in_error_and_keeps_the_record(
+    tmp_path: Path, docker_runtimes: set[str], fault: str
 ) -> None:
     harness = Harness(tmp_path)
     posture = Posture(PostureId.DOCKER).with_limits(timeout_s=60)
@@ -76,16 +78,22 @@ def test_a_container_removed_mid_run_ends_in_error_and_keeps_the_record(
         container = await harness.started_container()
         client = docker.from_env()
         try:
-            await asyncio.to_thread(client.api.remove_container, container, force=True)
+            if fault == "removed":
+                await asyncio.to_thread(client.api.remove_container, container, force=True)
+            else:
+                await asyncio.to_thread(client.api.kill, container)
         finally:
             client.close()
         return await asyncio.wait_for(task, 30)
 
     completed = asyncio.run(scenario())
     assert completed.result.status is RunStatus.ERROR
-    assert "container" in completed.result.cause
+    assert completed.result.cause == (
+        "the session container stopped during the run (removed or stopped from outside)"
+    )
     record = harness.history.get(completed.record.run_id)
-    assert record.status == RunStatus.ERROR
+    assert (record.status, record.cause) == (RunStatus.ERROR, completed.result.cause)
+    assert not _containers_of(harness)
 
 
 def test_a_missing_image_fails_at_start_and_says_how_to_build_it(
@@ -154,25 +162,23 @@ def proxy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[EnginePro
     engine.shut()
 
 
-def test_the_engine_gone_mid_run_ends_in_error_without_hanging(
+def test_the_engine_gone_mid_run_keeps_the_runs_outcome_and_notes_the_clean_up(
     tmp_path: Path, docker_runtimes: set[str], proxy: EngineProxy
 ) -> None:
     harness = Harness(tmp_path)
     posture = Posture(PostureId.DOCKER).with_limits(timeout_s=60)
     container = ""
 
-    async def scenario() -> str:
+    async def scenario() -> CompletedRun:
         nonlocal container
         plan = harness.plan(posture, "sleep", "30")
         task = asyncio.create_task(harness.service.run_once(plan, _ignore, CancelToken()))
         container = await harness.started_container()
         proxy.shut()
-        with pytest.raises(ExecutorError) as raised:  # the container cannot be removed either
-            await asyncio.wait_for(task, 45)
-        return str(raised.value)
+        return await asyncio.wait_for(task, 45)
 
     try:
-        message = asyncio.run(scenario())
+        completed = asyncio.run(scenario())
     finally:  # the real engine still holds the session's container: remove it
         client = docker.DockerClient(base_url=f"unix://{ENGINE_SOCKET}")
         with contextlib.suppress(docker.errors.NotFound):
@@ -180,10 +186,30 @@ def test_the_engine_gone_mid_run_ends_in_error_without_hanging(
         client.close()
         harness.executor = None
         _collect_leaked_sockets()
-    assert message.startswith(f"Could not remove container {container[:12]}: ")
+    result = completed.result
+    assert result.status is RunStatus.ERROR
+    assert result.cause.startswith("the engine failed during the run: ")
     (record,) = harness.history.recent()
-    assert record.status == RunStatus.ERROR
-    assert record.cause == message
+    assert (record.status, record.cause) == (RunStatus.ERROR, result.cause)
+    assert any(
+        note.startswith(
+            f"Cleaning up after the run failed: Could not remove container {container[:12]}"
+        )
+        for note in record.notes
+    ), record.notes
+
+
+def _containers_of(harness: Harness) -> list[str]:
+    """The ids of the containers the engine still holds for the harness's executor."""
+    assert harness.executor is not None
+    client = docker.from_env()
+    try:
+        found = client.api.containers(
+            all=True, filters={"label": f"{LABEL_SESSION}={harness.executor.session_id}"}
+        )
+    finally:
+        client.close()
+    return [str(item["Id"]) for item in found]
 
 
 def _collect_leaked_sockets() -> None:

@@ -8,18 +8,18 @@ gVisor on an engine whose runsc runs with --network=none cannot give a network: 
 is refused with the reason.
 """
 
-import asyncio
 import contextlib
+import ipaddress
 import socket
 import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
-from tests.docker.test_docker_executor import Session
-from workbench.errors import ExecutorError
+from tests.docker.test_docker_executor import Session, refused_at_start
 from workbench.executors.availability import EngineRuntimes, network_off
 from workbench.executors.docker.engine import engine_client
 from workbench.executors.docker.executor import DockerExecutor
@@ -78,12 +78,25 @@ def listener() -> Iterator[Listener]:
 
 @pytest.fixture(scope="module")
 def gateway(docker_runtimes: set[str]) -> str:
-    """The engine's bridge gateway: the host as containers on the bridge see it."""
+    """The engine's bridge gateway: the host as containers on the bridge see it.
+
+    Engines that list only the bridge's subnet leave the gateway out: it is then the host's own
+    address in that subnet.
+    """
     client = engine_client()
     try:
-        address = str(client.networks.get("bridge").attrs["IPAM"]["Config"][0]["Gateway"])
+        config = client.networks.get("bridge").attrs["IPAM"]["Config"][0]
     finally:
         client.close()
+    if "Gateway" in config:
+        return str(config["Gateway"])
+    subnet = ipaddress.ip_network(config["Subnet"])
+    (address,) = {
+        address.address
+        for addresses in psutil.net_if_addrs().values()
+        for address in addresses
+        if address.family == socket.AF_INET and ipaddress.ip_address(address.address) in subnet
+    }
     return address
 
 
@@ -159,16 +172,8 @@ def test_gvisor_asked_for_a_network_says_whether_its_runtime_can_give_one(
         (base / "ws").mkdir()
         executor = DockerExecutor(posture)
         spec = SessionSpec(base / "skill", "demo", base / "ws", base / "runs")
-
-        async def start_and_stop() -> None:
-            try:
-                await executor.start(spec)
-            finally:
-                await executor.stop()
-
-        with pytest.raises(ExecutorError) as refused:
-            asyncio.run(start_and_stop())
-    assert str(refused.value).startswith(
+        refused = refused_at_start(executor, spec)
+    assert str(refused).startswith(
         "Network cannot be turned on under this engine's gVisor runtime: its runsc runs with "
         "--network=none"
     )

@@ -167,15 +167,70 @@ def test_timeout_exits_124(env: dict[str, str], skill: Path, workspace: Path) ->
 def test_workbench_failure_exits_125_with_a_message(
     env: dict[str, str], skill: Path, tmp_path: Path
 ) -> None:
-    not_a_folder = tmp_path / "file"
-    not_a_folder.write_text("x")
+    data = tmp_path / "xdg" / "skill-workbench"
+    data.mkdir(parents=True)
     done = workbench(
-        env, "run", "--skill", skill, "--posture", "local", "--workspace", not_a_folder,
+        env, "run", "--skill", skill, "--posture", "local", "--workspace", data,
         "--json", "--", "true",
     )  # fmt: skip
     assert done.returncode == 125
     assert json.loads(done.stdout)["outcome"] == "error"
-    assert "error: Cannot prepare the run's folders" in done.stderr
+    assert "error: The workspace" in done.stderr and "own data folder" in done.stderr
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_a_workspace_that_is_no_folder_is_refused_and_never_made(
+    env: dict[str, str], skill: Path, tmp_path: Path, kind: str
+) -> None:
+    given = tmp_path / "no" / "such" if kind == "missing" else tmp_path / "file"
+    if kind == "file":
+        given.write_text("x")
+    done = workbench(env, "run", "--skill", skill, "--posture", "local", "--workspace", given,
+                     "--", "true")  # fmt: skip
+    assert done.returncode == 2
+    said = "does not exist" if kind == "missing" else "is not a folder"
+    assert done.stderr.splitlines()[-1] == f"error: workbench run: --workspace {given} {said}" + (
+        " (create it, or leave --workspace out for a fresh folder)" if kind == "missing" else ""
+    )
+    assert not (tmp_path / "no").exists()
+    assert not (tmp_path / "xdg").exists()  # no run was recorded
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("run", "--skill", "{skill}", "--posture", "nope", "--", "true"),
+        ("run", "--skill", "{missing}", "--posture", "local", "--", "true"),
+        ("run", "--skill", "{skill}", "--posture", "local", "--workspace", "{missing}", "--",
+         "true"),
+        ("skills", "import", "{missing}"),
+        ("skills", "show", "{missing}"),
+    ],
+    ids=["posture", "skill", "workspace", "import", "show"],
+)  # fmt: skip
+def test_every_refusal_under_json_prints_one_document(
+    env: dict[str, str], skill: Path, tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    filled = [arg.format(skill=skill, missing=tmp_path / "missing") for arg in args]
+    done = workbench(env, *filled[:2], "--json", *filled[2:])
+    assert done.returncode != 0
+    document = json.loads(done.stdout)  # exactly one document
+    assert document["schema"].startswith("skill-workbench/")
+    assert document["outcome"] == "error" and document["error"]
+    [line] = done.stderr.splitlines()
+    assert line.startswith("error: ")
+
+
+def test_text_output_says_where_the_rest_of_a_cut_stream_is(
+    env: dict[str, str], skill: Path, workspace: Path
+) -> None:
+    done = workbench(env, "run", "--skill", skill, "--posture", "local", "--workspace",
+                     workspace, "--", "head", "-c", str(5 * 1024 * 1024), "/dev/zero")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [said] = [line for line in done.stderr.splitlines() if line.startswith("stdout: ")]
+    log = DataLayout(Path(env["XDG_DATA_HOME"]) / "skill-workbench").runs_root
+    assert said.startswith("stdout: only the first 4 MiB of 5 MiB shown; the full output is in ")
+    assert Path(said.rsplit(" ", 1)[1]).is_relative_to(log)
 
 
 @pytest.mark.parametrize(

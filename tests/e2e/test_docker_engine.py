@@ -115,6 +115,7 @@ def test_a_workbench_killed_mid_run_leaves_no_container_past_the_next_command(
 ) -> None:
     if posture == "gvisor" and "runsc" not in docker_runtimes:
         pytest.skip("the engine has no runsc runtime")
+    (tmp_path / "ws").mkdir()
     session = ("--skill", skill, "--workspace", tmp_path / "ws")
     commands: dict[str, tuple[str | Path, ...]] = {
         "run": ("run", *session, "--posture", "docker", "--", "true"),

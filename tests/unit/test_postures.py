@@ -13,6 +13,7 @@ from workbench.executors.availability import (
 from workbench.postures.description import POSTURE_INFO, assess, default_reason
 from workbench.postures.model import (
     CONTAINER_POSTURES,
+    MIB,
     Availability,
     Network,
     Posture,
@@ -167,3 +168,12 @@ def test_workbench_postures_prints_the_note_of_an_available_posture_too() -> Non
     assert "[UNAVAILABLE]" in gone
     assert "  why unavailable: " in gone
     assert "  here: " not in gone
+
+
+def test_a_raised_workspace_limit_or_log_cap_is_a_loosened_setting() -> None:
+    posture = Posture(PostureId.DOCKER).with_limits(disk_bytes=2048 * MIB, log_bytes=32 * MIB)
+    loosened = [w.text for w in assess(posture) if w.loosened]
+    assert loosened == [
+        "Disk limit raised to 2048 MiB (default 1024 MiB).",
+        "Output log cap raised to 32 MiB (default 16 MiB).",
+    ]

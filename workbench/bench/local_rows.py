@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from workbench.bench.rows import (
 from workbench.bench.stats import Case, cpu_per_call, interleave, timed_call
 from workbench.executors.process.reaper import reap_orphans
 from workbench.executors.warm.quickjs import QuickJsWorkerPool
-from workbench.monitor.process import ProcessTreeSampler, descendants, run_tag
+from workbench.monitor.process import ProcessTreeSampler, descendants, process_clock, run_tag
 from workbench.postures.model import MIB, Posture, PostureId
 
 BALLAST_BYTES = 500 * MIB
@@ -194,7 +193,7 @@ async def sampler_rows(
     """CPU per sample of the process tree sampler against reading /proc directly."""
     del wanted
     shell = " & ".join(["sleep 60"] * (TREE_SIZE - 1)) + " & echo forked; wait"
-    since = time.time() - 1  # process start times are rounded to clock ticks
+    since = process_clock() - 0.05
     tree = await asyncio.create_subprocess_exec(
         "/bin/sh", "-c", shell, stdout=subprocess.PIPE, start_new_session=True
     )

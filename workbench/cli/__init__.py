@@ -80,12 +80,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "handler", None) is None:
             raise UsageError(f"workbench {args.command}: choose a subcommand (see --help)")
         code: int = args.handler(args)
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_USAGE
     except WorkbenchError as error:
         print(f"error: {error}", file=sys.stderr)
-        return EXIT_WORKBENCH_FAILED
+        if "--json" in args_list[: args_list.index("--") if "--" in args_list else None]:
+            from workbench.cli.output import emit_error  # only now: it loads the run records
+
+            emit_error(str(error))
+        return EXIT_USAGE if isinstance(error, UsageError) else EXIT_WORKBENCH_FAILED
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -13,6 +13,7 @@ from workbench.ansi import json_safe
 from workbench.runs.record import plain_text
 
 SCHEMA_PREFIX = "skill-workbench"
+_emitted: list[str] = []  # the kinds of the documents this process printed
 
 
 def emit_json(kind: str, payload: dict[str, Any]) -> None:
@@ -20,6 +21,13 @@ def emit_json(kind: str, payload: dict[str, Any]) -> None:
     document = {"schema": f"{SCHEMA_PREFIX}/{kind}/1", **payload}
     text = json.dumps(document, indent=2, ensure_ascii=False, default=str)
     sys.stdout.write(json_safe(text) + "\n")
+    _emitted.append(kind)
+
+
+def emit_error(message: str) -> None:
+    """The one JSON document of a `--json` command that failed before printing its own."""
+    if not _emitted:
+        emit_json("error", {"outcome": "error", "error": message})
 
 
 def warn(text: str) -> None:

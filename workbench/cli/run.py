@@ -45,7 +45,13 @@ from workbench.skills import default_roots, find_skill
 from workbench.workspace.changes import path_text
 
 if TYPE_CHECKING:  # imported when a run happens: they are heavy, and every command loads us
-    from workbench.executors.types import CancelToken, OutputChunk, RunResult, SkillEnvironment
+    from workbench.executors.types import (
+        CancelToken,
+        CapturedOutput,
+        OutputChunk,
+        RunResult,
+        SkillEnvironment,
+    )
     from workbench.runs.service import CompletedRun, RunPlan
     from workbench.runs.services import RunServices
     from workbench.skills.model import Skill
@@ -137,6 +143,16 @@ def _run(args: argparse.Namespace) -> int:
 
     argv = command_argv(args, "run")
     posture = posture_from_args(_posture_id(args.posture), args, "run")
+    if args.workspace is not None and not args.workspace.is_dir():
+        missing = not args.workspace.exists() and not args.workspace.is_symlink()
+        raise UsageError(
+            f"workbench run: --workspace {args.workspace} "
+            + (
+                "does not exist (create it, or leave --workspace out for a fresh folder)"
+                if missing
+                else "is not a folder"
+            )
+        )
     skill = find_skill(args.skill, default_roots())
     if not skill.usable:
         warn(f"warning: skill {skill.name} has errors (`workbench skills show`); running anyway")
@@ -316,6 +332,23 @@ def exit_code(result: "RunResult") -> int:
     return 128 + result.signal if result.signal else 1
 
 
+def cut_output(output: "CapturedOutput") -> str:
+    """Where the rest of a stream that was cut in memory is, e.g. "only the first 4 MiB of 9 MiB
+    shown; the full output is in /runs/x/stdout.log"."""
+    from workbench.executors.process.outcome import format_bytes
+
+    shown = len(output.text.encode())
+    said = f"only the first {format_bytes(shown)} of {format_bytes(output.total_bytes)} shown"
+    if output.log_path is None:
+        return said
+    if output.log_dropped_bytes:
+        return (
+            f"{said}; its log keeps the start and the end ({output.log_dropped_bytes:,} bytes "
+            f"between them dropped): {output.log_path}"
+        )
+    return f"{said}; the full output is in {output.log_path}"
+
+
 def _summary(done: "CompletedRun", layout: DataLayout) -> None:
     from workbench.executors.types import RunStatus
 
@@ -326,6 +359,9 @@ def _summary(done: "CompletedRun", layout: DataLayout) -> None:
         f"run {result.run_id}: {result.status.value} ({plain_text(result.cause)}), "
         f"{result.wall_seconds:.2f} s"
     )
+    for name, output in (("stdout", result.stdout), ("stderr", result.stderr)):
+        if output.truncated:
+            warn(f"{name}: {cut_output(output)}")
     for note in done.record.notes:
         warn(f"note: {plain_text(note)}")
     for attempt in result.network_log:

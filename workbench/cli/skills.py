@@ -20,7 +20,7 @@ from typing import Any
 from workbench.authoring.package import PackageError, export_skill, import_skill
 from workbench.authoring.preview import preview
 from workbench.authoring.template import FOLDERS, create_skill
-from workbench.cli.output import emit_json
+from workbench.cli.output import emit_error, emit_json
 from workbench.runs.record import plain_text
 from workbench.skills import (
     DiagnosticSeverity,
@@ -160,7 +160,7 @@ def _package(args: argparse.Namespace) -> int:
     try:
         written = export_skill(skill.path, output)
     except PackageError as error:
-        return _refused("package", error)
+        return _refused("package", error, args.json)
     if args.json:
         size = written.stat().st_size
         emit_json("skill-package", {"path": str(written), "size": size, "skill": skill.name})
@@ -173,7 +173,7 @@ def _import(args: argparse.Namespace) -> int:
     try:
         folder = import_skill(args.file, args.root)
     except PackageError as error:
-        return _refused("import", error)
+        return _refused("import", error, args.json)
     if args.json:
         emit_json("skill-import", {"path": str(folder), "skill": _summary(load_skill(folder))})
     else:
@@ -181,8 +181,10 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refused(action: str, error: PackageError) -> int:
-    print(f"workbench skills {action}: {plain_text(str(error))}", file=sys.stderr)
+def _refused(action: str, error: PackageError, as_json: bool) -> int:
+    print(f"error: workbench skills {action}: {plain_text(str(error))}", file=sys.stderr)
+    if as_json:
+        emit_error(str(error))
     return 1
 
 

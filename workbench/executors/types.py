@@ -130,12 +130,15 @@ class RunRequest:
 
 @dataclass(frozen=True, slots=True)
 class CapturedOutput:
-    """One stream of a finished run: the capped text in memory and the full log on disk."""
+    """One stream of a finished run: the capped text in memory and its log on disk (the whole
+    stream, or its head and tail when it was longer than the log's cap)."""
 
     text: str  # decoded as UTF-8 with replacement
     total_bytes: int
     truncated: bool
     log_path: Path | None
+    log_dropped_bytes: int = 0  # bytes between the log's head and tail that it does not hold
+    log_error: str = ""  # why the log stops short (a write failed: the disk full), "" if not
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,11 +25,23 @@ from workbench.monitor.sample import ResourceSample
 RUN_TAG_ENV = "WORKBENCH_RUN_ID"
 SAMPLE_INTERVAL_S = 0.1
 CPU_BUDGET = 0.02  # at most this share of one core goes to sampling
+KEEP_COMMANDS = 5  # command lines of the processes a run left behind that are reported
 
 
 def run_tag(run_id: str) -> bytes:
     """The environment entry that marks every process of run `run_id`."""
     return f"{RUN_TAG_ENV}={run_id}".encode()
+
+
+def process_clock() -> float:
+    """Now, on the clock of `psutil.Process.create_time()` (boot time plus time since boot).
+
+    The kernel gives boot time in whole seconds, so a process's create time can be up to a
+    second off the wall clock: compare create times only with this clock, never `time.time()`.
+    """
+    if hasattr(time, "CLOCK_BOOTTIME"):
+        return psutil.boot_time() + time.clock_gettime(time.CLOCK_BOOTTIME)
+    return time.time()
 
 
 def proc_children(pid: int) -> list[int]:
@@ -64,6 +76,16 @@ def parents(roots: Iterable[int]) -> dict[int, int]:
                 found[child] = parent
                 stack.append(child)
     return found
+
+
+def command_line(pid: int) -> str:
+    """`pid`'s command line as one line of words ("" when it cannot be read, or a zombie's)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:  # noqa: PTH123 - hot path
+            words = cmdline.read(4096).split(b"\0")
+    except OSError:
+        return ""
+    return " ".join(word.decode(errors="replace") for word in words if word)
 
 
 def carries_tag(pid: int, tag: bytes) -> bool:

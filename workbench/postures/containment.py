@@ -110,7 +110,7 @@ _LOCAL_FILES = Claim(
     card="Isolate anything: the skill can read, change and delete any of your files.",
     warning=_NO_SANDBOX,
 )
-_NO_LIMITS = "Limit memory, CPU, disk use or the number of processes."
+_NO_LIMITS = "Limit memory, CPU, disk use outside the workspace or the number of processes."
 
 _LOCAL: dict[Aspect, Claim] = {
     Aspect.HOST_FILES: _LOCAL_FILES,
@@ -136,11 +136,13 @@ _LOCAL: dict[Aspect, Claim] = {
     Aspect.LEFTOVERS: Claim(False, "what it leaves in /tmp stays", warning=_NO_SANDBOX),
     Aspect.CPU: Claim(True, "wall-clock timeout", card=_TIMEOUT_AND_TREE_KILL),
     Aspect.MEMORY: Claim(False, "no memory limit", card=_NO_LIMITS),
-    Aspect.DISK: Claim(False, "no disk limit", card=_NO_LIMITS),
+    Aspect.DISK: Claim(False, "no disk limit outside the workspace", card=_NO_LIMITS),
     Aspect.LIMITS: Claim(False, "it runs with no limits, so there is none to raise", applies=False),
 }
 
-_HARDENED_LIMITS = "Limits on CPU time, memory, processes, open files and file size."
+_HARDENED_LIMITS = (
+    "Limits on CPU time, memory, processes, open files and file size, which it cannot raise."
+)
 _YOUR_FILES = (
     "Protect your files: the skill can still read and write anything you can (when the "
     "workbench runs as root, it runs as a throwaway uid, which can still read every file other "
@@ -230,23 +232,21 @@ _HARDENED: dict[Aspect, Claim] = {
         False,
         "many files can still fill the disk",
         warning=_info(
-            "The file-size limit applies to each file, not the total: many files can still "
-            "fill the disk."
+            "The file-size limit applies to each file; of their total only what a run adds to the "
+            "workspace is limited (watched): outside it, many files can still fill the disk."
         ),
     ),
-    Aspect.LIMITS: Claim(
-        False,
-        "its CPU-time hard limit is a second above the soft one",
-        card="Stop it from raising its CPU-time limit by a second: the hard limit is one second "
-        "above the soft one, so the command gets SIGXCPU before SIGKILL.",
-    ),
+    Aspect.LIMITS: Claim(True, "every hard limit is its soft one", card=_HARDENED_LIMITS),
 }
 
 _MOUNTED_ONLY = "Only the workspace and the skill folder are mounted, the skill folder read-only."
 _LOCKED_DOWN = "No network, read-only root filesystem, all capabilities dropped, non-root user."
 _CGROUPS = "Memory, CPU and process-count limits enforced by the kernel (cgroups)."
 _MOUNTS_OPENED = (_loosened("Extra host folder mounted: {}."),)
-_NO_DISK_LIMIT = _info("No size limit on the workspace: a skill can fill the disk.")
+_NO_DISK_LIMIT = _info(
+    "What a run may add to the workspace is limited (1 GiB by default), but watched during the "
+    "run, not a kernel quota: a skill can fill that much of the disk."
+)
 
 _NOT_MOUNTED = Claim(
     True,
@@ -293,7 +293,9 @@ _DOCKER: dict[Aspect, Claim] = {
         True, "wall-clock timeout (a CPU share slows a busy loop, never stops it)", card=_CGROUPS
     ),
     Aspect.MEMORY: Claim(True, "cgroup memory limit", card=_CGROUPS),
-    Aspect.DISK: Claim(False, "no size limit on the workspace", warning=_NO_DISK_LIMIT),
+    Aspect.DISK: Claim(
+        False, "a run may fill the workspace up to its limit", warning=_NO_DISK_LIMIT
+    ),
     Aspect.LIMITS: Claim(True, "its limits are cgroups, not rlimits it could raise", applies=False),
 }
 

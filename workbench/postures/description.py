@@ -169,16 +169,14 @@ def assess(posture: Posture) -> list[PostureWarning]:
             "its maker put in it (the container's controls are the same)."
         )
         warnings.append(PostureWarning(Severity.CAUTION, text, True))
-    extra = ("disk_bytes",) if posture.id is PostureId.BUBBLEWRAP else ()
-    warnings += _loosened_limits(posture.limits, extra)
+    warnings += _loosened_limits(posture.limits)
     return list(dict.fromkeys(warnings))
 
 
-def _loosened_limits(limits: Limits, extra: tuple[str, ...] = ()) -> list[PostureWarning]:
-    """A warning for each limit set above its safe default (`extra`: limits only this posture
-    honours)."""
+def _loosened_limits(limits: Limits) -> list[PostureWarning]:
+    """A warning for each limit set above its safe default."""
     warnings = []
-    for name in ("timeout_s", "memory_bytes", "cpus", "pids", "cpu_seconds", *extra):
+    for name in _LIMIT_LABELS:
         value, default = getattr(limits, name), getattr(DEFAULT_LIMITS, name)
         if value > default:
             warnings.append(
@@ -199,6 +197,7 @@ _LIMIT_LABELS = {
     "pids": "Process limit",
     "cpu_seconds": "CPU-time limit",
     "disk_bytes": "Disk limit",
+    "log_bytes": "Output log cap",
 }
 
 

@@ -56,7 +56,10 @@ class Limits:
     cpu_seconds: int = 60
     open_files: int = 256
     file_size_bytes: int = 256 * MIB
-    disk_bytes: int = 1024 * MIB  # what a bubblewrap run may write to disk in all
+    # What a run may write to disk: all it writes under bubblewrap (counted), what it adds to
+    # the workspace under the other postures (watched).
+    disk_bytes: int = 1024 * MIB
+    log_bytes: int = 16 * MIB  # each stream's log on disk (its head and tail)
 
 
 DEFAULT_LIMITS = Limits()

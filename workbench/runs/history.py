@@ -57,10 +57,12 @@ _COLUMNS = (
 
 
 class RunHistory:
-    """The history store at `path` (created on first use)."""
+    """The history store at `path` (created on first use); a call waits up to `timeout_s` for
+    another process's lock on it."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, timeout_s: float = 10.0) -> None:
         self.path = path
+        self.timeout_s = timeout_s
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with self._transaction() as db:
@@ -73,7 +75,7 @@ class RunHistory:
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
         try:
-            with closing(sqlite3.connect(self.path, timeout=10)) as db, db:
+            with closing(sqlite3.connect(self.path, timeout=self.timeout_s)) as db, db:
                 yield db
         except sqlite3.Error as error:
             raise HistoryError(f"The run history at {self.path} failed: {error}") from None

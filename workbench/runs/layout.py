@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 BEFORE_SNAPSHOT = "workspace-before.json.gz"
 AFTER_SNAPSHOT = "workspace-after.json.gz"
 SHARED = Path("/var/tmp/skill-workbench")  # for what a throwaway uid must reach, when root
+RESULT_FILE = "result.json"  # a run's result, when the history could not record it
+RESTORED_SNAPSHOT = "workspace-restored.json.gz"  # as the last restore of the run left it
 NOBODY = 65534  # any uid other than the folders' owners: only the "other" bits count
 
 

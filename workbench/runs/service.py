@@ -7,13 +7,19 @@ workspace again, diffs the two into the result's `changes`, diagnoses a failed r
 (`workbench.runs.diagnosis`; a missing dependency also gets a cause that says so) and records
 the finished run with its diagnosis.
 Blocking work (hashing, copying, sqlite) runs in threads, so the GUI's loop stays responsive.
-If the workbench itself fails (a `WorkbenchError`, e.g. the executor cannot start) the record
-is completed with status `error` and the error is raised; if the task is cancelled the record
-says `cancelled`. (Undoing a run is `workbench.runs.undo.restore_run`.)
+If the workbench itself fails before the command ends (a `WorkbenchError`, e.g. the executor
+cannot start) the record is completed with status `error` and the error is raised; if the task
+is cancelled the record says `cancelled`. Once the command has ended, its outcome is kept
+whatever fails next: an executor that cannot clean up (the engine gone), an "after" snapshot
+that cannot be saved (the disk full) or a log cut short go to the record's notes, and a
+history that cannot record the run (locked, corrupt, full) leaves the result in the run's
+folder (`result.json`) and a record that says so. (Undoing a run is
+`workbench.runs.undo.restore_run`.)
 """
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -35,10 +41,10 @@ from workbench.executors.types import (
 from workbench.monitor.sample import ResourceSample
 from workbench.postures.description import assess
 from workbench.postures.model import Posture
-from workbench.runs.diagnosis import diagnose
+from workbench.runs.diagnosis import Diagnosis, diagnose
 from workbench.runs.history import RunHistory
-from workbench.runs.layout import AFTER_SNAPSHOT, BEFORE_SNAPSHOT, DataLayout
-from workbench.runs.record import RunRecord
+from workbench.runs.layout import AFTER_SNAPSHOT, BEFORE_SNAPSHOT, RESULT_FILE, DataLayout
+from workbench.runs.record import RunRecord, RunState, result_to_dict
 from workbench.workspace.diff import diff_snapshots
 from workbench.workspace.manifest import load_snapshot, save_snapshot
 from workbench.workspace.snapshot import (
@@ -119,25 +125,70 @@ class RunService:
         await asyncio.to_thread(self._begin, plan, run_dir)
         try:
             before = await asyncio.to_thread(self._snapshot_before, plan.workspace, run_dir)
-            result = await self._execute(plan, run_dir, sink, cancel, on_sample, on_progress)
-            after_path = run_dir / AFTER_SNAPSHOT
-            after = await asyncio.to_thread(self._snapshot, plan.workspace, before, after_path)
+            result, cleanup = await self._execute(
+                plan, run_dir, sink, cancel, on_sample, on_progress
+            )
         except WorkbenchError as error:
-            await asyncio.to_thread(self.history.abandon, plan.run_id, RunStatus.ERROR, str(error))
+            with contextlib.suppress(WorkbenchError):  # the history may be what failed
+                await asyncio.to_thread(
+                    self.history.abandon, plan.run_id, RunStatus.ERROR, str(error)
+                )
             raise
         except asyncio.CancelledError:
-            self.history.abandon(plan.run_id, RunStatus.CANCELLED, "The run's task was cancelled.")
+            with contextlib.suppress(WorkbenchError):
+                self.history.abandon(
+                    plan.run_id, RunStatus.CANCELLED, "The run's task was cancelled."
+                )
             raise
+        notes = before.notes + cleanup + _log_notes(result)
+        try:
+            after_path = run_dir / AFTER_SNAPSHOT
+            after = await asyncio.to_thread(self._snapshot, plan.workspace, before, after_path)
+            changes, notes = diff_snapshots(before, after), notes + after.notes
+        except WorkbenchError as error:  # the disk full, say: the run's outcome still stands
+            changes, notes = (), (*notes, f"The workspace's changes are unknown: {error}")
         result = replace(
             result,
             cause=_cause(result, plan),
-            changes=diff_snapshots(before, after),
+            changes=changes,
             warnings=result.warnings or tuple(assess(plan.posture)),
         )
-        notes = tuple(dict.fromkeys(before.notes + after.notes))
+        notes = tuple(dict.fromkeys(notes))
         diagnosis = await asyncio.to_thread(diagnose, result, plan.workspace)
-        record = await asyncio.to_thread(self.history.finish, plan.run_id, result, notes, diagnosis)
+        record = await asyncio.to_thread(self._finish, plan, run_dir, result, notes, diagnosis)
         return CompletedRun(result, record)
+
+    def _finish(
+        self,
+        plan: RunPlan,
+        run_dir: Path,
+        result: RunResult,
+        notes: tuple[str, ...],
+        diagnosis: Diagnosis | None,
+    ) -> RunRecord:
+        """The finished run's record; when the history cannot take it, a record of it that
+        says why, with the result kept in the run's folder."""
+        try:
+            return self.history.finish(plan.run_id, result, notes, diagnosis)
+        except WorkbenchError as error:
+            kept = run_dir / RESULT_FILE
+            try:
+                kept.write_text(json.dumps(result_to_dict(result), indent=2) + "\n")
+                where = f"its result is kept in {kept}"
+            except OSError as write_error:
+                where = f"nor could its result be kept in {kept}: {write_error}"
+            note = f"This run is not in the history ({error}); {where}."
+        return replace(
+            _record(plan, run_dir, started_at=time.time() - result.wall_seconds),
+            state=RunState.FINISHED,
+            ended_at=time.time(),
+            status=result.status.value,
+            cause=result.cause,
+            exit_code=result.exit_code,
+            notes=(*notes, note),
+            result=result_to_dict(result),
+            diagnosis=diagnosis,
+        )
 
     def _begin(self, plan: RunPlan, run_dir: Path) -> None:
         try:
@@ -145,19 +196,7 @@ class RunService:
             plan.workspace.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise WorkspaceError(f"Cannot prepare the run's folders: {error}") from None
-        self.history.start(
-            RunRecord(
-                run_id=plan.run_id,
-                skill_name=plan.skill_name,
-                skill_dir=plan.skill_dir,
-                posture=plan.posture.id.value,
-                argv=plan.argv,
-                workspace=plan.workspace,
-                run_dir=run_dir,
-                started_at=time.time(),
-                rerun_of=plan.rerun_of,
-            )
-        )
+        self.history.start(_record(plan, run_dir, started_at=time.time()))
 
     def _snapshot_before(self, workspace: Path, run_dir: Path) -> Snapshot:
         """The "before" snapshot, reusing the hashes of the last run in the same workspace."""
@@ -210,7 +249,8 @@ class RunService:
         cancel: CancelToken,
         on_sample: Callable[[ResourceSample], None] | None,
         on_progress: Callable[[str], None] | None,
-    ) -> RunResult:
+    ) -> tuple[RunResult, tuple[str, ...]]:
+        """The run's result, and what went wrong stopping the executor after it."""
         executor = self.build_executor(plan.posture)
         try:
             await executor.start(self.session(plan))
@@ -221,9 +261,40 @@ class RunService:
                 on_sample=on_sample,
                 on_progress=on_progress,
             )
-            return await executor.run(request, sink, cancel)
-        finally:
+            result = await executor.run(request, sink, cancel)
+        except BaseException:
+            with contextlib.suppress(WorkbenchError):  # the first failure is the one to tell
+                await executor.stop()
+            raise
+        try:
             await executor.stop()
+        except WorkbenchError as error:
+            return result, (f"Cleaning up after the run failed: {error}",)
+        return result, ()
+
+
+def _record(plan: RunPlan, run_dir: Path, started_at: float) -> RunRecord:
+    """The record of `plan`'s run as it starts."""
+    return RunRecord(
+        run_id=plan.run_id,
+        skill_name=plan.skill_name,
+        skill_dir=plan.skill_dir,
+        posture=plan.posture.id.value,
+        argv=plan.argv,
+        workspace=plan.workspace,
+        run_dir=run_dir,
+        started_at=started_at,
+        rerun_of=plan.rerun_of,
+    )
+
+
+def _log_notes(result: RunResult) -> tuple[str, ...]:
+    """A note per log the run's output could not be written to in full (the disk full)."""
+    return tuple(
+        f"The {name} log stops short: {output.log_error}"
+        for name, output in (("stdout", result.stdout), ("stderr", result.stderr))
+        if output.log_error
+    )
 
 
 def _cause(result: RunResult, plan: RunPlan) -> str:

@@ -70,9 +70,7 @@ def parse_skill_md(text: str, path: Path) -> SkillDocument:
         problem = diagnostic(Code.FRONT_MATTER_TOO_LARGE, message, path, 2)
         return _with(document, problem)
     try:
-        builder = _Builder()
-        for event in yaml.parse(yaml_text, Loader=_Loader):
-            builder.feed(event)
+        builder = _build(yaml_text)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 2 if mark is not None else None
@@ -217,3 +215,22 @@ class _Builder:
         if len(self.stack) == 1:
             self.key_lines[value] = line
         return value
+
+
+def _build(yaml_text: str) -> _Builder:
+    """The front matter built from libyaml's events; where libyaml refuses the text, from the
+    pure-Python parser's, which has no nesting limit of its own (libyaml's stops the scan before
+    the builder sees the depth), so the builder's own checks decide whatever the versions."""
+    try:
+        return _fed(yaml_text, _Loader)
+    except yaml.YAMLError:
+        if _Loader is yaml.SafeLoader:
+            raise
+        return _fed(yaml_text, yaml.SafeLoader)
+
+
+def _fed(yaml_text: str, loader: type[yaml.SafeLoader]) -> _Builder:
+    builder = _Builder()
+    for event in yaml.parse(yaml_text, Loader=loader):
+        builder.feed(event)
+    return builder

@@ -10,6 +10,7 @@ from workbench.executors.docker.sampler import CgroupCounters
 from workbench.executors.docker.spec import (
     LABEL_APP,
     LABEL_SESSION,
+    RUNC_NPROC,
     container_options,
     posture_card,
 )
@@ -17,6 +18,11 @@ from workbench.executors.process.runner import EndedBy
 from workbench.executors.types import RunStatus, SessionSpec
 from workbench.postures.model import MIB, Limits, Network, Posture, PostureId
 
+RLIMITS: list[dict[str, Any]] = [  # what the engine reports for the rlimits of LIMITS
+    {"Name": "nofile", "Soft": 256, "Hard": 256},
+    {"Name": "fsize", "Soft": 256 * MIB, "Hard": 256 * MIB},
+    {"Name": "cpu", "Soft": 60, "Hard": 60},
+]
 SESSION = SessionSpec(Path("/skills/demo"), "demo", Path("/work/ws"), Path("/work/runs"))
 LIMITS = Limits(timeout_s=5, memory_bytes=64 * MIB, cpus=0.5, pids=32)
 POSTURE = Posture(PostureId.DOCKER, limits=LIMITS)
@@ -74,6 +80,7 @@ def inspect_data(**host: Any) -> dict[str, Any]:
         "Devices": [],
         "Privileged": False,
         "Runtime": "runc",
+        "Ulimits": RLIMITS,
         **host,
     }
     mounts = [
@@ -87,17 +94,36 @@ def test_gvisor_gets_rlimit_nproc_not_a_host_pids_limit_and_the_card_reads_it_ba
     gvisor = Posture(PostureId.GVISOR, limits=LIMITS)
     options = container_options(gvisor, SESSION, "s1", "runsc")
     assert "pids_limit" not in options
-    assert options["ulimits"] == [{"name": "nproc", "soft": 32, "hard": 32}]
-    applied = [{"Name": "nproc", "Soft": 32, "Hard": 32}]
+    assert options["ulimits"][-1] == {"name": "nproc", "soft": 32, "hard": 32}
+    applied = [*RLIMITS, {"Name": "nproc", "Soft": 32, "Hard": 32}]
     card = posture_card(
         gvisor, inspect_data(PidsLimit=None, Runtime="runsc", Ulimits=applied), "runsc"
     )
     assert [label for label, held in card.checks if not held] == []
     assert ("Process limit 32 (RLIMIT_NPROC inside gVisor)", True) in card.checks
-    missing = posture_card(gvisor, inspect_data(PidsLimit=None, Runtime="runsc"), "runsc")
+    missing = posture_card(
+        gvisor, inspect_data(PidsLimit=None, Runtime="runsc", Ulimits=RLIMITS), "runsc"
+    )
     assert [label for label, held in missing.checks if not held] == [
         "Process limit 0 (RLIMIT_NPROC inside gVisor)"
     ]
+
+
+def test_every_rlimit_on_the_card_reaches_the_engine_with_hard_equal_to_soft() -> None:
+    options = container_options(POSTURE, SESSION, "s1", "runc")
+    assert options["ulimits"] == [
+        *({"name": u["Name"], "soft": u["Soft"], "hard": u["Hard"]} for u in RLIMITS),
+        {"name": "nproc", "soft": RUNC_NPROC, "hard": RUNC_NPROC},  # roomy: the pids cgroup rules
+    ]
+    card = posture_card(POSTURE, inspect_data(Ulimits=None), "runc")  # an engine that ignored them
+    assert [label for label, held in card.checks if not held] == [
+        "Open files limit 256 (RLIMIT_NOFILE)",
+        "File size limit 256 MiB (RLIMIT_FSIZE)",
+        "CPU time limit 60 s (RLIMIT_CPU)",
+    ]
+    raisable = [{**u, "Hard": u["Soft"] + 1} for u in RLIMITS]
+    card = posture_card(POSTURE, inspect_data(Ulimits=raisable), "runc")
+    assert len([label for label, held in card.checks if not held]) == 3
 
 
 def test_card_checklist_holds_for_the_safe_container() -> None:
@@ -140,7 +166,9 @@ def test_card_reads_podmans_inspect_data() -> None:
         "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
         "NET_BIND_SERVICE", "NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
     ]  # fmt: skip
-    card = posture_card(POSTURE, inspect_data(CapDrop=podman_drops, Runtime="oci"), "runc")
+    podman_ulimits = [{**u, "Name": f"RLIMIT_{u['Name'].upper()}"} for u in RLIMITS]
+    attrs = inspect_data(CapDrop=podman_drops, Runtime="oci", Ulimits=podman_ulimits)
+    card = posture_card(POSTURE, attrs, "runc")
     assert [label for label, held in card.checks if not held] == []
     assert ("Runtime oci (Podman's default, not gVisor)", True) in card.checks
     not_gvisor = posture_card(POSTURE, inspect_data(Runtime="oci"), "runsc")
@@ -198,6 +226,12 @@ def end(
             "exited with code 0; killed 2 background processes it left behind",
         ),
         (end(code=None), RunStatus.ERROR, "the engine did not report how the command ended"),
+        (
+            end(code=128 + 25),
+            RunStatus.LIMIT_EXCEEDED,
+            "file size limit 256 MiB (RLIMIT_FSIZE)",
+        ),
+        (end(code=128 + 24), RunStatus.LIMIT_EXCEEDED, "RLIMIT_CPU 60 s"),
     ],
 )
 def test_classify(ended: ExecEnd, status: RunStatus, cause: str) -> None:

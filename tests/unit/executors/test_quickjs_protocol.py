@@ -80,13 +80,15 @@ def test_limit_checks_compare_proc_limits_with_the_wanted_ones() -> None:
     wanted = worker_rlimits(Limits(memory_bytes=64 * MIB, cpu_seconds=5))
     proc = (
         "Limit                     Soft Limit           Hard Limit           Units\n"
-        "Max cpu time              5                    6                    seconds\n"
+        "Max cpu time              5                    5                    seconds\n"
+        "Max file size             1024                 unlimited            bytes\n"
         "Max open files            1024                 1024                 files\n"
         f"Max address space         {320 * MIB}            {320 * MIB}            bytes\n"
     )
     checks = dict(limit_checks(proc, wanted))
     assert checks["RLIMIT_CPU 5 s"] is True
     assert checks["RLIMIT_AS 320 MiB"] is True
+    assert checks["RLIMIT_FSIZE 256 MiB"] is False  # a hard limit above the soft one
     assert checks["RLIMIT_NOFILE 16"] is False
     assert checks["RLIMIT_CORE 0"] is False
 

@@ -33,9 +33,10 @@ def test_parse_status() -> None:
     assert status["NoNewPrivs"] == "1"
 
 
-def test_requested_rlimits_give_sigxcpu_before_sigkill() -> None:
+def test_requested_rlimits_cannot_be_raised() -> None:
     requested = requested_rlimits(Limits(cpu_seconds=10, pids=128), extra_processes=5)
-    assert requested["CPU"] == (10, 11)
+    assert all(soft == hard for soft, hard in requested.values())
+    assert requested["CPU"] == (10, 10)
     assert requested["NPROC"] == (133, 133)
     assert requested["CORE"] == (0, 0)
 
@@ -43,7 +44,7 @@ def test_requested_rlimits_give_sigxcpu_before_sigkill() -> None:
 def test_checks_compare_what_was_asked_with_what_is_applied() -> None:
     limits = Limits(cpu_seconds=10, memory_bytes=512 * MIB, file_size_bytes=256 * MIB)
     checks = dict(limit_checks(limits, requested_rlimits(limits), LIMITS_TEXT))
-    assert checks["RLIMIT_CPU 10 s"] is True
+    assert checks["RLIMIT_CPU 10 s"] is False  # its hard limit 11 lets the command raise it
     assert checks["RLIMIT_FSIZE 256 MiB"] is True
     assert checks["RLIMIT_AS 512 MiB"] is False  # 256 MiB was applied, not 512
     assert checks["RLIMIT_CORE 0"] is True

@@ -17,6 +17,7 @@ from workbench.monitor.process import (
     ProcessTreeSampler,
     carries_tag,
     descendants,
+    process_clock,
     run_tag,
     tagged_processes,
 )
@@ -27,7 +28,7 @@ from workbench.monitor.sample import ResourceSample
 def tagged_tree() -> Iterator[subprocess.Popen[bytes]]:
     """A shell with two sleeping children, tagged as run `t-tree`."""
     env = {**os.environ, RUN_TAG_ENV: "t-tree"}
-    since = time.time() - 1
+    since = process_clock() - 0.05
     proc = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"], env=env)
     deadline = time.monotonic() + 5
     while len(descendants([proc.pid])) < 3 and time.monotonic() < deadline:
@@ -82,7 +83,7 @@ def test_sampler_reads_cpu_memory_and_count() -> None:
 
 def test_sampler_follows_a_tagged_orphan() -> None:
     assert become_subreaper()
-    since = time.time() - 1
+    since = process_clock() - 0.05
     env = {**os.environ, RUN_TAG_ENV: "t-orphan"}
     with subprocess.Popen(
         ["sh", "-c", "setsid sleep 30 & echo started"], env=env, stdout=subprocess.PIPE
@@ -116,7 +117,7 @@ def test_sampler_follows_a_tagged_orphan() -> None:
 def test_sampling_cost_report(sleepers: int) -> None:
     """Reports the CPU the sampling loop costs (the budget is 2 % of one core); asserts only
     that it kept sampling and saw the whole tree."""
-    since = time.time() - 1
+    since = process_clock() - 0.05
     script = "sleep 30 & " * sleepers + "wait"
     shell = subprocess.Popen(["sh", "-c", script], env={**os.environ, RUN_TAG_ENV: "t-cost"})
     while len(descendants([shell.pid])) < sleepers + 1:

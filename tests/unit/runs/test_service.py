@@ -109,6 +109,21 @@ def test_restore_refuses_when_the_workspace_changed_since(tmp_path: Path) -> Non
     assert not (workspace / "x").exists()
 
 
+def test_a_run_restored_once_can_be_restored_again_until_the_workspace_changes(
+    tmp_path: Path,
+) -> None:
+    workspace = _workspace(tmp_path / "ws")
+    service = _service(tmp_path)
+    done = asyncio.run(service.run_once(_plan(workspace, "touch", "x"), _ignore, CancelToken()))
+    assert restore_run(service.layout, done.record).complete
+    assert restore_run(service.layout, done.record).complete  # as the first restore left it
+    assert not (workspace / "x").exists()
+    (workspace / "later.txt").write_text("my later work\n")
+    with pytest.raises(WorkspaceError, match=r"changed after run .* later.txt \(added\)"):
+        restore_run(service.layout, done.record)
+    assert (workspace / "later.txt").exists()
+
+
 class _BrokenExecutor:
     """An executor whose start fails, to check the service's error path."""
 

@@ -32,7 +32,9 @@ from workbench.executors.docker.locality import confirm, remember, sees_files
 from workbench.executors.docker.outcome import (
     ExecEnd,
     classify,
+    exec_refusal_notes,
     sandbox_notes,
+    split_exec_refusal,
     split_exit,
     split_sandbox_report,
 )
@@ -44,13 +46,14 @@ from workbench.executors.docker.spec import (
     CONTAINER_UID,
     WORKSPACE_MOUNT,
     container_options,
+    limits_refusal,
     network_refusal,
     posture_card,
     skill_mount,
     volume_name,
 )
 from workbench.executors.inflight import InFlight, prepare_runs_dir
-from workbench.executors.process.capture import StreamCapture
+from workbench.executors.process.capture import StreamCapture, finish_logs, stream_captures
 from workbench.executors.process.outcome import format_bytes, left_behind_warnings
 from workbench.executors.process.ownership import FolderLoan, SharedLoan
 from workbench.executors.process.runner import EndedBy, first_end
@@ -64,6 +67,7 @@ from workbench.executors.types import (
     SessionSpec,
     Stream,
 )
+from workbench.executors.workspace_limit import WorkspaceWatch, bound_checks
 from workbench.monitor.process import RUN_TAG_ENV, run_tag
 from workbench.postures.description import assess
 from workbench.postures.model import Posture, PostureId, PostureWarning
@@ -105,9 +109,7 @@ class DockerExecutor:
         try:
             self._client = await asyncio.to_thread(engine_client, ENGINE_TIMEOUT_S)
             await asyncio.to_thread(reap_sessions, self._client)  # of workbenches killed mid-run
-            refusal = await asyncio.to_thread(
-                network_refusal, self.posture, self.runtime, self._client
-            )
+            refusal = await asyncio.to_thread(self._refusal, self._client)
         except EngineUnreachable as error:  # already a sentence naming the engine
             raise ExecutorError(str(error)) from error
         except DockerException as error:
@@ -170,6 +172,13 @@ class DockerExecutor:
         skill_volume = volume_name(self.session_id, "skill")
         await asyncio.to_thread(self._files.load_skill, self.posture.image, skill_volume)
 
+    def _refusal(self, client: docker.DockerClient) -> str:
+        """Why the engine cannot give this posture what it asks for ("" when it can)."""
+        cpus = int(client.info().get("NCPU") or os.cpu_count() or 1)
+        return limits_refusal(self.posture.limits, cpus) or network_refusal(
+            self.posture, self.runtime, client
+        )
+
     async def _cold_session(self, session: SessionSpec) -> DockerSession:
         assert self._client is not None
         self.session_id, self.warm = secrets.token_hex(6), False
@@ -204,6 +213,7 @@ class DockerExecutor:
         card = posture_card(self.posture, session.attrs, self.runtime)
         environment = self._spec.environment if self._spec and self._files is None else None
         card = replace(card, environment=environment.env_id if environment else "")
+        card = replace(card, checks=card.checks + bound_checks(self.posture.limits, watched=True))
         how = (
             "Warm container from the pool (never used, checked clean)"
             if self.warm
@@ -254,7 +264,7 @@ class DockerExecutor:
                     return self._error(run_id, run_dir, str(error), warnings)
             try:
                 return await self._run(
-                    self._spec, self._session, request, run_id, run_dir, sink, cancel, warnings
+                    self._spec, self._session, request, run_dir, sink, cancel, warnings
                 )
             finally:
                 if self._loan is not None:
@@ -283,20 +293,14 @@ class DockerExecutor:
         spec: SessionSpec,
         session: DockerSession,
         request: RunRequest,
-        run_id: str,
         run_dir: Path,
         sink: OutputSink,
         cancel: CancelToken,
         warnings: tuple[PostureWarning, ...],
     ) -> RunResult:
-        captures = {
-            Stream.STDOUT: StreamCapture(
-                Stream.STDOUT, request.output_cap_bytes, run_dir / "stdout.log", sink
-            ),
-            Stream.STDERR: StreamCapture(
-                Stream.STDERR, request.output_cap_bytes, run_dir / "stderr.log", sink
-            ),
-        }
+        run_id = request.run_id
+        limits = self.posture.limits
+        captures = stream_captures(run_dir, request.output_cap_bytes, limits.log_bytes, sink)
         env = {
             **request.env,
             "SKILL_DIR": skill_mount(spec),
@@ -310,19 +314,21 @@ class DockerExecutor:
             session.cgroup, self._stats, session.baseline_tasks, request.on_sample, t0
         )
         monitor = asyncio.create_task(sampler.run())
+        guard = asyncio.create_task(WorkspaceWatch(spec.workspace, limits.disk_bytes).guard())
         stream: ExecStream | None = None
         tasks: list[asyncio.Task[object]] = []
         sweep: Sweep | None = None
         reports: list[str] = []  # what runsc wrote into stderr as the sandbox stopped
+        refusals: list[str] = []  # what the runtime wrote into stdout when it could not start
         ended_by, code, failure, abandoned = EndedBy.SPAWN_ERROR, None, "", False
         try:
             stream = await session.exec(list(request.argv), env, WORKSPACE_MOUNT)
             sandbox = session.container_id if self.runtime == "runsc" else ""
-            pump = asyncio.create_task(_pump(stream, captures, t0, sandbox, reports))
+            pump = asyncio.create_task(_pump(stream, captures, t0, sandbox, (reports, refusals)))
             exited: asyncio.Task[int] = asyncio.create_task(stream.exited())
             tasks += [pump, exited]
             ended_by = await first_end(
-                exited, self.posture.limits.timeout_s, cancel, self._in_flight.shutdown
+                exited, limits.timeout_s, cancel, self._in_flight.shutdown, guard
             )
             wall = time.monotonic() - t0
             sweep = await session.sweep(tag)
@@ -351,7 +357,7 @@ class DockerExecutor:
                     sweep = await session.sweep(tag)
             if stream is not None:
                 await stream.close()
-            for task in (*tasks, monitor):
+            for task in (*tasks, monitor, guard):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, DockerException, OSError):
                     await task
@@ -367,7 +373,7 @@ class DockerExecutor:
                 self._files.bring_back, WORKSPACE_MOUNT, run_dir, say
             )
         after = session.cgroup.counters() if session.cgroup else None
-        outputs = {s: c.finish() for s, c in captures.items()}
+        outputs = dict(zip(captures, await finish_logs(captures.values()), strict=True))
         stderr = captures[Stream.STDERR]
         end = ExecEnd(
             ended_by=ended_by,
@@ -375,10 +381,12 @@ class DockerExecutor:
             before=before,
             after=after,
             output_text="\n".join(
-                (stderr.head_text, stderr.tail_text, captures[Stream.STDOUT].tail_text)
+                (stderr.head_text, stderr.tail_text, captures[Stream.STDOUT].tail_text, *refusals)
             ),
             background_killed=sweep.killed if sweep and ended_by is EndedBy.EXIT else 0,
             stderr_text="\n".join((stderr.head_text, stderr.tail_text)),
+            cpu_seconds=sampler.cpu_seconds,
+            limit_cause=guard.result() if ended_by is EndedBy.LIMIT else "",
         )
         status, cause = (
             (RunStatus.ERROR, failure)
@@ -392,7 +400,9 @@ class DockerExecutor:
                 status = RunStatus.OOM_KILLED
                 limit = format_bytes(self.posture.limits.memory_bytes)
                 cause = f"memory limit {limit} (cgroup OOM killed the container)"
-        warnings += left_behind_warnings(end.background_killed, status) + sandbox_notes(reports)
+        commands = sweep.commands if sweep else ()
+        warnings += left_behind_warnings(end.background_killed, status, commands)
+        warnings += sandbox_notes(reports) + exec_refusal_notes(refusals)
         exit_code, sig = split_exit(code)
         return RunResult(
             run_id=run_id,
@@ -431,14 +441,22 @@ async def _pump(
     captures: dict[Stream, StreamCapture],
     t0: float,
     sandbox: str,
-    reports: list[str],
+    said: tuple[list[str], list[str]],
 ) -> None:
-    """Feed the exec's output to the captures; under gVisor (`sandbox`: the container's id)
-    what runsc reports as the sandbox stops goes to `reports` instead (`docker_outcome`)."""
+    """Feed the exec's output to the captures. What the engine, not the command, wrote goes to
+    `said` instead (`docker_outcome`): under gVisor (`sandbox`: the container's id) what runsc
+    reports as the sandbox stops, to its first list; the runtime's refusal to start the
+    command, which opens stdout, to its second."""
+    reports, refusals = said
+    first = True
     async for kind, data in stream.chunks():
         if sandbox and kind is Stream.STDERR:
             data, report = split_sandbox_report(data, sandbox)
             reports += [report] if report else []
+        if first and kind is Stream.STDOUT:
+            first = False
+            data, refusal = split_exec_refusal(data)
+            refusals += [refusal] if refusal else []
         if data:
             captures[kind].feed(data, time.monotonic() - t0)
 

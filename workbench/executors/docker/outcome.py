@@ -36,6 +36,8 @@ SANDBOX_LOST = re.compile(
     rb'(?m)^waiting on pid \d+: waiting on PID \d+ in sandbox "(?P<id>[0-9a-f]+)": [^\n]*\n?\Z'
 )
 REPORT_CHARS = 300
+# What runc writes at the start of an exec's stdout when it cannot start the command.
+EXEC_REFUSAL = re.compile(rb"\AOCI runtime exec failed: [^\n]*\n?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,8 @@ class ExecEnd:
     output_text: str  # stderr (and stdout, where the runtime reports exec failures)
     background_killed: int
     stderr_text: str = ""  # the command's own complaints (a refused fork), never its stdout
+    cpu_seconds: float = 0.0  # the container's, during the run
+    limit_cause: str = ""  # ended by `EndedBy.LIMIT`: which limit, in words
 
 
 def split_exit(code: int | None) -> tuple[int | None, int | None]:
@@ -62,6 +66,8 @@ def classify(end: ExecEnd, limits: Limits, argv0: str, runtime: str) -> tuple[Ru
     """The status and cause of a finished exec on `runtime` ("runc" or "runsc")."""
     if end.ended_by is EndedBy.CANCEL:
         return RunStatus.CANCELLED, "stopped by the user"
+    if end.ended_by is EndedBy.LIMIT:
+        return RunStatus.LIMIT_EXCEEDED, end.limit_cause
     if end.ended_by is EndedBy.SHUTDOWN:
         return RunStatus.CANCELLED, "stopped because the session was closed"
     if end.ended_by is EndedBy.TIMEOUT:
@@ -114,6 +120,8 @@ def _ended(end: ExecEnd, limits: Limits, runtime: str) -> tuple[RunStatus, str]:
             "refused fork)",
         )
     code, sig = split_exit(end.exit_code)
+    if (hit := _rlimit_hit(sig, end.cpu_seconds, limits)) is not None:
+        return RunStatus.LIMIT_EXCEEDED, hit
     cause = f"killed by signal {signal_name(sig)}" if sig else f"exited with code {code}"
     if READ_ONLY_MARK in end.output_text:
         cause += " after a write to the read-only root filesystem"
@@ -123,6 +131,17 @@ def _ended(end: ExecEnd, limits: Limits, runtime: str) -> tuple[RunStatus, str]:
             "('Invalid argument' on every path): use find, Python or Node, or the docker posture"
         )
     return RunStatus.FAILED, cause
+
+
+def _rlimit_hit(sig: int | None, cpu_seconds: float, limits: Limits) -> str | None:
+    """The container's rlimit that a death by `sig` names: SIGXFSZ the file size limit,
+    SIGXCPU or a SIGKILL once the CPU time is spent (hard equals soft) the CPU limit."""
+    if sig == signal.SIGXFSZ:
+        return f"file size limit {format_bytes(limits.file_size_bytes)} (RLIMIT_FSIZE)"
+    cpu_spent = cpu_seconds >= limits.cpu_seconds - 0.5
+    if sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu_spent):
+        return f"RLIMIT_CPU {limits.cpu_seconds} s"
+    return None
 
 
 def _not_found(text: str, argv0: str, runtime: str) -> bool:
@@ -164,6 +183,22 @@ def split_sandbox_report(data: bytes, container_id: str) -> tuple[bytes, str]:
     if match is None or match["id"].decode() != container_id:
         return data, ""
     return data[: match.start()], match.group().decode(errors="replace").strip()
+
+
+def split_exec_refusal(data: bytes) -> tuple[bytes, str]:
+    """The first chunk of an exec's stdout without the runtime's refusal to start the command
+    that opens it, and that refusal ("" if none)."""
+    match = EXEC_REFUSAL.match(data)
+    if match is None:
+        return data, ""
+    return data[match.end() :], match.group().decode(errors="replace").strip()
+
+
+def exec_refusal_notes(refusals: list[str]) -> tuple[PostureWarning, ...]:
+    """The run's note of what the runtime said when it could not start the command."""
+    said = "; ".join(refusals)[:REPORT_CHARS]
+    text = f"The container runtime could not start the command: {said}"
+    return (PostureWarning(Severity.INFO, text),) if said else ()
 
 
 def sandbox_notes(reports: list[str]) -> tuple[PostureWarning, ...]:

@@ -1,9 +1,10 @@
 """One session container: start, `docker exec` with streamed output, the in-container sweep, stop.
 
 `DockerSession` creates or adopts the container, execs commands (`exec`, returning an `ExecStream`
-that hands the exec socket's output to the event loop from a thread), and `sweep`s a run: it kills
-every process carrying the run's tag and verifies none is left, from the host through the cgroup and
-pidfds where it can (runc, local engine, root), else by a second exec inside, with the supervisor's
+that hands the exec socket's output to the event loop from a thread of its own), and `sweep`s a
+run: it kills every process carrying the run's tag, and the init's orphans that carry none (`env
+-i` escapes), and verifies none is left, from the host through the cgroup and pidfds where it can
+(runc, local engine, root), else by a second exec inside (`KILL_SCRIPT`), with the supervisor's
 `kill -9 -1` when a fork bomb leaves no slot for that exec. `remove_container`, `remove_volumes`
 and `remove_leftovers` clean up. Every docker-py call goes through `asyncio.to_thread`.
 """
@@ -13,6 +14,7 @@ import contextlib
 import os
 import signal
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -29,34 +31,62 @@ from workbench.executors.docker.engine import missing_image
 from workbench.executors.docker.sampler import CgroupFiles
 from workbench.executors.docker.spec import LABEL_APP, LABEL_SESSION, SWEEP_SIGNAL
 from workbench.executors.types import Stream
-from workbench.monitor.process import carries_tag
+from workbench.monitor.process import KEEP_COMMANDS, carries_tag, command_line
 
-# Kills every process whose environment holds the run's tag ($1; busybox `grep -F` stops at
-# the NUL bytes of environ, a plain pattern does not), scanning /proc until a pass finds none
-# and could read every process it listed (a process that vanished before its environ was read
-# may have been a fork bomb's, whose children the pass's listing missed), then prints
-# "<distinct processes killed> <processes still found or not checked>".
+# Kills every process of the run, scanning /proc until two passes in a row kill none and see
+# none of the run's vanish (a process that forked and exited between a pass's listing and its
+# check leaves a child, or a zombie, the next pass finds). The run's are those whose
+# environment holds its tag ($1) and the escapees: orphans of the init (parent 1) with no run
+# tag at all (`env -i`), or whose environment is unreadable. The supervisor and this killer
+# carry the session's tag (the container's environment), a concurrent run's processes their
+# own, and an exec still starting has no parent in here, so none of these is touched. A zombie
+# still holds a process slot: a pass is not clean while the init has one to reap (its parent is
+# the init, the run's or gone); one that a concurrent run's live process holds does not count.
+# A pass reads every tag with one grep (`-a -o`: environ is NUL-separated), not one per
+# process, cheap enough for many concurrent sweeps; when it cannot start (no free process slot)
+# the killer's own tag is missing from its answer, and the pass is not clean. Prints "k
+# <command line>" for each process it killed (the line empty after the first $2), then "left
+# <processes still being killed after the last pass>".
 KILL_SCRIPT = """
-seen=; killed=0; found=1; round=0
-while [ $found -gt 0 ] && [ $round -lt 100 ]; do
+tag=$1; KEEP=$2; me=/proc/$$/environ; nl='
+'; seen=; killed=0; found=0; clean=0; round=0
+while [ $clean -lt 2 ] && [ $round -lt 100 ]; do
   found=0; round=$((round + 1))
+  tags="$(grep -aso 'WORKBENCH_RUN_ID=[-_.a-zA-Z0-9]*' /proc/[0-9]*/environ)$nl"
+  case $tags in *"$me:"*) ;; *) found=1; clean=0; sleep 0.01; continue ;; esac
   for f in /proc/[0-9]*/environ; do
     p=${f#/proc/}; p=${p%/environ}
     [ "$p" = 1 ] || [ "$p" = $$ ] && continue
-    grep -qs "$1" "$f"
-    case $? in 1) continue ;; 2) found=$((found + 1)); continue ;; esac
+    case $tags in *"$f:$tag$nl"*) ours=1 ;; *"$f:"*) ours=0 ;; *) ours= ;; esac
+    if ! read -r stat < "/proc/$p/stat" 2>/dev/null; then
+      [ "$ours" = 1 ] && found=$((found + 1))
+      continue
+    fi
+    stat=${stat##*) }; parent=${stat#? }; parent=${parent%% *}
+    if [ "${stat%% *}" = Z ]; then
+      case $parent:$tags in 1:*) ;; *"/proc/$parent/environ:$tag$nl"*) ;;
+        *"/proc/$parent/environ:"*) continue ;; esac
+      found=$((found + 1)); continue
+    fi
+    [ "$ours" = 0 ] && continue
+    [ -z "$ours" ] && [ "$parent" != 1 ] && continue
+    case " $seen " in
+      *" $p "*) kill -9 "$p" 2>/dev/null && found=$((found + 1)); continue ;;
+    esac
+    [ $killed -lt $KEEP ] && cmd=$(tr '\\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)
     kill -9 "$p" 2>/dev/null || continue
-    found=$((found + 1))
-    case " $seen " in *" $p "*) ;; *) seen="$seen $p"; killed=$((killed + 1)) ;; esac
+    found=$((found + 1)); seen="$seen $p"; killed=$((killed + 1))
+    [ $killed -le $KEEP ] || cmd=
+    echo "k $cmd"
   done
-  [ $found -gt 0 ] && sleep 0.01
+  if [ $found -gt 0 ]; then clean=0; sleep 0.01; else clean=$((clean + 1)); fi
 done
-echo "$killed $found"
+echo "left $found"
 """
 SWEEP_TRIES = 5
 SWEEP_POLL_S = 0.05
 EXIT_POLL_S = 0.05
-KILLER_TIMEOUT_S = 5.0  # an exec whose container dies may never end its stream
+KILLER_TIMEOUT_S = 15.0  # an exec whose container dies may never end its stream
 HOST_ROUNDS = 100  # passes over the cgroup's members, as the in-container killer makes
 HOST_POLL_S = 0.002
 HOST_SETTLE_S = 0.5  # how long killed processes may take to be reaped before the exec sweep
@@ -67,10 +97,12 @@ Chunk = tuple[Stream, bytes]
 
 @dataclass(frozen=True, slots=True)
 class Sweep:
-    """What a sweep did: processes of the run it killed, and how many it could not."""
+    """What a sweep did: processes of the run it killed (the first few's command lines), and
+    how many it could not."""
 
     killed: int
     leftover: int
+    commands: tuple[str, ...] = ()
 
 
 class ExecStream:
@@ -81,14 +113,18 @@ class ExecStream:
         self.exec_id = exec_id
         self._queue: asyncio.Queue[Chunk | None] = asyncio.Queue()
         self._sock: Any = None
-        self._pump: asyncio.Task[None] | None = None
+        self._pump: asyncio.Future[None] | None = None
         self._eof = asyncio.Event()
 
     async def open(self) -> None:
         """Start the exec and the thread that pumps its output into the queue."""
         self._sock = await asyncio.to_thread(self._api.exec_start, self.exec_id, socket=True)
         loop = asyncio.get_running_loop()
-        self._pump = asyncio.create_task(asyncio.to_thread(self._read, loop))
+        self._pump = loop.create_future()
+        # A thread of its own, not the loop's pool: it blocks for as long as the exec's output
+        # stays open (a background process can hold it), and 20 concurrent runs would take
+        # every thread of the pool the engine calls need.
+        threading.Thread(target=self._read, args=(loop,), name="exec-output", daemon=True).start()
 
     def _read(self, loop: asyncio.AbstractEventLoop) -> None:
         put = self._queue.put_nowait
@@ -100,7 +136,9 @@ class ExecStream:
         except (OSError, ValueError):  # the socket was shut down under us
             pass
         finally:
-            loop.call_soon_threadsafe(put, None)
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(put, None)
+                loop.call_soon_threadsafe(_resolve, self._pump)
 
     async def chunks(self) -> AsyncIterator[Chunk]:
         """Output chunks until the exec's streams close."""
@@ -237,71 +275,90 @@ class DockerSession:
         return stream
 
     async def sweep(self, tag: str) -> Sweep:
-        """Kill every process carrying `tag` in its environment, and verify none is left.
+        """Kill every process carrying `tag` in its environment and the untagged escapees
+        (`KILL_SCRIPT`), and verify none is left.
 
         When not even the killer can start (a fork bomb holds every slot of the pids limit),
-        the supervisor kills every process of the container instead, and the killer retries.
+        or it cannot kill them all, the supervisor kills every process of the container
+        instead (a concurrent run's too), and the killer retries.
         """
-        killed = 0
+        commands: list[str] = []
         if self._host is not None:
-            killed, verified = await self._host_sweep(self._host, tag.encode())
+            verified = await self._host_sweep(self._host, tag.encode(), commands)
             if verified:
-                return Sweep(killed, 0)
+                return Sweep(len(commands), 0, tuple(commands[:KEEP_COMMANDS]))
+        host_killed, killed = len(commands), 0
         for _ in range(SWEEP_TRIES):
             try:
-                output = await self.exec_text(["sh", "-c", KILL_SCRIPT, "kill", tag])
-                counts = output.split()
-                killed, left = max(killed, int(counts[-2])), int(counts[-1])
-            except (APIError, OSError, ValueError, IndexError):
-                left = -1
-            if left == 0:
-                return Sweep(killed, 0)
-            if not await self.running():  # a container that stopped holds no process
-                return Sweep(killed, 0)
+                output, ended = await self.exec_text(
+                    ["sh", "-c", KILL_SCRIPT, "kill", tag, str(KEEP_COMMANDS)]
+                )
+            except (APIError, OSError):
+                output, ended = "", True
+            lines = output.splitlines()
+            kills = [line[2:].strip() for line in lines if line.startswith("k ")]
+            killed, commands = killed + len(kills), commands + [c for c in kills if c]
+            left = next((int(line[5:]) for line in lines if line.startswith("left ")), -1)
+            if left == 0 or not await self.running():  # a stopped container holds no process
+                break
+            if not ended:  # slow (a loaded machine), not refused: try again, and never with
+                continue  # the supervisor's kill of everything, a concurrent run's too
             with contextlib.suppress(APIError):
                 await asyncio.to_thread(self.api.kill, self.container_id, SWEEP_SIGNAL)
             await asyncio.sleep(SWEEP_POLL_S)
-        return Sweep(killed, max(left, 1))
+        shown = tuple(dict.fromkeys(commands))[:KEEP_COMMANDS]
+        return Sweep(host_killed + killed, 0 if left == 0 else max(left, 1), shown)
 
-    async def _host_sweep(self, cgroup: CgroupFiles, tag: bytes) -> tuple[int, bool]:
-        """Kill the run's processes by host pid: (how many were killed, verified none is left).
+    async def _host_sweep(self, cgroup: CgroupFiles, tag: bytes, commands: list[str]) -> bool:
+        """Kill the run's processes by host pid, adding each one's command line to `commands`;
+        True when verified that none is left.
 
         Not verified when the task count does not come back to the idle session's (a process
-        without the tag, one still being reaped past the bound) or the files cannot be read.
+        without the tag, such as an escapee, one still being reaped past the bound) or the
+        files cannot be read.
         """
-        killed: set[int] = set()
+        killed: dict[int, str] = {}
         try:
             for _ in range(HOST_ROUNDS):
                 found = [pid for pid in cgroup.processes() if carries_tag(pid, tag)]
                 if not found:
                     break
-                killed.update(pid for pid in found if _kill_tagged(pid, tag))
+                for pid in found:
+                    if pid not in killed and (command := _kill_tagged(pid, tag)) is not None:
+                        killed[pid] = command
                 await asyncio.sleep(HOST_POLL_S)
             else:  # still finding some after every pass (a fork bomb outruns the passes)
-                return len(killed), False
+                return False
             deadline = time.monotonic() + HOST_SETTLE_S
             while cgroup.tasks() != self.baseline_tasks:
                 if time.monotonic() > deadline or not any(map(_exists, killed)):
-                    return len(killed), False  # what is left is not the run's, or is slow
+                    return False  # what is left is not the run's, or is slow
                 await asyncio.sleep(HOST_POLL_S)
         except (OSError, ValueError):
-            return len(killed), False
-        return len(killed), True
+            return False
+        finally:
+            commands += killed.values()
+        return True
 
-    async def exec_text(self, argv: list[str]) -> str:
-        """Run `argv` in the container to its end and return its stdout (bounded in time)."""
+    async def exec_text(self, argv: list[str]) -> tuple[str, bool]:
+        """Run `argv` in the container and return its stdout, and whether its output ended
+        within `KILLER_TIMEOUT_S` (else what came until then)."""
         created = await asyncio.to_thread(self.api.exec_create, self.container_id, argv)
         stream = ExecStream(self.api, str(created["Id"]))
         await stream.open()
         out = bytearray()
+        ended = False
         try:
             async with asyncio.timeout(KILLER_TIMEOUT_S):
                 async for kind, data in stream.chunks():
                     if kind is Stream.STDOUT:
                         out += data
+                ended = True
+        except TimeoutError:
+            pass
         finally:
             await stream.close()
-        return out.decode(errors="replace")
+        return out.decode(errors="replace"), ended
 
     async def recycle(self) -> None:
         """Replace a container that stopped (or was removed) by a fresh one."""
@@ -319,21 +376,28 @@ class DockerSession:
             )
 
 
-def _kill_tagged(pid: int, tag: bytes) -> bool:
-    """SIGKILL `pid` if it still carries `tag` (checked through a pidfd: never a reused pid)."""
+def _resolve(future: "asyncio.Future[None] | None") -> None:
+    if future is not None and not future.done():
+        future.set_result(None)
+
+
+def _kill_tagged(pid: int, tag: bytes) -> str | None:
+    """SIGKILL `pid` if it still carries `tag` (checked through a pidfd: never a reused pid);
+    its command line, or None when it was not killed."""
     try:
         fd = os.pidfd_open(pid)
     except OSError:  # already gone
-        return False
+        return None
     try:
         if not carries_tag(pid, tag):
-            return False
+            return None
+        command = command_line(pid)
         signal.pidfd_send_signal(fd, signal.SIGKILL)
     except OSError:
-        return False
+        return None
     finally:
         os.close(fd)
-    return True
+    return command
 
 
 def _exists(pid: int) -> bool:

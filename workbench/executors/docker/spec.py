@@ -10,7 +10,7 @@ owns (named after it, labelled with it), which `remote` fills and empties, and n
 mounted. `posture_card()` reads the container's inspect data back into a CIS-style checklist of
 (control, held) pairs, so the card shows what the engine applied, not what was asked for, and
 where the engine is ("Engine on this machine" / "Remote engine: files are copied"). The process
-limit is the pids cgroup under runc and RLIMIT_NPROC under gVisor (`_process_limit`).
+limit is the pids cgroup under runc and RLIMIT_NPROC under gVisor (`ulimits`).
 `network_refusal()` says when the engine's runtime cannot give the network a posture asks for.
 """
 
@@ -22,8 +22,10 @@ import docker
 from docker.types import Mount
 
 from workbench.executors.availability import EngineRuntimes, network_off
+from workbench.executors.process.outcome import format_bytes
 from workbench.executors.types import PostureCard, SessionSpec
-from workbench.postures.model import MIB, Network, Posture
+from workbench.monitor.process import RUN_TAG_ENV
+from workbench.postures.model import MIB, Limits, Network, Posture
 
 LABEL_APP = "org.skill-workbench"
 LABEL_SESSION = "org.skill-workbench.session"
@@ -33,7 +35,13 @@ WORKSPACE_MOUNT = "/workspace"
 ENVIRONMENT_MOUNT = PurePosixPath("/opt/skill-env")
 TMPFS_OPTIONS = "rw,nosuid,nodev,size=64m"
 CONTAINER_UID = 1000
+MIN_MEMORY_BYTES = 6 * MIB  # Docker refuses less (and so does Podman)
+MIN_CPUS = 0.01
 NPROC = "nproc"
+# Under runc RLIMIT_NPROC counts the uid's processes on the whole host, so the pids cgroup is
+# the container's process limit; but Podman, given any ulimit, fills in an RLIMIT_NPROC of
+# 1048576, which hosts that cap it refuse: a roomy one is given instead.
+RUNC_NPROC = 4096
 RUNSC_PROCESS_LIMIT = "RLIMIT_NPROC inside gVisor"
 ENGINE_SOCKETS = ("docker.sock", "podman.sock")
 LOCAL = "Engine on this machine"
@@ -59,6 +67,7 @@ SUPERVISOR_SCRIPT = (
     'while :; do command eval "sleep 3600 &" 2>/dev/null && wait; done'
 )
 SWEEP_SIGNAL = "SIGUSR1"
+SESSION_TAG = "session"
 
 
 def skill_mount(session: SessionSpec) -> str:
@@ -95,7 +104,12 @@ def container_options(
     environment = None if copied else session.environment
     return {
         "image": environment.image if environment and environment.image else posture.image,
-        "environment": environment.variables(ENVIRONMENT_MOUNT, {}) if environment else {},
+        # The supervisor's tag, which every exec overrides with its own: the sweep kills the
+        # untagged orphans of the init (`env -i` escapees) and spares the session's processes.
+        "environment": {
+            RUN_TAG_ENV: SESSION_TAG,
+            **(environment.variables(ENVIRONMENT_MOUNT, {}) if environment else {}),
+        },
         "command": ["sh", "-c", SUPERVISOR_SCRIPT, SUPERVISOR_NAME],
         "init": True,
         "runtime": runtime,
@@ -105,7 +119,8 @@ def container_options(
         "mem_limit": limits.memory_bytes,
         "memswap_limit": limits.memory_bytes,
         "nano_cpus": int(limits.cpus * 1e9),
-        **_process_limit(limits.pids, runtime),
+        "ulimits": ulimits(limits, runtime),
+        **({} if runtime == "runsc" else {"pids_limit": limits.pids}),
         "read_only": True,
         "tmpfs": {"/tmp": TMPFS_OPTIONS},
         "security_opt": ["no-new-privileges"],
@@ -137,8 +152,9 @@ def _folders(
     return {"volumes": list(posture.extra_mounts), "mounts": mounts}
 
 
-def _process_limit(pids: int, runtime: str) -> dict[str, Any]:
-    """The engine option that bounds the container's processes on `runtime`.
+def ulimits(limits: Limits, runtime: str) -> list[dict[str, Any]]:
+    """The rlimits of every process in the container, hard equal to soft (the command cannot
+    raise them): open files, file size, CPU seconds and, under gVisor, the process limit.
 
     Under gVisor the host's pids cgroup counts the sandbox's own threads, not the command's
     processes: a limit there starves the sandbox (it dies, or never starts below ~64). gVisor's
@@ -146,9 +162,35 @@ def _process_limit(pids: int, runtime: str) -> dict[str, Any]:
     no capabilities; `docker exec` processes inherit it. Under runc RLIMIT_NPROC would count
     the uid's processes on the whole host, so there the pids cgroup does it.
     """
-    if runtime == "runsc":
-        return {"ulimits": [{"name": NPROC, "soft": pids, "hard": pids}]}
-    return {"pids_limit": pids}
+    return [
+        {"name": name, "soft": value, "hard": value}
+        for name, value in _rlimits(limits, runtime).items()
+    ]
+
+
+def _rlimits(limits: Limits, runtime: str) -> dict[str, int]:
+    """The container's rlimits by the engine's name of each."""
+    rlimits = {
+        "nofile": limits.open_files,
+        "fsize": limits.file_size_bytes,
+        "cpu": limits.cpu_seconds,
+    }
+    return rlimits | {NPROC: limits.pids if runtime == "runsc" else RUNC_NPROC}
+
+
+def limits_refusal(limits: Limits, engine_cpus: int) -> str:
+    """Why the engine would refuse `limits` (its own words are an HTTP error), or ""."""
+    if limits.memory_bytes < MIN_MEMORY_BYTES:
+        return (
+            f"The memory limit {format_bytes(limits.memory_bytes)} is below "
+            f"{format_bytes(MIN_MEMORY_BYTES)}, the least a container can start with; raise it."
+        )
+    if not MIN_CPUS <= limits.cpus <= max(engine_cpus, MIN_CPUS):
+        return (
+            f"The CPU limit {limits.cpus:g} is outside what the engine can give: from "
+            f"{MIN_CPUS:g} to {engine_cpus} (its machine's CPUs)."
+        )
+    return ""
 
 
 def network_refusal(posture: Posture, runtime: str, client: docker.DockerClient) -> str:
@@ -201,6 +243,7 @@ def posture_card(posture: Posture, attrs: dict[str, Any], runtime: str) -> Postu
         ),
         (_cpu_label(nano_cpus / 1e9), nano_cpus == int(limits.cpus * 1e9)),
         _pids_check(host, limits.pids, runtime),
+        *_ulimit_checks(host, limits),
         ("Network off" if network == "none" else f"Network off (is {network})", network == "none"),
         (
             "No new privileges (set-uid programs gain nothing)",
@@ -249,11 +292,30 @@ def _runtime_check(applied: str, asked: str) -> tuple[str, bool]:
     return f"Runtime {applied}", applied == asked
 
 
+def _ulimit_checks(host: dict[str, Any], limits: Limits) -> list[tuple[str, bool]]:
+    """One check per rlimit of the container but the process one: held when soft and hard
+    both are the value asked."""
+    applied = _applied_ulimits(host)
+    labels = {
+        "nofile": f"Open files limit {limits.open_files} (RLIMIT_NOFILE)",
+        "fsize": f"File size limit {format_bytes(limits.file_size_bytes)} (RLIMIT_FSIZE)",
+        "cpu": f"CPU time limit {limits.cpu_seconds} s (RLIMIT_CPU)",
+    }
+    wanted = _rlimits(limits, "runc")
+    return [(label, applied.get(name) == (wanted[name],) * 2) for name, label in labels.items()]
+
+
+def _applied_ulimits(host: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """(soft, hard) by the engine's name of each rlimit (Podman says "RLIMIT_NOFILE")."""
+    return {
+        str(u.get("Name")).lower().removeprefix("rlimit_"): (u.get("Soft"), u.get("Hard"))
+        for u in host.get("Ulimits") or []
+    }
+
+
 def _pids_check(host: dict[str, Any], asked: int, runtime: str) -> tuple[str, bool]:
     if runtime == "runsc":
-        ulimits = host.get("Ulimits") or []
-        nproc: dict[str, Any] = next((u for u in ulimits if u.get("Name") == NPROC), {})
-        soft, hard = int(nproc.get("Soft") or 0), int(nproc.get("Hard") or 0)
+        soft, hard = (int(value or 0) for value in _applied_ulimits(host).get(NPROC, (0, 0)))
         return f"Process limit {hard} ({RUNSC_PROCESS_LIMIT})", 0 < soft <= hard <= asked
     applied = int(host.get("PidsLimit") or 0)
     return f"Process limit {applied}", 0 < applied <= asked

@@ -33,16 +33,23 @@ def format_bytes(n: int) -> str:
     return f"{n / 1024:g} KiB" if n >= 1024 else f"{n} byte" + ("s" if n != 1 else "")
 
 
-def left_behind_warnings(killed: int, status: RunStatus) -> tuple[PostureWarning, ...]:
-    """The caution for an `ok` run that left `killed` background processes (now killed)."""
+def left_behind_warnings(
+    killed: int, status: RunStatus, commands: tuple[str, ...] = ()
+) -> tuple[PostureWarning, ...]:
+    """The caution for an `ok` run that left `killed` background processes (now killed), with
+    the command lines of the first few."""
     if not killed or status is not RunStatus.OK:
         return ()
-    return (
-        PostureWarning(
-            Severity.CAUTION,
-            f"The command left {killed} background process(es) running; the workbench killed them.",
-        ),
-    )
+    text = f"The command left {killed} background process(es) running; the workbench killed them"
+    shown = [f"'{_shorter(command)}'" for command in commands if command]
+    text += f": {', '.join(shown)}." if shown else "."
+    return (PostureWarning(Severity.CAUTION, text),)
+
+
+def _shorter(command: str, chars: int = 80) -> str:
+    """`command` on one printable line of at most `chars` characters (it is the skill's)."""
+    command = "".join(c if c.isprintable() else "?" for c in command)
+    return command if len(command) <= chars else command[: chars - 3] + "..."
 
 
 def signal_name(sig: int) -> str:

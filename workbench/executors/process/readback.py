@@ -27,12 +27,12 @@ _ROW = re.compile(r"^(Max [a-z ]+?)\s{2,}(\S+)\s+(\S+)", re.MULTILINE)
 
 
 def requested_rlimits(limits: Limits, extra_processes: int = 0) -> dict[str, tuple[int, int]]:
-    """(soft, hard) per rlimit. The CPU hard limit is one second above the soft one, so the
-    command gets SIGXCPU first. `extra_processes` raises RLIMIT_NPROC by what the uid already
-    runs (it counts every process of the uid, not of the run)."""
+    """(soft, hard) per rlimit, hard equal to soft so the command cannot raise any (at the CPU
+    limit the kernel sends SIGKILL). `extra_processes` raises RLIMIT_NPROC by what the uid
+    already runs (it counts every process of the uid, not of the run)."""
     nproc = limits.pids + extra_processes
     return {
-        "CPU": (limits.cpu_seconds, limits.cpu_seconds + 1),
+        "CPU": (limits.cpu_seconds, limits.cpu_seconds),
         "AS": (limits.memory_bytes, limits.memory_bytes),
         "NPROC": (nproc, nproc),
         "NOFILE": (limits.open_files, limits.open_files),
@@ -96,9 +96,10 @@ def parse_status(text: str) -> dict[str, str]:
 def limit_checks(
     limits: Limits, requested: dict[str, tuple[int, int]], limits_text: str
 ) -> list[tuple[str, bool]]:
-    """One (label, held) pair per rlimit: held when the soft limit read back is the one asked."""
+    """One (label, held) pair per rlimit: held when the soft and hard limits read back are the
+    ones asked."""
     applied = parse_limits(limits_text)
     return [
-        (limit_label(name, limits), applied.get(PROC_LIMIT_ROWS[name], (None, None))[0] == soft)
-        for name, (soft, _) in requested.items()
+        (limit_label(name, limits), applied.get(PROC_LIMIT_ROWS[name]) == wanted)
+        for name, wanted in requested.items()
     ]

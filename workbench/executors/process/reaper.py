@@ -10,6 +10,7 @@ namespace, whose orphans go to its own init) is its root's tree alone: no scan b
 
 import asyncio
 import contextlib
+import itertools
 import os
 import signal
 import sys
@@ -21,9 +22,11 @@ import psutil
 
 from workbench.executors.hardened.limits_exec import PR_SET_CHILD_SUBREAPER, prctl
 from workbench.monitor.process import (
+    KEEP_COMMANDS,
     RUN_TAG_ENV,
     alive,
     carries_tag,
+    command_line,
     descendants,
     proc_children,
     tagged_processes,
@@ -47,17 +50,19 @@ class RunScope:
     """How to recognise one run's processes: its tag, when it began, and its own uid if any."""
 
     tag: bytes
-    since: float  # epoch seconds, a little before the root was spawned
+    since: float  # `process_clock()` a little before the root was spawned
     uid: int | None = None  # a uid only this session's runs use (hardened as root)
     contained: bool = False  # nothing of the run leaves the root's tree (a PID namespace)
 
 
 @dataclass(frozen=True, slots=True)
 class KillReport:
-    """What `kill_run()` did: how many processes it signalled, how many survived it."""
+    """What `kill_run()` did: how many processes it signalled (the first few's command lines,
+    the root's aside), how many survived it."""
 
     signalled: int
     leftover: int
+    commands: tuple[str, ...] = ()
 
 
 def become_subreaper() -> bool:
@@ -222,6 +227,7 @@ async def kill_run(
     seen = tuple(seen)
     signalled: set[int] = set()
     victims = collect(root, scope, seen, full_scan=True)
+    commands = _commands(victims.keys() - {root.pid if root else 0}, KEEP_COMMANDS)
     _signal(victims.values(), signal.SIGTERM)
     signalled |= victims.keys()
     deadline = time.monotonic() + grace_s
@@ -229,6 +235,7 @@ async def kill_run(
         await asyncio.sleep(_POLL_S)
         victims = collect(root, scope, victims.values(), full_scan=False)
         fresh = victims.keys() - signalled
+        commands += _commands(fresh, KEEP_COMMANDS - len(commands))
         _signal((victims[pid] for pid in fresh), signal.SIGTERM)
         signalled |= fresh
     for _ in range(_KILL_ROUNDS):
@@ -239,7 +246,13 @@ async def kill_run(
         await asyncio.sleep(_POLL_S / 2)
     reap_orphans(scope.since)
     leftover = collect(root, scope, seen, full_scan=True)
-    return KillReport(signalled=len(signalled), leftover=len(leftover))
+    shown = tuple(command for command in commands if command)[:KEEP_COMMANDS]
+    return KillReport(signalled=len(signalled), leftover=len(leftover), commands=shown)
+
+
+def _commands(pids: Iterable[int], most: int) -> list[str]:
+    """The command lines of up to `most` of `pids`."""
+    return [command_line(pid) for pid in itertools.islice(pids, max(0, most))]
 
 
 def _kill_round(

@@ -18,7 +18,7 @@ from typing import Any
 
 import psutil
 
-from workbench.executors.process.capture import StreamCapture
+from workbench.executors.process.capture import StreamCapture, finish_logs, stream_captures
 from workbench.executors.process.reaper import (
     KillReport,
     RunScope,
@@ -40,6 +40,7 @@ from workbench.executors.process.spawned import (
 from workbench.executors.types import CancelToken, CapturedOutput, OutputSink, Stream
 from workbench.monitor.process import ProcessTreeSampler, alive
 from workbench.monitor.sample import ResourceSample
+from workbench.postures.model import DEFAULT_LIMITS
 
 __all__ = [
     "EndedBy",
@@ -92,19 +93,24 @@ async def first_end(
     timeout_s: float,
     cancel: CancelToken,
     shutdown: asyncio.Event,
+    limit: "asyncio.Future[str] | None" = None,
 ) -> EndedBy:
-    """What ends a run first: its exit, the timeout, Stop, or the executor shutting down."""
+    """What ends a run first: its exit, the timeout, Stop, the executor shutting down, or a
+    watched limit (`limit` resolves to its cause)."""
     timer = asyncio.create_task(asyncio.sleep(timeout_s))
     stopped = asyncio.create_task(cancel.wait())
     closing = asyncio.create_task(shutdown.wait())
     try:
         waiters: set[asyncio.Future[Any]] = {exited, timer, stopped, closing}
+        waiters |= {limit} if limit is not None else set()
         await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for task in (timer, stopped, closing):
             task.cancel()
     if exited.done():
         return EndedBy.EXIT
+    if limit is not None and limit.done():
+        return EndedBy.LIMIT
     if stopped.done():
         return EndedBy.CANCEL
     if shutdown.is_set():
@@ -116,8 +122,9 @@ async def first_end(
 class RunSettings:
     """What one run is supervised with: where its output goes and what may end it.
 
-    The output is capped at `cap_bytes` a stream, spooled to `run_dir` and sent to `sink`;
-    `on_sample` receives each resource sample, `on_spawned` the root's pid once it exists.
+    The output is capped at `cap_bytes` a stream in memory and `log_cap_bytes` on disk, spooled
+    to `run_dir` and sent to `sink`; `on_sample` receives each resource sample, `on_spawned` the
+    root's pid once it exists.
     `guard`, given the root's pid, watches a limit the posture enforces itself and returns the
     cause when that limit is crossed, which ends the run (`EndedBy.LIMIT`).
     """
@@ -128,17 +135,15 @@ class RunSettings:
     sink: OutputSink
     cancel: CancelToken
     shutdown: asyncio.Event
+    log_cap_bytes: int = DEFAULT_LIMITS.log_bytes
     on_sample: Callable[[ResourceSample], None] | None = None
     on_spawned: Callable[[int], Coroutine[Any, Any, None]] | None = None
     guard: Callable[[int], Coroutine[Any, Any, str]] | None = None
 
     def captures(self) -> dict[int, StreamCapture]:
         """The run's stdout and stderr captures, by file descriptor."""
-        cap, folder, sink = self.cap_bytes, self.run_dir, self.sink
-        return {
-            1: StreamCapture(Stream.STDOUT, cap, folder / "stdout.log", sink),
-            2: StreamCapture(Stream.STDERR, cap, folder / "stderr.log", sink),
-        }
+        captures = stream_captures(self.run_dir, self.cap_bytes, self.log_cap_bytes, self.sink)
+        return {1: captures[Stream.STDOUT], 2: captures[Stream.STDERR]}
 
 
 async def run_process(launch: Launch, settings: RunSettings, run_id: str) -> ProcessOutcome:
@@ -179,11 +184,11 @@ async def supervise(
     guard = asyncio.create_task(settings.guard(spawned.pid)) if settings.guard else None
     kill: KillReport | None = None
     kept = False
-    end = _first_of(pipes.exited, finished, guard)
+    end = _first_of(pipes.exited, finished)
     try:
-        ended_by = await first_end(end, settings.timeout_s, settings.cancel, settings.shutdown)
-        if ended_by is EndedBy.EXIT and guard and guard.done() and not pipes.exited.done():
-            ended_by = EndedBy.LIMIT
+        ended_by = await first_end(
+            end, settings.timeout_s, settings.cancel, settings.shutdown, guard
+        )
         if ended_by is EndedBy.EXIT and not pipes.exited.done():  # `finished`: done, alive
             ended_at = loop.time()
             kept = _alone(root, scope, sampler.seen.values())
@@ -219,6 +224,7 @@ async def supervise(
     if not kept:
         ended_at = pipes.exited.result() if pipes.exited.done() else loop.time()
     rc = None if kept else spawned.transport.get_returncode()
+    await finish_logs(captures.values())
     outcome = _outcome(captures, ended_by, rc, "", ended_at - t0, sampler, kill)
     limit_cause = guard.result() if ended_by is EndedBy.LIMIT and guard is not None else ""
     return replace(outcome, kept=kept, limit_cause=limit_cause)

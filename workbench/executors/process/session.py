@@ -35,6 +35,7 @@ from workbench.executors.types import (
     RunStatus,
     SessionSpec,
 )
+from workbench.executors.workspace_limit import WorkspaceWatch, bound_checks
 from workbench.postures.description import assess
 from workbench.postures.model import Limits, Posture, PostureWarning
 
@@ -70,7 +71,8 @@ class PreparedRun:
     finished: "asyncio.Future[None] | None" = None
     outcome: ProcessOutcome | None = None  # set before `close()` when the run got one
     notes: tuple[PostureWarning, ...] = ()  # what `close()` has to tell about the run
-    guard: Callable[[int], Coroutine[Any, Any, str]] | None = None  # see `RunSettings.guard`
+    # See `RunSettings.guard`; without one, the workspace is watched (`WorkspaceWatch`).
+    guard: Callable[[int], Coroutine[Any, Any, str]] | None = None
 
     def __init__(self, launch: Launch, card: PostureCard, limits: Limits | None) -> None:
         self.launch = launch
@@ -124,16 +126,19 @@ class SubprocessExecutor(ABC):
         if isinstance(prepared, str):
             card = PostureCard(self.posture)
             return RunResult.not_run(context.run_id, context.run_dir, prepared, card, warnings)
+        limits = self.posture.limits
+        workspace = WorkspaceWatch(context.session.workspace, limits.disk_bytes)
         settings = RunSettings(
             run_dir=context.run_dir,
-            timeout_s=self.posture.limits.timeout_s,
+            timeout_s=limits.timeout_s,
             cap_bytes=request.output_cap_bytes,
             sink=sink,
             cancel=cancel,
             shutdown=self._in_flight.shutdown,
+            log_cap_bytes=limits.log_bytes,
             on_sample=request.on_sample,
             on_spawned=prepared.on_spawned,
-            guard=prepared.guard,
+            guard=prepared.guard or workspace.guard,
         )
         try:
             if prepared.adopt is None:
@@ -165,10 +170,13 @@ class SubprocessExecutor(ABC):
         outcome: ProcessOutcome,
         warnings: tuple[PostureWarning, ...],
     ) -> RunResult:
-        status, cause = classify(outcome, self.posture.limits.timeout_s, prepared.limits)
+        limits = self.posture.limits
+        bounds = bound_checks(limits, watched=prepared.guard is None)
+        status, cause = classify(outcome, limits.timeout_s, prepared.limits)
         if launch_error := prepared.launch_error():
             status, cause = RunStatus.ERROR, launch_error
-        warnings += left_behind_warnings(outcome.kill.signalled, status) + prepared.notes
+        kill = outcome.kill
+        warnings += left_behind_warnings(kill.signalled, status, kill.commands) + prepared.notes
         rc = outcome.returncode
         environment = context.session.environment
         card = replace(prepared.card, environment=environment.env_id if environment else "")
@@ -184,7 +192,7 @@ class SubprocessExecutor(ABC):
             peak_processes=outcome.peak_processes,
             stdout=outcome.stdout,
             stderr=outcome.stderr,
-            card=card,
+            card=replace(card, checks=card.checks + bounds),
             warnings=warnings,
             leftover_processes=outcome.kill.leftover,
             samples=outcome.samples,

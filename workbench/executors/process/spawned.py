@@ -28,7 +28,7 @@ from workbench.executors.process.reaper import (
     track_root,
     untrack_root,
 )
-from workbench.monitor.process import RUN_TAG_ENV, run_tag
+from workbench.monitor.process import RUN_TAG_ENV, process_clock, run_tag
 
 EXIT_WAIT_S = 5.0  # after the kill, how long the root may take to be reaped
 PIPE_DRAIN_S = 1.0  # after the root exited and leftovers were killed, for the pipes to close
@@ -138,7 +138,7 @@ async def spawn(launch: Launch, tag_id: str) -> Spawned | str:
     """Spawn `launch` tagged `tag_id` (new session, stdin from /dev/null, output to pipes held
     until a run adopts it); or a sentence saying why it could not start."""
     loop = asyncio.get_running_loop()
-    since, spawned_at = time.time() - 0.05, loop.time()
+    since, spawned_at = process_clock() - 0.05, loop.time()
     switch: dict[str, Any] = {}
     if launch.user is not None:
         switch = {"user": launch.user, "group": launch.user, "extra_groups": []}

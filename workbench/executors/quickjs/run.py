@@ -42,11 +42,12 @@ FETCH_MAX_CALLS = 100  # per run
 
 
 def worker_rlimits(limits: Limits) -> dict[str, tuple[int, int]]:
-    """The rlimits the worker applies to itself, as {name: (soft, hard)}."""
+    """The rlimits the worker applies to itself, as {name: (soft, hard)}: hard equal to soft,
+    so the script cannot raise any (a reused warm worker's CPU hard limit covers its runs)."""
     address_space = limits.memory_bytes + ADDRESS_SPACE_HEADROOM
     return {
         "AS": (address_space, address_space),
-        "CPU": (limits.cpu_seconds, limits.cpu_seconds + 1),
+        "CPU": (limits.cpu_seconds, limits.cpu_seconds),
         "NPROC": (0, 0),
         "NOFILE": (OPEN_FILES, OPEN_FILES),
         "FSIZE": (limits.file_size_bytes, limits.file_size_bytes),
@@ -68,16 +69,16 @@ def fetch_checks(hosts: tuple[str, ...]) -> list[tuple[str, bool]]:
 def limit_checks(
     proc_limits: str, wanted: dict[str, tuple[int, int]], cpu_base: int = 0
 ) -> list[tuple[str, bool]]:
-    """Pair each wanted rlimit with whether `/proc/PID/limits` shows it applied.
+    """Pair each wanted rlimit with whether `/proc/PID/limits` shows it applied, soft and hard.
 
     `cpu_base`: CPU seconds a warm worker had used before the run, which its CPU limit adds.
     """
     rows = parse_limits(proc_limits)
     checks = []
-    for name, (soft, _) in wanted.items():
+    for name, (soft, hard) in wanted.items():
         shown = soft - cpu_base if name == "CPU" else soft
         label = f"RLIMIT_{name} " + (format_bytes(soft) if name in ("AS", "FSIZE") else str(shown))
-        held = rows.get(PROC_LIMIT_ROWS[name], (None,))[0] == soft
+        held = rows.get(PROC_LIMIT_ROWS[name]) == (soft, hard)
         if name == "CPU":
             label += " s" + (f" (at {soft} s of the worker's CPU time)" if cpu_base else "")
         checks.append((label, held))

@@ -5,7 +5,8 @@ workbench.executors.quickjs.worker.serve SPEC`, it imports the engine, says `wai
 until the app sends a run with the workspace folder and the script as descriptors (`receive`);
 `serve_one` then does what a cold worker does (switch uid, rlimits, `ready`, a fresh context,
 `result`). A reused worker (`max_runs` above 1) serves further runs for the same uid only, with its
-CPU limit moved forward per run (`limit_cpu`), and exits after any run that did not end `ok` or with
+CPU limit moved forward per run (`limit_cpu`; a one-shot worker's hard limit is its soft
+one), and exits after any run that did not end `ok` or with
 a JavaScript error.
 """
 
@@ -67,7 +68,7 @@ def limit_cpu(budget: tuple[int, int], first: bool, max_runs: int) -> list[int] 
     base = math.ceil(cpu_used())
     soft, hard = budget
     hard_limit = base + hard * max_runs if first else resource.getrlimit(resource.RLIMIT_CPU)[1]
-    if base + soft >= hard_limit:
+    if base + soft > hard_limit:
         return "this reused worker has used up its CPU time; run again for a fresh one"
     resource.setrlimit(resource.RLIMIT_CPU, (base + soft, hard_limit))
     return [base + soft, hard_limit]

@@ -1,0 +1,87 @@
+"""The disk limit where no posture counts writes: what one run adds to its workspace, watched.
+
+No kernel control bounds a folder's size without a quota or a filesystem of its own, which a
+user's folder seldom has, so `WorkspaceWatch.guard` (a run's guard, see `RunSettings.guard`)
+measures the workspace while the run goes on: once as it starts, then again after each pause
+(a tenth of a second at least, and long enough that walking takes at most 5% of a core), and
+returns the run's cause once the run has added more than the limit. Between two walks a fast
+writer can pass the limit by what it writes meanwhile (RLIMIT_FSIZE still caps each file under
+hardened, docker and gvisor). Sizes are apparent sizes (a sparse file counts in full, as a copy
+or a snapshot would read it); links are not followed.
+"""
+
+import asyncio
+import os
+import stat
+import threading
+import time
+from pathlib import Path
+
+from workbench.executors.process.outcome import format_bytes
+from workbench.postures.model import Limits
+
+MIN_PAUSE_S = 0.1
+WALK_SHARE = 0.05  # at most this share of one core goes to walking the workspace
+
+
+def tree_bytes(root: Path, stop: threading.Event | None = None) -> int:
+    """The apparent size of the regular files under `root` (links not followed); stops early,
+    returning what it counted, once `stop` is set."""
+    total = 0
+    folders = [str(root)]
+    while folders and not (stop is not None and stop.is_set()):
+        try:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        folders.append(entry.path)
+                    elif stat.S_ISREG(st.st_mode):
+                        total += st.st_size
+        except OSError:
+            continue
+    return total
+
+
+def bound_checks(limits: Limits, watched: bool) -> tuple[tuple[str, bool], ...]:
+    """The card's lines for the disk bounds the workbench keeps itself (so they hold): the
+    logs' cap, and the workspace size limit where it is `watched`."""
+    logs = (
+        f"Run logs capped at {format_bytes(limits.log_bytes)} per stream on disk (their first "
+        "and last halves kept)"
+    )
+    workspace = (
+        f"Workspace size limit {format_bytes(limits.disk_bytes)} added per run (watched during "
+        "the run, which is stopped past it; no kernel quota)"
+    )
+    return ((workspace, True),) * watched + ((logs, True),)
+
+
+class WorkspaceWatch:
+    """Watches how much a run adds to the workspace at `root` (see the module docstring)."""
+
+    def __init__(self, root: Path, limit_bytes: int) -> None:
+        self.root = root
+        self.limit_bytes = limit_bytes
+
+    async def guard(self, pid: int = 0) -> str:
+        """Walk the workspace until the run has added more than the limit; the run's cause."""
+        del pid  # the workspace is the run's, whichever process writes it
+        stop = threading.Event()  # a walk still going in its thread ends soon
+        try:
+            started = time.monotonic()
+            base = await asyncio.to_thread(tree_bytes, self.root, stop)
+            while True:
+                await asyncio.sleep(max(MIN_PAUSE_S, (time.monotonic() - started) / WALK_SHARE))
+                started = time.monotonic()
+                added = await asyncio.to_thread(tree_bytes, self.root, stop) - base
+                if added > self.limit_bytes:
+                    return (
+                        f"workspace size limit {format_bytes(self.limit_bytes)}: the run added "
+                        f"{format_bytes(added)} to the workspace"
+                    )
+        finally:
+            stop.set()
