@@ -29,6 +29,7 @@ from workbench.executors.availability import probe_availability
 from workbench.executors.types import CancelToken, RunResult, RunStatus, SkillEnvironment
 from workbench.platform.paths import APP_NAME
 from workbench.postures.model import Posture, PostureId
+from workbench.runs.diagnosis import Kind
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.service import RunPlan, RunService
@@ -108,9 +109,19 @@ def test_without_its_environment_a_run_says_what_it_lacks(
 ) -> None:
     done = run(built, Posture(PostureId.DOCKER), PYTHON_PROBE, None)
     assert done.result.status is RunStatus.FAILED
-    assert "the script imports six, which this environment lacks: add six" in done.result.cause
-    assert done.record.cause == done.result.cause
-    assert "workbench env build --skill env-probe --posture docker" in done.result.cause
+    diagnosis = done.record.diagnosis
+    assert diagnosis is not None and diagnosis.kind is Kind.MISSING_MODULE
+    assert diagnosis.cause == "It imports six, which the sandbox image does not have."
+    assert diagnosis.suggestion.startswith("Add six to the skill's requirements.txt")
+    assert "workbench env build --skill SKILL --posture docker" in diagnosis.suggestion
+    assert diagnosis.change is not None and diagnosis.change.build_env
+    posture = Posture(PostureId.DOCKER)
+    yaml = run(built, posture, ("python3", "-c", "import yaml.constructor"), None).record
+    assert yaml.diagnosis is not None and yaml.diagnosis.kind is Kind.MISSING_MODULE
+    assert yaml.diagnosis.suggestion.startswith("Add PyYAML to the skill's requirements.txt")
+    pdf = run(built, posture, ("sh", "-c", "pdftotext in.pdf out.txt"), None).record
+    assert pdf.diagnosis is not None and pdf.diagnosis.kind is Kind.MISSING_TOOL
+    assert "Debian package poppler-utils" in pdf.diagnosis.suggestion
 
 
 @pytest.mark.docker

@@ -1,6 +1,7 @@
 """`workbench image build`: the builder's progress and failures reach the user (no engine)."""
 
 import hashlib
+import json
 import subprocess
 from pathlib import Path
 
@@ -107,6 +108,7 @@ def test_the_cli_maps_a_failed_build_to_125(
     fake_builder(tmp_path, monkeypatch, 'echo "build-offline: no debootstrap" >&2\nexit 1\n')
     assert main(["image", "build", "--offline", "--json"]) == 125
     captured = capsys.readouterr()
-    assert captured.out == ""
+    document = json.loads(captured.out)  # --json: one document, the error's, on stdout
+    assert document["schema"] == "skill-workbench/error/1"
     assert "build-offline: no debootstrap" in captured.err
     assert "error: The offline image build failed (exit 1)" in captured.err

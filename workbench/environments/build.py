@@ -28,6 +28,7 @@ from importlib.metadata import distributions
 from pathlib import Path
 
 from docker.errors import DockerException, ImageNotFound
+from requests.exceptions import RequestException
 from uv import find_uv_bin
 
 from workbench.environments.needs import parse_requirement
@@ -43,6 +44,7 @@ DEBIAN_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 NODE_SPEC = re.compile(r"^(@[a-z0-9-~][a-z0-9-._~]*/)?[a-z0-9-~][a-z0-9-._~]*@[\w.*^~<>=| -]*$")
 _ESCAPES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # the colours of apt's output in a build log
 _KEPT_LINES = 30  # of a tool's output, for the error message
+ENGINE_WAIT_S = 600  # an apt step may print nothing for minutes; removing a big image takes long
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +265,7 @@ def _build_image(inputs: Inputs, tag: str, env_id: str, step: _StepProgress) -> 
     """Build `tag` from the target's base image with the Debian packages; its id."""
     base = inputs.target.base_id
     try:
-        client = engine_client()
+        client = engine_client(ENGINE_WAIT_S)
     except DockerException as error:
         raise EnvironmentBuildError(f"Building the image failed: no engine: {error}") from error
     try:
@@ -291,7 +293,7 @@ def _build_image(inputs: Inputs, tag: str, env_id: str, step: _StepProgress) -> 
                     kept.append(text)
                     step(text)
         return str(client.images.get(tag).id)
-    except DockerException as error:
+    except (DockerException, RequestException) as error:
         raise EnvironmentBuildError(f"Building the image failed: {error}") from error
     finally:
         client.close()
@@ -305,15 +307,15 @@ def _image_id(image: str) -> str:
         return ""
     try:
         return str(client.images.get(image).id)
-    except DockerException:
+    except (DockerException, RequestException):
         return ""
     finally:
         client.close()
 
 
 def _remove_image(image: str) -> None:
-    with contextlib.suppress(DockerException):
-        client = engine_client()
+    with contextlib.suppress(DockerException, RequestException):
+        client = engine_client(ENGINE_WAIT_S)
         try:
             client.images.remove(image, force=True)
         except ImageNotFound:

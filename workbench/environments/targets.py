@@ -18,6 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from docker.errors import DockerException, ImageNotFound
+from requests.exceptions import RequestException
 
 from workbench.errors import EnvironmentBuildError
 from workbench.executors.docker.engine import engine_client
@@ -113,7 +114,7 @@ def host_target(python: str = "python3") -> Target:
 def image_target(image: str, cache: Path) -> Target:
     """The image's `python3`, asked once per image id (see the module docstring)."""
     try:
-        client = engine_client()
+        client = engine_client(PROBE_S)
     except DockerException as error:
         raise EnvironmentBuildError(f"The Docker engine does not answer: {error}") from error
     try:
@@ -128,7 +129,7 @@ def image_target(image: str, cache: Path) -> Target:
         raise EnvironmentBuildError(
             f"The image {image} is missing: build it first with `workbench image build --offline`."
         ) from error
-    except DockerException as error:
+    except (DockerException, RequestException) as error:
         raise EnvironmentBuildError(
             f"Could not ask the image {image} its Python: {error}"
         ) from error

@@ -4,8 +4,7 @@
 for restore; hashes are reused from the last run in the same workspace where a file's stat is
 unchanged), starts an executor, runs the command, always stops the executor, snapshots the
 workspace again, diffs the two into the result's `changes`, diagnoses a failed run
-(`workbench.runs.diagnosis`; a missing dependency also gets a cause that says so) and records
-the finished run with its diagnosis.
+(`workbench.runs.diagnosis`) and records the finished run with its diagnosis.
 Blocking work (hashing, copying, sqlite) runs in threads, so the GUI's loop stays responsive.
 If the workbench itself fails before the command ends (a `WorkbenchError`, e.g. the executor
 cannot start) the record is completed with status `error` and the error is raised; if the task
@@ -25,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from workbench.environments.diagnosis import missing_dependency
 from workbench.errors import WorkbenchError, WorkspaceError
 from workbench.executors.contract import Executor
 from workbench.executors.types import (
@@ -149,7 +147,6 @@ class RunService:
             changes, notes = (), (*notes, f"The workspace's changes are unknown: {error}")
         result = replace(
             result,
-            cause=_cause(result, plan),
             changes=changes,
             warnings=result.warnings or tuple(assess(plan.posture)),
         )
@@ -295,13 +292,3 @@ def _log_notes(result: RunResult) -> tuple[str, ...]:
         for name, output in (("stdout", result.stdout), ("stderr", result.stderr))
         if output.log_error
     )
-
-
-def _cause(result: RunResult, plan: RunPlan) -> str:
-    """The result's cause, or for a failed run whose stderr shows a dependency its environment
-    lacks, the sentence that says so (`environments.diagnosis`)."""
-    if result.status is not RunStatus.FAILED:
-        return result.cause
-    posture = plan.posture.id.value
-    missing = missing_dependency(result.stderr.text, plan.skill_name, posture)
-    return f"{result.cause}: {missing}" if missing else result.cause

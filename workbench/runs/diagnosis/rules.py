@@ -14,6 +14,7 @@ import re
 import shutil
 from pathlib import Path, PurePosixPath
 
+from workbench.environments.names import DEBIAN_PACKAGES, distribution_of
 from workbench.executors.types import RunResult, RunStatus
 from workbench.postures.description import posture_title
 from workbench.postures.model import CONTAINER_POSTURES, Network, PostureId
@@ -187,20 +188,33 @@ def missing_tool(facts: RunFacts) -> Diagnosis | None:
     if found is None:
         return None
     tool, said = found
+    package = DEBIAN_PACKAGES.get(tool)
     if _in_container(facts):
         control = f"the sandbox image ({facts.posture.image})"
         cause = f"It runs {tool}, which the sandbox image does not have."
         if shutil.which(tool):
             suggestion = f"This computer has {tool}: re-run under Hardened local."
             change = Change(posture=PostureId.HARDENED)
+        elif package:
+            suggestion = (
+                f"{tool} is in the Debian package {package}: {_env_build(facts)} adds it to an "
+                f"image of the skill's environment (or name it: --system {package})."
+            )
+            change = Change(build_env=True)
         else:
             suggestion = f"Add the package that provides {tool} to the skill's environment."
             change = Change(build_env=True)
     else:
         control = "the programs on this computer (PATH)"
         cause = f"It runs {tool}, which is not installed on this computer."
-        suggestion, change = f"Install {tool}, or use a posture whose image has it.", None
+        provider = f"the Debian package {package}" if package else tool
+        suggestion, change = f"Install {provider}, or use a posture whose image has it.", None
     return Diagnosis(Kind.MISSING_TOOL, cause, control, said, suggestion, change)
+
+
+def _env_build(facts: RunFacts) -> str:
+    """The command that builds the skill's environment for the run's posture."""
+    return f"`workbench env build --skill SKILL --posture {facts.posture.id}`"
 
 
 def _missing_program(facts: RunFacts) -> tuple[str, Evidence] | None:
@@ -224,19 +238,28 @@ def _missing_program(facts: RunFacts) -> tuple[str, Evidence] | None:
 
 
 def missing_module(facts: RunFacts) -> Diagnosis | None:
-    """A Python or Node module the environment lacks."""
+    """A Python or Node module the environment lacks, with the package that provides it."""
     for line in facts.messages:
-        match = PYTHON_MODULE.search(line.text) or NODE_MODULE.search(line.text)
+        python = PYTHON_MODULE.search(line.text)
+        match = python or NODE_MODULE.search(line.text)
         if match is None:
             continue
-        module = match["module"].split(".")[0] if PYTHON_MODULE.search(line.text) else match[1]
+        module = match["module"].split(".")[0] if python else match[1]
         where = "the sandbox image" if _in_container(facts) else "this computer's interpreter"
+        if environment := facts.result.card.environment:
+            where = f"the skill's environment {environment}"
+        if python:
+            package = distribution_of(match["module"])
+            declare = f"Add {package} to the skill's requirements.txt"
+        else:
+            package, declare = module, f"Add {module} to the skill's package.json dependencies"
         return Diagnosis(
             Kind.MISSING_MODULE,
             f"It imports {module}, which {where} does not have.",
             f"the skill's environment ({where})",
             line,
-            f"Add {module} to the skill's requirements.txt and run `workbench env build`.",
+            f"{declare}, or build the skill's environment, which finds {package} among its "
+            f"imports: {_env_build(facts)}.",
             Change(build_env=True),
         )
     return None
