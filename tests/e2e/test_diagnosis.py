@@ -51,14 +51,14 @@ CASES = [
         "save-report",
         f'python3 "$SKILL_DIR/scripts/save.py" {WRITE_TARGET}',
         Kind.WRITE_OUTSIDE,
-        {"docker": "read-only root", "gvisor": "read-only root"}
+        {"docker": "read-only root", "gvisor": "read-only root", "bubblewrap": "read-only view"}
         | ({"hardened": "throwaway uid"} if ROOT else {}),
     ),
     Case(
         "fetch-index",
         'python3 "$SKILL_DIR/scripts/fetch.py" pip',
         Kind.NETWORK_OFF,
-        {"docker": "network none", "gvisor": "network none"},
+        {"docker": "network none", "gvisor": "network none", "bubblewrap": "allow-list"},
     ),
     Case(
         "pdf-text",
@@ -70,7 +70,7 @@ CASES = [
         "pdf-text",
         f'sh "$SKILL_DIR/scripts/extract.sh" {MISSING} input.pdf',
         Kind.MISSING_TOOL,
-        {"local": "this computer", "hardened": "this computer"},
+        dict.fromkeys(("local", "hardened", "bubblewrap"), "this computer"),
     ),
     Case(
         "yaml-config",
@@ -82,27 +82,28 @@ CASES = [
         "parallel-jobs",
         'python3 "$SKILL_DIR/scripts/jobs.py" 40',
         Kind.PROCESS_LIMIT,
-        {"hardened": "process limit 16", "docker": "process limit 16", "gvisor": "limit 16"},
+        dict.fromkeys(("hardened", "bubblewrap", *CONTAINERS), "limit 16"),
         (("pids", 16),),
     ),
     Case(
         "big-export",
         'python3 "$SKILL_DIR/scripts/export.py" 4',
         Kind.FILE_SIZE_LIMIT,
-        {"hardened": "file-size limit 1 MiB"},
+        dict.fromkeys(("hardened", "bubblewrap"), "file-size limit 1 MiB"),
         (("file_size_bytes", 1024 * 1024),),
     ),
     Case(
         "read-settings",
         'python3 "$SKILL_DIR/scripts/settings.py"',
         Kind.HIDDEN_FILE,
-        {"hardened": "private HOME", "docker": "mounted", "gvisor": "mounted"},
+        {"hardened": "private HOME", "bubblewrap": "private HOME"}
+        | dict.fromkeys(CONTAINERS, "mounted"),
     ),
     Case(
         "confirm-delete",
         'sh "$SKILL_DIR/scripts/confirm.sh"',
         Kind.WAITING_FOR_INPUT,
-        dict.fromkeys(("local", "hardened", *CONTAINERS), "no input"),
+        dict.fromkeys(("local", "hardened", "bubblewrap", *CONTAINERS), "no input"),
     ),
     Case(
         "js-export",
@@ -126,7 +127,7 @@ CASES = [
         "take-ownership",
         'sh "$SKILL_DIR/scripts/own.sh"',
         Kind.PERMISSION,
-        {"docker": "capability", "gvisor": "capability"}
+        {"docker": "capability", "gvisor": "capability", "bubblewrap": "no root"}
         | ({"hardened": "throwaway uid"} if ROOT else {}),
     ),
 ]

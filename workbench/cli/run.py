@@ -442,7 +442,7 @@ def _posture_options(posture: Posture) -> list[str]:
             options += [option, _size(value) if name.endswith("_bytes") else f"{value:g}"]
     if posture.network is not Network.NONE:
         options += ["--network", posture.network.value]
-    for host in posture.fetch_hosts:
+    for host in posture.allow_hosts + posture.fetch_hosts:
         options += ["--allow-host", host]
     return options
 

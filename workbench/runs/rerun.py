@@ -35,6 +35,7 @@ def posture_from_dict(item: dict[str, Any]) -> Posture:
         run_as_root=bool(item.get("run_as_root", False)),
         image=str(item.get("image", Posture(PostureId.DOCKER).image)),
         fetch_hosts=tuple(item.get("fetch_hosts", ())),
+        allow_hosts=tuple(item.get("allow_hosts", ())),
     )
 
 

@@ -61,9 +61,9 @@ class Evidence:
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """What a re-run changes: another posture, the network, host names for the network's
-    allow-list, limits (a `Limits` field and its new value), or building the skill's
-    environment first. Empty fields change nothing."""
+    """What a re-run changes: another posture, the network, hosts for the network's allow-list
+    (bubblewrap's proxy, QuickJS's fetch), limits (a `Limits` field and its new value), or
+    building the skill's environment first. Empty fields change nothing."""
 
     posture: PostureId | None = None
     network: Network | None = None
@@ -76,9 +76,12 @@ class Change:
         changed = posture if self.posture is None else replace(posture, id=self.posture)
         if self.network is not None:
             changed = replace(changed, network=self.network)
-        if self.allow_hosts:
+        if self.allow_hosts and changed.id is PostureId.QUICKJS:
             hosts = tuple(dict.fromkeys(changed.fetch_hosts + self.allow_hosts))
             changed = replace(changed, fetch_hosts=hosts)
+        elif self.allow_hosts:
+            hosts = tuple(dict.fromkeys(changed.allow_hosts + self.allow_hosts))
+            changed = replace(changed, allow_hosts=hosts)
         limits = {name: type(getattr(changed.limits, name))(value) for name, value in self.limits}
         return changed.with_limits(**limits) if limits else changed
 

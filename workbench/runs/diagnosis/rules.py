@@ -33,12 +33,14 @@ from workbench.runs.diagnosis.signs import (
     FORK,
     HOST,
     INPUT_ENDED,
+    INVALID,
     MEMORY,
     NAME_LOOKUP,
     NO_ENTRY,
     NO_MEMORY,
     NODE_MODULE,
     NOT_PERMITTED,
+    OWNERSHIP,
     PRIVILEGE,
     PYTHON_MODULE,
     QUOTED_NAME,
@@ -66,6 +68,8 @@ WAITING_SHARE = 0.1  # below this share of one CPU over the run, it was waiting,
 _PRIVATE_HOME = re.compile(
     r".*/workbench-(?P<run>[0-9]{8}-[0-9]{6}-[0-9a-f]+)-[^/]+/home/(?P<rest>.+)"
 )
+_BWRAP_HOME = re.compile(r"^/tmp/home/(?P<rest>.+)")
+_BWRAP_VISIBLE = ("/usr/", "/tmp/", "/proc/", "/dev/")
 _CONTAINER_HOME = re.compile(r"^/(?:root|home/[^/]+)/(?P<rest>.+)")
 _PROMPT = re.compile(r"[?:>\]\)]\s*$")
 
@@ -131,7 +135,7 @@ def process_limit(facts: RunFacts) -> Diagnosis | None:
     if said is None and result.status is RunStatus.FAILED:
         eagain = _first(facts, PYTHON_BLOCKED)
         said = eagain if eagain and "fork" in near_text(eagain, facts.lines, 2, 0) else None
-    limited = facts.posture.id in (PostureId.HARDENED, *CONTAINER_POSTURES)
+    limited = facts.posture.id in (PostureId.HARDENED, PostureId.BUBBLEWRAP, *CONTAINER_POSTURES)
     by_status = result.status is RunStatus.LIMIT_EXCEEDED and "process limit" in result.cause
     if not by_status and not (limited and said is not None and result.status is not RunStatus.OK):
         return None
@@ -147,7 +151,8 @@ def file_size_limit(facts: RunFacts) -> Diagnosis | None:
     result, size = facts.result, facts.posture.limits.file_size_bytes
     said = _first(facts, TOO_LARGE)
     by_status = result.status is RunStatus.LIMIT_EXCEEDED and "file size" in result.cause
-    if not by_status and not (facts.posture.id is PostureId.HARDENED and said is not None):
+    rlimited = facts.posture.id in (PostureId.HARDENED, PostureId.BUBBLEWRAP)
+    if not by_status and not (rlimited and said is not None):
         return None
     shown = show_limit("file_size_bytes", size)
     cause = f"It wrote a file bigger than the file-size limit of {shown}."
@@ -270,6 +275,8 @@ def network_off(facts: RunFacts) -> Diagnosis | None:
     posture = facts.posture
     if posture.id is PostureId.QUICKJS:
         return _fetch_refused(facts)
+    if posture.id is PostureId.BUBBLEWRAP:
+        return _proxy_refused(facts)
     if not (_in_container(facts) and posture.network is Network.NONE):
         return None
     said = _first(facts, NAME_LOOKUP) or _first(facts, UNREACHABLE)
@@ -289,6 +296,30 @@ def network_off(facts: RunFacts) -> Diagnosis | None:
         said,
         f"If it must, {rerun} (it can then reach any host).",
         change,
+    )
+
+
+def _proxy_refused(facts: RunFacts) -> Diagnosis | None:
+    """Bubblewrap's network: its own loopback, and the hosts its proxy lets through."""
+    refused = [a for a in facts.result.network_log if a.verdict == "refused"]
+    said = _first(facts, NAME_LOOKUP) or _first(facts, UNREACHABLE)
+    if refused:
+        attempt = refused[0]
+        host = f"{attempt.host}:{attempt.port}"
+        said = Evidence(f"{host} {attempt.verdict}", "network")
+    elif said is None:
+        return None
+    else:
+        host = _host(facts)
+    to = f" {host}" if host else " the network"
+    return Diagnosis(
+        Kind.NETWORK_OFF,
+        f"It tried to reach{to}, which {facts.where} is not on the allow-list (only its own "
+        "loopback and the allowed hosts are reachable).",
+        "network allow-list",
+        said,
+        f"If it must, re-run with{to} allowed (`--allow-host HOST[:PORT]`).",
+        Change(allow_hosts=(host,)) if host else None,
     )
 
 
@@ -348,6 +379,9 @@ def write_outside(facts: RunFacts) -> Diagnosis | None:
         elif _throwaway_uid(facts):
             control = "throwaway uid"
             why = "hardened runs it as a throwaway user, who may write only in the workspace"
+        elif facts.posture.id is PostureId.BUBBLEWRAP:
+            control = "read-only view of this computer"
+            why = f"{facts.where} only the workspace and /tmp are writable"
         else:
             continue
         return Diagnosis(
@@ -405,6 +439,14 @@ def _hidden(facts: RunFacts, path: str, denied: bool) -> tuple[str, str, str] | 
     if posture is PostureId.HARDENED and home and os.path.lexists(Path.home() / home["rest"]):
         why = "hardened gives the command a private, empty HOME"
         return str(Path.home() / home["rest"]), "private HOME", why
+    bubblewrap = facts.posture.id is PostureId.BUBBLEWRAP
+    home = _BWRAP_HOME.match(path) if bubblewrap else None
+    if home and os.path.lexists(Path.home() / home["rest"]):
+        why = "bubblewrap gives the command a private, empty HOME"
+        return str(Path.home() / home["rest"]), "private HOME", why
+    if bubblewrap and not path.startswith(_BWRAP_VISIBLE) and os.path.lexists(path):
+        why = "bubblewrap shows only /usr, the skill and the workspace of this computer"
+        return path, "only /usr, the skill and the workspace are visible", why
     if _in_container(facts) and not path.startswith(CONTAINER_MOUNTS):
         why = "the container sees only the workspace, the skill and its image"
         home = _CONTAINER_HOME.match(path)
@@ -419,6 +461,8 @@ def _hidden(facts: RunFacts, path: str, denied: bool) -> tuple[str, str, str] | 
 def permission_dropped(facts: RunFacts) -> Diagnosis | None:
     """A privilege the posture took away: a non-root uid, dropped capabilities, no_new_privs."""
     said = _first(facts, PRIVILEGE) or _first(facts, NOT_PERMITTED)
+    if said is None and facts.posture.id is PostureId.BUBBLEWRAP:  # no uid 0 to map to
+        said = _first(facts, OWNERSHIP, INVALID)
     if said is None:
         return None
     card = facts.result.card
@@ -428,6 +472,8 @@ def permission_dropped(facts: RunFacts) -> Diagnosis | None:
         )
     elif _throwaway_uid(facts):
         control = "throwaway uid"
+    elif facts.posture.id is PostureId.BUBBLEWRAP:
+        control = "no capabilities and no root in its user namespace"
     elif facts.posture.id is PostureId.HARDENED and PRIVILEGE.search(said.text):
         control = "no_new_privs (set-uid programs such as sudo gain nothing)"
     else:

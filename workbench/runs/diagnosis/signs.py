@@ -34,6 +34,8 @@ NO_ENTRY = errno_sign(errno.ENOENT)
 TOO_LARGE = errno_sign(errno.EFBIG)
 TRY_AGAIN = errno_sign(errno.EAGAIN)
 NO_MEMORY = errno_sign(errno.ENOMEM)
+INVALID = errno_sign(errno.EINVAL)
+OWNERSHIP = re.compile(r"\bchown|\bchgrp|ownership|setuid|setgid", re.IGNORECASE)
 UNREACHABLE = errno_sign(errno.ENETUNREACH, errno.EHOSTUNREACH)
 # getaddrinfo's failures: Python gives their negative numbers, Node and curl their names.
 NAME_LOOKUP = re.compile(
