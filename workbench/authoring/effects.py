@@ -35,6 +35,8 @@ _ASPECTS: dict[Capability, Aspect] = {
     Capability.PROCESSES: Aspect.PROCESSES,
     Capability.CPU: Aspect.CPU,
     Capability.MEMORY: Aspect.MEMORY,
+    Capability.DISK: Aspect.DISK,
+    Capability.LIMITS: Aspect.LIMITS,
 }
 # What a container has of its own (the image's): reading there reads no file of this computer.
 _SYSTEM = ("/etc/", "/usr/", "/lib", "/bin/", "/sbin/", "/proc/", "/sys/", "/dev/")
@@ -64,6 +66,8 @@ def effect(posture: PostureId, finding: Finding, context: Context) -> Effect | N
     if aspect is None:
         return None
     found = claim(posture, aspect, as_root=context.as_root)
+    if not found.applies:
+        return None  # the posture has nothing of the kind (no limits to raise)
     table = (found.contained, found.why)
     if capability is Capability.HOST_FILES:
         return _read(posture, target, context) or table

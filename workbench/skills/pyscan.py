@@ -65,6 +65,7 @@ _OS_WRITES = {
     "shutil.copytree",
     "shutil.move",
 }
+_LIMIT_CALLS = {"resource.setrlimit", "resource.prlimit"}
 _PRIVILEGE_CALLS = {"os.chown", "os.lchown", "shutil.chown", "os.setuid", "os.chroot"}
 _DETACH_CALLS = {"os.setsid", "os.setpgrp", "os.daemon"}
 _FORK_CALLS = re.compile(r"^(os\.fork|subprocess\.Popen|multiprocessing\.Process)$")
@@ -220,6 +221,8 @@ class _PythonScanner(ast.NodeVisitor):
             self.add(node, Capability.INPUT, "asks for input (input)")
         elif name in _PRIVILEGE_CALLS:
             self.add(node, Capability.PRIVILEGE, f"{name} needs root's privileges")
+        elif name in _LIMIT_CALLS:
+            self.add(node, Capability.LIMITS, f"sets its own resource limits ({name})")
         self.generic_visit(node)
 
     def _network(self, node: ast.Call, name: str, first: ast.expr | None) -> None:

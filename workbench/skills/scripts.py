@@ -75,6 +75,8 @@ class Capability(StrEnum):
     CPU = "cpu"  # spins the CPU until something stops it
     MEMORY = "memory"  # grows its memory in a loop (`target`: to how many bytes, when known)
     INPUT = "input"  # asks for input on stdin
+    DISK = "disk"  # writes files in a loop
+    LIMITS = "limits"  # raises its own resource limits
     TOOL = "tool"  # runs an external command
     RUNTIME = "runtime"  # the interpreter a script needs (`target`: a script it runs by path)
     DECLARED = "declared"  # what the front matter says
@@ -167,6 +169,7 @@ _JS_FS = re.compile(r"\bfs\.(\w+)\(\s*(\w+|`[^`]*`|'[^']*'|\"[^\"]*\")")
 _JS_FS_WRITES = {"writeText", "writeFile", "append", "appendText", "mkdir", "remove", "rename"}
 _JS_LOOP = re.compile(r"^\s*(while|for)\s*\((.*)\)")
 _JS_CLOCK = re.compile(r"Date\.now\(\)|performance\.now\(\)|new Date\(\)")
+_JS_WRITE = re.compile(r"\bfs\.(writeText|writeFile|append\w*)\(")
 _JS_ALLOCATION = re.compile(r"new (Uint8Array|ArrayBuffer|Array)\(|\.repeat\(")
 _JS_URL = re.compile(r"fetch\(\s*[`'\"](?:https?://)?(\[[^\]]+\]|[^/:`'\"]+)")
 
@@ -194,6 +197,8 @@ def scan_javascript(text: str, file: str, args: tuple[str, ...] = ()) -> list[Fi
             found.append(Finding(file, number, Capability.CPU, "spins the CPU until a deadline"))
         if loop_depth and _JS_ALLOCATION.search(code):
             found.append(Finding(file, number, Capability.MEMORY, "allocates in a loop"))
+        if loop_depth and _JS_WRITE.search(code):
+            found.append(Finding(file, number, Capability.DISK, "writes files in a loop"))
         if loop and "{" in code:
             loop_depth.append(depth)
         depth += code.count("{") - code.count("}")

@@ -148,6 +148,13 @@ class _ShellScan:
                 found += self._paths(command, words[1:], write=False)
             if tool == "read" and not command.redirections and not self._loop(command.line):
                 found.append(self.finding(command, Capability.INPUT, "asks for input (read)"))
+            if (
+                tool == "ulimit"
+                and any(w.startswith("-") for w in words[1:])
+                and any(w.isdigit() or w == "unlimited" or "$" in w for w in words[1:])
+            ):
+                detail = "sets its own resource limits (ulimit)"
+                found.append(self.finding(command, Capability.LIMITS, detail))
             return found
         if "$" in name or not re.fullmatch(r"[A-Za-z0-9_.+-]+", tool):
             return found  # a word no program is called, or one the script computes
@@ -297,6 +304,9 @@ class _ShellScan:
             if operator in ("<&", ">&"):
                 continue
             found += self._paths(command, [target.text], write=operator != "<")
+        writes = any(op not in ("<", "<&", ">&") for op, _ in command.redirections)
+        if (writes or command.name == "dd") and self._loop(command.line):
+            found.append(self.finding(command, Capability.DISK, "writes files in a loop"))
         return found
 
     def _paths(self, command: Command, words: list[str], write: bool) -> list[Finding]:
