@@ -24,7 +24,7 @@ def test_a_run_that_fills_the_workspace_is_stopped_at_its_limit(harness: Harness
     assert "finished" not in result.stdout.text
     assert result.leftover_processes == 0
     written = sum(path.stat().st_size for path in harness.workspace.iterdir())
-    assert 4 * MIB < written < 100 * MIB
+    assert written < 100 * MIB  # of the 200 MiB it would have written
     disk_lines = ("Workspace size limit 4 MiB", "disk writes at most 4 MiB")
     assert any(label.startswith(disk_lines) for label, _ in result.card.checks)
 
