@@ -5,9 +5,8 @@ workbench.executors.quickjs.worker.serve SPEC`, it imports the engine, says `wai
 until the app sends a run with the workspace folder and the script as descriptors (`receive`);
 `serve_one` then does what a cold worker does (switch uid, rlimits, `ready`, a fresh context,
 `result`). A reused worker (`max_runs` above 1) serves further runs for the same uid only, with its
-CPU limit moved forward per run (`limit_cpu`; a one-shot worker's hard limit is its soft
-one), and exits after any run that did not end `ok` or with
-a JavaScript error.
+CPU limit moved forward per run (`limit_cpu`; a one-shot worker's hard limit is its soft one), and
+exits after any run that did not end `ok` or with a JavaScript error.
 """
 
 import contextlib
