@@ -1,7 +1,8 @@
 """`workbench bench` end to end: a real subprocess of the CLI over a subset of the rows.
 
-The whole `--quick` run takes most of a minute, so these run a few cheap rows; they check the
-document's shape and the statistics' consistency, never the timings themselves.
+The whole `--quick` run takes most of a minute, so one run measures one row of every kind (every
+group: its set-up, its floor and ours, its clean-up) and the others a few cheap rows; they check
+the document's shape and the statistics' consistency, never the timings themselves.
 """
 
 import json
@@ -13,10 +14,25 @@ from typing import Any
 
 import pytest
 
+from workbench.bench.suite import GROUPS
+
 pytestmark = pytest.mark.slow
 
 ROWS = ("hardened-spawn", "sampler-local", "cli-start")
 STATUSES = {"met", "missed", "skipped", "failed"}
+# One row of every group, the cheapest to set up; the first chunk is measured in the rounds of
+# the round trip, its floor.
+ONE_OF_EACH_KIND = (
+    "hardened-spawn",
+    "quickjs-first-result",
+    "sampler-local",
+    "cli-start",
+    "workspace-10k",
+    "docker-round-trip",
+    "docker-first-chunk",
+    "gvisor-round-trip",
+    "sampler-container",
+)
 
 
 def bench(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -40,14 +56,34 @@ def test_quick_json_is_one_schema_versioned_document(tmp_path: Path) -> None:
     assert "bench: measuring" in done.stderr  # progress goes to stderr, never into the JSON
 
 
-@pytest.mark.docker
-def test_the_whole_quick_bench_runs(tmp_path: Path, docker_runtimes: set[str]) -> None:
-    done = bench(tmp_path, "--quick", "--json")
+@pytest.fixture(scope="module")
+def every_kind(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """The rows of one `bench --quick --json` over `ONE_OF_EACH_KIND`, by id."""
+    done = bench(
+        tmp_path_factory.mktemp("bench"), "--quick", "--json", "--rows", ",".join(ONE_OF_EACH_KIND)
+    )
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     _check_document(document)
-    failed = {row["id"]: row["error"] for row in document["rows"] if row["status"] == "failed"}
-    assert failed == {}
+    return {row["id"]: row for row in document["rows"]}
+
+
+def test_one_row_of_each_kind_covers_every_group() -> None:
+    kinds = {group.id for group in GROUPS for row in group.rows if row.id in ONE_OF_EACH_KIND}
+    assert kinds == {group.id for group in GROUPS}
+
+
+@pytest.mark.docker
+def test_a_row_of_each_kind_is_measured(
+    every_kind: dict[str, dict[str, Any]], docker_runtimes: set[str]
+) -> None:
+    assert list(every_kind) == list(ONE_OF_EACH_KIND)
+    unmeasured = {
+        row_id: row["error"] or row["skipped"]
+        for row_id, row in every_kind.items()
+        if row["status"] not in ("met", "missed")
+    }
+    assert unmeasured == {}
 
 
 def _check_document(document: dict[str, Any]) -> None:
@@ -86,15 +122,10 @@ def test_unknown_row_is_a_usage_error(tmp_path: Path) -> None:
 
 @pytest.mark.docker
 def test_docker_rows_measure_through_the_executor(
-    tmp_path: Path, docker_runtimes: set[str]
+    every_kind: dict[str, dict[str, Any]], docker_runtimes: set[str]
 ) -> None:
-    done = bench(tmp_path, "--quick", "--json", "--rows", "docker-round-trip,docker-first-chunk")
-    assert done.returncode == 0, done.stderr
-    rows = {row["id"]: row for row in json.loads(done.stdout)["rows"]}
-    assert set(rows) == {"docker-round-trip", "docker-first-chunk"}
-    for row in rows.values():
+    chunk, round_trip = every_kind["docker-first-chunk"], every_kind["docker-round-trip"]
+    for row in (chunk, round_trip):
         assert row["status"] in ("met", "missed"), row
     # the first chunk is compared with our own round trip, measured in the same rounds
-    assert (
-        rows["docker-first-chunk"]["floor"]["stats"] == rows["docker-round-trip"]["ours"]["stats"]
-    )
+    assert chunk["floor"]["stats"] == round_trip["ours"]["stats"]
