@@ -6,16 +6,18 @@ opens like any run), judges it (`judge`) against the host's own evidence, compar
 posture's promise (`expected`), and removes everything it planted, also on errors and Ctrl-C.
 Probe output is never streamed anywhere (it holds escape sequences on purpose).
 
-The probes of one posture and limits run one after another in one session (`LabSessions`: one
-container for all of them, not one each), in their own folders; the sessions of every posture
-run at the same time, so the lab takes about as long as its slowest session. `daemon` asks what
-survives a run, and a run ends its session (the container goes with it), so it runs alone in a
-session that ends with it. `on_cell` hears of each cell as it is judged; the scoreboard lists
-them in posture and probe order.
+The probes of a posture that only look (a secret, files, the network, escapes) run one after
+another in one session (`LabSessions`: one container for all of them, not one each); each probe
+that pushes a limit (`cpu`, `memory`, `fork`, `disk`) runs in a session of its own, so what it
+does to its sandbox never changes another probe's verdict, and so does `daemon`, which asks what
+survives a run: a run ends its session (the container goes with it). Every session has its own
+folders, and all of them run at the same time, so the lab takes about as long as its slowest
+session. `on_cell` hears of each cell as it is judged; the scoreboard lists them in posture and
+probe order.
 
 Runs use small limits (`LAB_LIMITS`) so the whole lab stays fast. Every probe but `cpu` ends
 on its own in well under a second, so their timeout is generous (a loaded machine must not
-turn a leak into a timeout); the busy loop of `cpu` gets `CPU_TIMEOUT_S`, in a session of its own.
+turn a leak into a timeout); the busy loop of `cpu` gets `CPU_TIMEOUT_S`.
 """
 
 import asyncio
@@ -49,6 +51,8 @@ LAB_LIMITS = Limits(
 GVISOR_MIN_MEMORY = 256 * MIB
 CPU_TIMEOUT_S = 3.0  # above the CPU-time limit, so a CPU-time limit has time to act
 SKILL_DIR_WORD = "SKILL_DIR"  # the write probe's word for "the skill folder as I see it"
+# Probes that run alone, each in a session that ends with its run (see the module doc).
+ALONE = (ProbeId.CPU, ProbeId.MEMORY, ProbeId.FORK, ProbeId.DISK, ProbeId.DAEMON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,11 +201,13 @@ def _sessions(
 ) -> list[tuple[Posture, bool, list[ProbeId]]]:
     """The sessions of `posture_id`: the posture (with limits) each runs under, whether it is
     shared by its runs, and its probes (see the module doc)."""
-    grouped: dict[tuple[Posture, bool], list[ProbeId]] = {}
-    for probe in probes:
-        posture = replace(Posture(posture_id), limits=_limits_for(posture_id, probe, limits))
-        grouped.setdefault((posture, probe is not ProbeId.DAEMON), []).append(probe)
-    return [(posture, shared, group) for (posture, shared), group in grouped.items()]
+
+    def posture(probe: ProbeId) -> Posture:
+        return replace(Posture(posture_id), limits=_limits_for(posture_id, probe, limits))
+
+    shared = [probe for probe in probes if probe not in ALONE]
+    sessions = [(posture(shared[0]), True, shared)] if shared else []
+    return sessions + [(posture(probe), False, [probe]) for probe in probes if probe in ALONE]
 
 
 @dataclass(frozen=True, slots=True)

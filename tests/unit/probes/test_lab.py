@@ -90,8 +90,8 @@ def test_a_posture_shares_a_session_and_postures_run_at_once(tmp_path: Path) -> 
         shutil.rmtree(reachable)
     assert board.unexpected() == []
     assert [(c.posture, c.probe) for c in board.cells] == [(p, q) for p in postures for q in probes]
-    # Per posture: one session for the probes that share the lab's limits, one for `cpu`
-    # (a shorter timeout) and one for `daemon`, which ends with its run, as every run's does.
+    # Per posture: one session for the probes that only look, and one each for `cpu` and
+    # `daemon` (a probe that pushes a limit, or asks what survives a run, runs alone).
     starts = [posture for event, posture in counting.events if event == "start"]
     assert sorted(starts) == sorted(postures * 3)
     first_stop = next(n for n, (event, _) in enumerate(counting.events) if event == "stop")
