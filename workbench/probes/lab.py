@@ -12,7 +12,9 @@ that pushes a limit (`cpu`, `memory`, `fork`, `disk`) runs in a session of its o
 does to its sandbox never changes another probe's verdict, and so does `daemon`, which asks what
 survives a run: a run ends its session (the container goes with it). Every session has its own
 folders, and all of them run at the same time, so the lab takes about as long as its slowest
-session. `on_cell` hears of each cell as it is judged; the scoreboard lists them in posture and
+session; but the `daemon` probes of `local` and `hardened` run last, one after the other, once
+their postures' other sessions ended: the app tells another run's escapee from this run's only
+while no other such run is in flight (`workbench.executors.process.reaper`). `on_cell` hears of each cell as it is judged; the scoreboard lists them in posture and
 probe order.
 
 Runs use small limits (`LAB_LIMITS`) so the whole lab stays fast. Every probe but `cpu` ends
@@ -53,6 +55,8 @@ CPU_TIMEOUT_S = 3.0  # above the CPU-time limit, so a CPU-time limit has time to
 SKILL_DIR_WORD = "SKILL_DIR"  # the write probe's word for "the skill folder as I see it"
 # Probes that run alone, each in a session that ends with its run (see the module doc).
 ALONE = (ProbeId.CPU, ProbeId.MEMORY, ProbeId.FORK, ProbeId.DISK, ProbeId.DAEMON)
+# Postures whose runs' escapees the app adopts (workbench.executors.process.reaper).
+ADOPTED = (PostureId.LOCAL, PostureId.HARDENED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,11 +177,18 @@ async def run_lab(
         folders = await asyncio.to_thread(
             lambda: [site.session_folders(f"session-{n}") for n in range(len(plans))]
         )
+        lab_sessions = [
+            _LabSession(site, sessions.service if shared else service, posture, probes, place)
+            for (posture, shared, probes), place in zip(plans, folders, strict=True)
+        ]
+        last = [lab for lab in lab_sessions if lab.after_the_host_runs()]
         async with asyncio.TaskGroup() as group:
-            for (posture, shared, probes_in_session), place in zip(plans, folders, strict=True):
-                runs = sessions.service if shared else service
-                lab_session = _LabSession(site, runs, posture, place, as_root)
-                group.create_task(lab_session.run(probes_in_session, cancel, judged))
+            on_host = []
+            for lab in lab_sessions:
+                if lab not in last:
+                    task = group.create_task(lab.run(cancel, as_root, judged))
+                    on_host += [task] * (lab.posture.id in ADOPTED)
+            group.create_task(_one_by_one(last, on_host, cancel, as_root, judged))
     order = {(p, probe): n for n, (p, probe) in enumerate(_grid(chosen, probe_ids))}
     return Scoreboard(
         postures=chosen,
@@ -188,6 +199,20 @@ async def run_lab(
         interrupted=cancel.cancelled,
         seconds=time.monotonic() - started,
     )
+
+
+async def _one_by_one(
+    sessions: "list[_LabSession]",
+    after: "list[asyncio.Task[None]]",
+    cancel: CancelToken,
+    as_root: bool,
+    judged: Callable[[Cell], None],
+) -> None:
+    """Run `sessions` one after another, once the tasks `after` ended."""
+    if after:
+        await asyncio.wait(after)
+    for lab in sessions:
+        await lab.run(cancel, as_root, judged)
 
 
 def _grid(
@@ -217,21 +242,24 @@ class _LabSession:
     site: LabSite
     service: RunService
     posture: Posture
+    probes: list[ProbeId]
     folders: SessionFolders
-    as_root: bool
 
-    async def run(
-        self, probes: list[ProbeId], cancel: CancelToken, judged: Callable[[Cell], None]
-    ) -> None:
-        for probe in probes:
+    def after_the_host_runs(self) -> bool:
+        """True for the daemon probe of a posture whose escapees the app adopts: it runs with
+        no other such run in flight, as the app tells whose an escapee is only then."""
+        return self.probes == [ProbeId.DAEMON] and self.posture.id in ADOPTED
+
+    async def run(self, cancel: CancelToken, as_root: bool, judged: Callable[[Cell], None]) -> None:
+        for probe in self.probes:
             if cancel.cancelled:
                 return
-            cell = await self.cell(probe, cancel)
+            cell = await self.cell(probe, cancel, as_root)
             if cell is None:
                 return
             judged(cell)
 
-    async def cell(self, probe: ProbeId, cancel: CancelToken) -> Cell | None:
+    async def cell(self, probe: ProbeId, cancel: CancelToken, as_root: bool) -> Cell | None:
         """One probe run and its verdict; None when the run was cancelled."""
         site, posture = self.site, self.posture
         token = site.cell_token(posture.id, probe)
@@ -248,15 +276,17 @@ class _LabSession:
             judgement = Judgement(
                 Verdict.NOT_APPLICABLE, f"the workbench could not run it: {error}"
             )
-            return self.judged(probe, judgement, plan.run_id, RunStatus.ERROR.value)
+            return self.judged(probe, judgement, plan.run_id, RunStatus.ERROR.value, as_root)
         if done.result.status is RunStatus.CANCELLED:
             return None
         host = self.host_evidence(plan, probe, token, done.result)
         judgement = judge(probe, done.result, host)
-        return self.judged(probe, judgement, plan.run_id, done.result.status.value)
+        return self.judged(probe, judgement, plan.run_id, done.result.status.value, as_root)
 
-    def judged(self, probe: ProbeId, judgement: Judgement, run_id: str, status: str) -> Cell:
-        promise = expected(self.posture.id, probe, as_root=self.as_root)
+    def judged(
+        self, probe: ProbeId, judgement: Judgement, run_id: str, status: str, as_root: bool
+    ) -> Cell:
+        promise = expected(self.posture.id, probe, as_root=as_root)
         return Cell(
             probe=probe,
             posture=self.posture.id,
