@@ -60,7 +60,9 @@ def test_sampler_reads_cpu_memory_and_count() -> None:
             received.append,
         )
         task = asyncio.create_task(sampler.run(interval_s=0.05))
-        await asyncio.sleep(0.6)
+        async with asyncio.timeout(30):  # five samples, however loaded the machine is
+            while len(received) < 5:
+                await asyncio.sleep(0.05)
         task.cancel()
         return sampler
 
