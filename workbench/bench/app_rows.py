@@ -1,12 +1,11 @@
 """Rows of the app: its start to the first painted window, and a run's first output on screen.
 
-Each measurement runs the window in a process of its own (`workbench.ui.timing`, which ends it
-at the moment timed) on Qt's offscreen platform, with a scratch data and settings folder, so the
-user's history and window state are never touched. App start is timed from the process's start
-to the first paint of `workbench gui`'s window, against a bare PySide6 window's; a run's first
-output is the app's own measure from pressing Run to the first paint of the output pane showing
-the command's line, against the same run in the CLI (`workbench run`) from its start to that
-line arriving on its stdout.
+Each measurement runs the window in a process of its own (`workbench.ui.timing`, which ends it at
+the moment timed) on Qt's offscreen platform with scratch data and settings folders, so the user's
+history and window state are never touched: app start from the process's start to the first paint
+of the app's window, against a bare PySide6 window's; a run's first output as the app measures it
+from pressing Run to the first paint of the output pane showing the line, against the same run in
+the CLI (`workbench run`) from its start to the line on its stdout.
 """
 
 import os

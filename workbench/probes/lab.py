@@ -1,25 +1,11 @@
 """`run_lab`: every probe under every chosen posture, through the run service, into a scoreboard.
 
-The headless API the CLI and the GUI share. The lab plants its site (`LabSite`), runs each
-probe as an ordinary recorded run (`RunService.run_once`, so every cell keeps its run id and
-opens like any run), judges it (`judge`) against the host's own evidence, compares it with the
-posture's promise (`expected`), and removes everything it planted, also on errors and Ctrl-C.
-Probe output is never streamed anywhere (it holds escape sequences on purpose).
-
-The probes of a posture that only look (a secret, files, the network, escapes) run one after
-another in one session (`LabSessions`: one container for all of them, not one each); each probe
-that pushes a limit (`cpu`, `memory`, `fork`, `disk`) runs in a session of its own, so what it
-does to its sandbox never changes another probe's verdict, and so does `daemon`, which asks what
-survives a run: a run ends its session (the container goes with it). Every session has its own
-folders, and all of them run at the same time, so the lab takes about as long as its slowest
-session; but the `daemon` probes of `local` and `hardened` run last, one after the other, once
-their postures' other sessions ended: the app tells another run's escapee from this run's only
-while no other such run is in flight (`workbench.executors.process.reaper`). `on_cell` hears of each cell as it is judged; the scoreboard lists them in posture and
-probe order.
-
-Runs use small limits (`LAB_LIMITS`) so the whole lab stays fast. Every probe but `cpu` ends
-on its own in well under a second, so their timeout is generous (a loaded machine must not
-turn a leak into a timeout); the busy loop of `cpu` gets `CPU_TIMEOUT_S`.
+The headless API the CLI and the GUI share: it plants the site (`LabSite`), runs each probe as an
+ordinary recorded run with small limits (`LAB_LIMITS`, `CPU_TIMEOUT_S`) and its output streamed
+nowhere, in sessions that all run at the same time (`_sessions`), judges it (`judge`) against the
+host's own evidence, compares it with the posture's promise (`expected`) into a `Scoreboard` in
+posture and probe order (`on_cell` hears of each cell as it is judged), and removes everything it
+planted, also on errors and Ctrl-C.
 """
 
 import asyncio
@@ -40,6 +26,8 @@ from workbench.probes.site import CANARY_ENV, LabSite, SessionFolders, host_rout
 from workbench.probes.verdict import HostEvidence, Judgement, Verdict, judge
 from workbench.runs.service import RunPlan, RunService
 
+# Small, so the whole lab stays fast. Every probe but `cpu` ends on its own in well under a
+# second, so the timeout is generous: a loaded machine must not turn a leak into a timeout.
 LAB_LIMITS = Limits(
     timeout_s=10.0,
     memory_bytes=64 * MIB,
@@ -53,7 +41,7 @@ LAB_LIMITS = Limits(
 GVISOR_MIN_MEMORY = 256 * MIB
 CPU_TIMEOUT_S = 3.0  # above the CPU-time limit, so a CPU-time limit has time to act
 SKILL_DIR_WORD = "SKILL_DIR"  # the write probe's word for "the skill folder as I see it"
-# Probes that run alone, each in a session that ends with its run (see the module doc).
+# Probes that run alone, each in a session that ends with its run (see `_sessions`).
 ALONE = (ProbeId.CPU, ProbeId.MEMORY, ProbeId.FORK, ProbeId.DISK, ProbeId.DAEMON)
 # Postures whose runs' escapees the app adopts (workbench.executors.process.reaper).
 ADOPTED = (PostureId.LOCAL, PostureId.HARDENED)
@@ -225,7 +213,14 @@ def _sessions(
     posture_id: PostureId, probes: tuple[ProbeId, ...], limits: Limits
 ) -> list[tuple[Posture, bool, list[ProbeId]]]:
     """The sessions of `posture_id`: the posture (with limits) each runs under, whether it is
-    shared by its runs, and its probes (see the module doc)."""
+    shared by its runs, and its probes.
+
+    The probes that only look (a secret, files, the network, escapes) run one after another in
+    one shared session (`LabSessions`: one container for all of them, not one each). A probe
+    that pushes a limit (`ALONE`) runs in a session of its own, so what it does to its sandbox
+    never changes another probe's verdict, and so does `daemon`, which asks what survives a run:
+    a run ends its session (the container goes with it).
+    """
 
     def posture(probe: ProbeId) -> Posture:
         return replace(Posture(posture_id), limits=_limits_for(posture_id, probe, limits))

@@ -1,13 +1,10 @@
 """The lab's sessions: one started executor serves every probe run of one posture and limits.
 
-`LabSessions` wraps the run service the lab is given: the service it hands out (`service`)
-builds, for each posture (with its limits), a `SharedSession` that starts the real executor
-once, at the first run, and keeps it running across the runs, so a container posture starts
-one container for all its probes instead of one per probe. Every run still goes through the
-run service (recorded, snapshotted, its processes killed and verified by the executor at its
-end); only the session's own start and stop are shared. A start that fails is cleaned up and
-tried again by the next run, so each run of a posture that cannot start records its error as
-before. `close()` stops every session the lab started.
+`LabSessions` wraps the run service the lab is given: its `service` builds, per posture (with its
+limits), a `SharedSession` that starts the real executor at the first run and keeps it across the
+runs (one container for all the probes, not one each); every run still goes through the run
+service, recorded and swept as any run, a start that fails is cleaned up and tried again by the
+next run, and `close()` stops every session the lab started.
 """
 
 import asyncio

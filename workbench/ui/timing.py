@@ -1,19 +1,12 @@
 """The window's moments the bench times: the first paint, and a run's first output on screen.
 
-`python -m workbench.ui.timing KIND [ARGS]` runs one of these in a process of its own and ends
-it (`os._exit`, nothing torn down) at the moment it times:
-
-- `bare`: a bare PySide6 window (a QMainWindow holding a label, shown): ends at its first
-  paint. The floor of
-- `app`: the app as `workbench gui` opens it (`run_gui`): ends at the first paint of its window;
-- `output SKILL_DIR POSTURE LINE COMMAND`: the app with the skill's parent folder as a skill
-  root (`workbench gui --skills PARENT`), then, once the window
-  can run the skill, presses Run with COMMAND under POSTURE, and ends at the first paint of the
-  output pane showing LINE (the command's first line); it prints the seconds from pressing Run
-  to that paint.
-
-The bench times `bare` and `app` from start to exit, and compares `output` with the same run
-in the CLI. Exit code 3 means the moment never came (the window closed first).
+`python -m workbench.ui.timing KIND` runs one in a process of its own and ends it (`os._exit`,
+nothing torn down) at the moment it times: `bare`, a bare PySide6 window, at its first paint (the
+floor of) `app`, the app as `workbench gui` opens it (`run_gui`), at its window's first paint; and
+`output SKILL_DIR POSTURE LINE COMMAND`, the app with the skill's parent folder as a skill root,
+which presses Run with COMMAND under POSTURE once the window can run the skill and prints the
+seconds from pressing Run to the first paint of the output pane showing LINE. Exit code 3: the
+moment never came (the window closed first).
 """
 
 import os
