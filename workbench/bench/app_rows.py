@@ -47,43 +47,33 @@ def _env(context: BenchContext) -> dict[str, str]:
     }
 
 
-def _check(done: "subprocess.CompletedProcess[str]", what: str) -> str:
+def _timing(env: dict[str, str], *args: str) -> str:
+    """Run `workbench.ui.timing ARGS` to its end; its stdout. Raises when it fails."""
+    done = subprocess.run(
+        [*child_argv(TIMING), *args],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_LIMIT_S,
+        check=False,
+    )
     if done.returncode != 0:
         tail = done.stderr.strip().splitlines()[-1:] or ["no output"]
-        raise RuntimeError(f"{what} exited with {done.returncode}: {tail[0]}")
+        raise RuntimeError(f"timing {args[0]} exited with {done.returncode}: {tail[0]}")
     return done.stdout
 
 
 def _timed_window(kind: str, env: dict[str, str]) -> float:
     """Seconds from starting `timing KIND` to its end (at the first paint)."""
     start = time.perf_counter()
-    done = subprocess.run(
-        [*child_argv(TIMING), kind],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_LIMIT_S,
-        check=False,
-    )
-    elapsed = time.perf_counter() - start
-    _check(done, f"timing {kind}")
-    return elapsed
+    _timing(env, kind)
+    return time.perf_counter() - start
 
 
 def _app_output(skill: Path, env: dict[str, str]) -> float:
     """The app's own measure of Run pressed to the first line painted."""
-    argv = [*child_argv(TIMING), "output", str(skill), "local", LINE, f"echo {LINE}"]
-    done = subprocess.run(
-        argv,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_LIMIT_S,
-        check=False,
-    )
-    return float(_check(done, "the app's run").split()[-1])
+    return float(_timing(env, "output", str(skill), "local", LINE, f"echo {LINE}").split()[-1])
 
 
 def _cli_output(skill: Path, env: dict[str, str]) -> float:
