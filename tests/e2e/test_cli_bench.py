@@ -1,8 +1,9 @@
 """`workbench bench` end to end: a real subprocess of the CLI over a subset of the rows.
 
 The whole `--quick` run takes most of a minute, so one run measures one row of every kind (every
-group: its set-up, its floor and ours, its clean-up) and the others a few cheap rows; they check
-the document's shape and the statistics' consistency, never the timings themselves.
+group: its set-up, its floor and ours, its clean-up) for the tests of the JSON document, and a
+few cheap runs check the text table and errors; they check the document's shape and the
+statistics' consistency, never the timings themselves.
 """
 
 import json
@@ -18,7 +19,6 @@ from workbench.bench.suite import GROUPS
 
 pytestmark = pytest.mark.slow
 
-ROWS = ("hardened-spawn", "sampler-local", "cli-start")
 STATUSES = {"met", "missed", "skipped", "failed"}
 # One row of every group, the cheapest to set up; the first chunk is measured in the rounds of
 # the round trip, its floor.
@@ -49,25 +49,25 @@ def _check_stats(stats: dict[str, Any]) -> None:
     assert 0 < stats["min_s"] <= stats["median_s"] <= stats["max_s"]
 
 
-def test_quick_json_is_one_schema_versioned_document(tmp_path: Path) -> None:
-    done = bench(tmp_path, "--quick", "--json", "--rows", ",".join(ROWS))
-    assert done.returncode == 0, done.stderr
-    document = json.loads(done.stdout)
-    assert [row["id"] for row in document["rows"]] == list(ROWS)
-    _check_document(document)
-    assert "bench: measuring" in done.stderr  # progress goes to stderr, never into the JSON
-
-
 @pytest.fixture(scope="module")
-def every_kind(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    """The rows of one `bench --quick --json` over `ONE_OF_EACH_KIND`, by id."""
-    done = bench(
-        tmp_path_factory.mktemp("bench"), "--quick", "--json", "--rows", ",".join(ONE_OF_EACH_KIND)
-    )
+def every_kind(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
+    """One `bench --quick --json` over `ONE_OF_EACH_KIND` (docker rows skip without an engine)."""
+    rows = ",".join(ONE_OF_EACH_KIND)
+    return bench(tmp_path_factory.mktemp("bench"), "--quick", "--json", "--rows", rows)
+
+
+def rows_of(done: subprocess.CompletedProcess[str]) -> dict[str, dict[str, Any]]:
+    """The rows of a finished `bench --json`, by id."""
     assert done.returncode == 0, done.stderr
-    document = json.loads(done.stdout)
-    _check_document(document)
-    return {row["id"]: row for row in document["rows"]}
+    return {row["id"]: row for row in json.loads(done.stdout)["rows"]}
+
+
+def test_quick_json_is_one_schema_versioned_document(
+    every_kind: subprocess.CompletedProcess[str],
+) -> None:
+    assert list(rows_of(every_kind)) == list(ONE_OF_EACH_KIND)
+    _check_document(json.loads(every_kind.stdout))
+    assert "bench: measuring" in every_kind.stderr  # progress goes to stderr, never into the JSON
 
 
 def test_one_row_of_each_kind_covers_every_group() -> None:
@@ -77,12 +77,11 @@ def test_one_row_of_each_kind_covers_every_group() -> None:
 
 @pytest.mark.docker
 def test_a_row_of_each_kind_is_measured(
-    every_kind: dict[str, dict[str, Any]], docker_runtimes: set[str]
+    every_kind: subprocess.CompletedProcess[str], docker_runtimes: set[str]
 ) -> None:
-    assert list(every_kind) == list(ONE_OF_EACH_KIND)
     unmeasured = {
         row_id: row["error"] or row["skipped"]
-        for row_id, row in every_kind.items()
+        for row_id, row in rows_of(every_kind).items()
         if row["status"] not in ("met", "missed")
     }
     assert unmeasured == {}
@@ -124,9 +123,10 @@ def test_unknown_row_is_a_usage_error(tmp_path: Path) -> None:
 
 @pytest.mark.docker
 def test_docker_rows_measure_through_the_executor(
-    every_kind: dict[str, dict[str, Any]], docker_runtimes: set[str]
+    every_kind: subprocess.CompletedProcess[str], docker_runtimes: set[str]
 ) -> None:
-    chunk, round_trip = every_kind["docker-first-chunk"], every_kind["docker-round-trip"]
+    rows = rows_of(every_kind)
+    chunk, round_trip = rows["docker-first-chunk"], rows["docker-round-trip"]
     for row in (chunk, round_trip):
         assert row["status"] in ("met", "missed"), row
     # the first chunk is compared with our own round trip, measured in the same rounds
