@@ -18,7 +18,7 @@ from typing import Any
 from workbench.errors import WorkbenchError
 from workbench.executors.types import CancelToken, OutputChunk, RunResult, RunStatus
 from workbench.postures.containment import runs_as_root
-from workbench.postures.model import MIB, Limits, Posture, PostureId
+from workbench.postures.model import CONTAINER_POSTURES, MIB, Limits, Posture, PostureId
 from workbench.probes.catalogue import PROBE_BY_ID, ProbeId, probe_argv
 from workbench.probes.expected import expected
 from workbench.probes.sessions import LabSessions
@@ -43,8 +43,10 @@ CPU_TIMEOUT_S = 3.0  # above the CPU-time limit, so a CPU-time limit has time to
 SKILL_DIR_WORD = "SKILL_DIR"  # the write probe's word for "the skill folder as I see it"
 # Probes that run alone, each in a session that ends with its run (see `_sessions`).
 ALONE = (ProbeId.CPU, ProbeId.MEMORY, ProbeId.FORK, ProbeId.DISK, ProbeId.DAEMON)
-# Postures whose runs' escapees the app adopts (workbench.executors.process.reaper).
-ADOPTED = (PostureId.LOCAL, PostureId.HARDENED)
+# Probes whose verdict rests on the app watching a host run from its own process, which other
+# runs beside it disturb: whose escapee a process is (`reaper`: a concurrent run's monitor may
+# hold it) and how much a run wrote (a disk limit polled from the app's loop).
+WATCHED = (ProbeId.DISK, ProbeId.DAEMON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,14 +171,13 @@ async def run_lab(
             _LabSession(site, sessions.service if shared else service, posture, probes, place)
             for (posture, shared, probes), place in zip(plans, folders, strict=True)
         ]
-        last = [lab for lab in lab_sessions if lab.after_the_host_runs()]
+        last = [lab for lab in lab_sessions if lab.watched_from_the_host()]
         async with asyncio.TaskGroup() as group:
-            on_host = []
             for lab in lab_sessions:
                 if lab not in last:
-                    task = group.create_task(lab.run(cancel, as_root, judged))
-                    on_host += [task] * (lab.posture.id in ADOPTED)
-            group.create_task(_one_by_one(last, on_host, cancel, as_root, judged))
+                    group.create_task(lab.run(cancel, as_root, judged))
+        for lab in last:
+            await lab.run(cancel, as_root, judged)
     order = {(p, probe): n for n, (p, probe) in enumerate(_grid(chosen, probe_ids))}
     return Scoreboard(
         postures=chosen,
@@ -187,20 +188,6 @@ async def run_lab(
         interrupted=cancel.cancelled,
         seconds=time.monotonic() - started,
     )
-
-
-async def _one_by_one(
-    sessions: "list[_LabSession]",
-    after: "list[asyncio.Task[None]]",
-    cancel: CancelToken,
-    as_root: bool,
-    judged: Callable[[Cell], None],
-) -> None:
-    """Run `sessions` one after another, once the tasks `after` ended."""
-    if after:
-        await asyncio.wait(after)
-    for lab in sessions:
-        await lab.run(cancel, as_root, judged)
 
 
 def _grid(
@@ -219,7 +206,8 @@ def _sessions(
     one shared session (`LabSessions`: one container for all of them, not one each). A probe
     that pushes a limit (`ALONE`) runs in a session of its own, so what it does to its sandbox
     never changes another probe's verdict, and so does `daemon`, which asks what survives a run:
-    a run ends its session (the container goes with it).
+    a run ends its session (the container goes with it). The `WATCHED` probes of a posture that
+    runs on the host run after all the others, one at a time.
     """
 
     def posture(probe: ProbeId) -> Posture:
@@ -240,10 +228,10 @@ class _LabSession:
     probes: list[ProbeId]
     folders: SessionFolders
 
-    def after_the_host_runs(self) -> bool:
-        """True for the daemon probe of a posture whose escapees the app adopts: it runs with
-        no other such run in flight, as the app tells whose an escapee is only then."""
-        return self.probes == [ProbeId.DAEMON] and self.posture.id in ADOPTED
+    def watched_from_the_host(self) -> bool:
+        """True for a probe (`WATCHED`) of a posture whose runs the app watches from its own
+        process: it runs after the other sessions, one at a time, with nothing else running."""
+        return set(self.probes) <= set(WATCHED) and self.posture.id not in CONTAINER_POSTURES
 
     async def run(self, cancel: CancelToken, as_root: bool, judged: Callable[[Cell], None]) -> None:
         for probe in self.probes:
