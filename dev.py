@@ -8,7 +8,9 @@ Works on a fresh Debian/Ubuntu machine that has only python3 and pip: it makes `
 beside this file (without ensurepip if Debian's python3-venv is missing), installs the project
 and its test tools into it, and installs the system libraries Qt needs when it may (as root, or
 through sudo). A second call reuses everything and only reinstalls when pyproject.toml changed.
-Extra arguments after `test` go to pytest (e.g. `python3 dev.py test -k catalog`).
+Extra arguments after `test` go to pytest (e.g. `python3 dev.py test -k catalog`). pytest runs
+in two worker processes (pytest-xdist, `PYTEST_WORKERS`), the tests that use the container engine
+all in one of them (see tests/conftest.py); `-n 0` runs it in one process.
 """
 
 from __future__ import annotations
@@ -134,6 +136,13 @@ def open_app() -> int:
     os.execv(venv_tool("workbench"), [venv_tool("workbench"), "gui"])
 
 
+def parallel(pytest_args: list[str]) -> list[str]:
+    """The pytest-xdist options, unless the arguments choose their own."""
+    if any(arg.startswith(("-n", "--numprocesses")) for arg in pytest_args):
+        return []
+    return ["-n", os.environ.get("PYTEST_WORKERS", "2"), "--dist", "loadgroup"]
+
+
 def run_tests(pytest_args: list[str]) -> int:
     failed = []
     for label, argv in CHECKS:
@@ -142,7 +151,8 @@ def run_tests(pytest_args: list[str]) -> int:
             failed.append(label)
     say("running pytest")
     env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
-    if subprocess.run([venv_tool("pytest"), *pytest_args], cwd=ROOT, env=env).returncode != 0:
+    argv = [venv_tool("pytest"), *parallel(pytest_args), *pytest_args]
+    if subprocess.run(argv, cwd=ROOT, env=env).returncode != 0:
         failed.append("pytest")
     if failed:
         say("FAILED: " + ", ".join(failed))

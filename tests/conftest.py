@@ -3,7 +3,10 @@
 Docker tests skip with a reason when no engine answers, except under
 WORKBENCH_REQUIRE_DOCKER=1 (CI), where any skip of a `docker`, `gvisor`, `podman` or
 `remote_engine` test is a failure: a missing engine, runtime, image or executor must not pass
-unnoticed.
+unnoticed. Under pytest-xdist (`--dist loadgroup`, as `python3 dev.py test` runs it) the tests of
+a module stay in one worker, so its module-scoped fixtures start once, and every module with a
+test that uses a container engine runs in one worker, `engine`: such tests drain the engine's
+pooled containers and count what it holds, so they never run beside each other.
 """
 
 import os
@@ -57,6 +60,20 @@ def remote_engine(monkeypatch: pytest.MonkeyPatch) -> str:
     return host
 
 
+ENGINE_MARKERS = ("docker", "gvisor", "podman", "remote_engine")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put each test in its xdist group: `engine`, or its module (see the module doc)."""
+    engine_modules = {
+        item.path for item in items if any(map(item.get_closest_marker, ENGINE_MARKERS))
+    }
+    for item in items:
+        group = "engine" if item.path in engine_modules else str(item.path)
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
@@ -65,8 +82,7 @@ def pytest_runtest_makereport(
     del call
     report = yield
     required = os.environ.get("WORKBENCH_REQUIRE_DOCKER") == "1"
-    markers = ("docker", "gvisor", "podman", "remote_engine")
-    containers = any(item.get_closest_marker(name) for name in markers)
+    containers = any(map(item.get_closest_marker, ENGINE_MARKERS))
     if required and containers and report.skipped:
         reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"

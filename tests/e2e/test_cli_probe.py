@@ -3,9 +3,10 @@
 Every cell's measured verdict must be the one its posture claims for the aspect the probe tries
 (`postures.containment`, through `probes.expected`): a claim the lab disproves fails here.
 
-Each posture runs in its own CLI subprocess with its own data and temporary folders, so the
-lab's canaries, workspaces and history never touch the user's. Container postures run only
-when an engine answers (the `docker_runtimes` fixture) and this build has their executor.
+One CLI subprocess probes every posture this machine and build can run (as `workbench probe`
+does by default), with its own data and temporary folders, so the lab's canaries, workspaces and
+history never touch the user's; each posture's cells are then checked by a test of their own.
+Container postures are checked only when an engine answers (the `docker_runtimes` fixture).
 """
 
 import json
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +30,8 @@ from workbench.probes.expected import expected
 from workbench.probes.verdict import Verdict
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """A CLI environment with its own data folder and temporary folder.
+def cli_env(data: Path) -> Iterator[dict[str, str]]:
+    """A CLI environment with its own data folder (under `data`) and temporary folder.
 
     The temporary folder is made in the system's, open to other users (0755): as root, the
     hardened posture runs probes as a throwaway uid that must reach the lab's folders, and
@@ -38,8 +39,38 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
     """
     lab_tmp = Path(tempfile.mkdtemp(prefix="workbench-probe-e2e-"))
     lab_tmp.chmod(0o755)
-    yield {**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg"), "TMPDIR": str(lab_tmp)}
+    yield {**os.environ, "XDG_DATA_HOME": str(data / "xdg"), "TMPDIR": str(lab_tmp)}
     shutil.rmtree(lab_tmp)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A CLI environment of the test's own (see `cli_env`)."""
+    yield from cli_env(tmp_path)
+
+
+@dataclass(frozen=True)
+class Lab:
+    """The one lab over every posture that can run here: its document and environment."""
+
+    document: dict[str, Any]
+    env: dict[str, str]
+
+    def of(self, posture_id: PostureId) -> dict[str, Any]:
+        """The document with only the cells of `posture_id`."""
+        cells = [cell for cell in self.document["cells"] if cell["posture"] == posture_id]
+        return {**self.document, "cells": cells}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """`workbench probe --json` over every posture this machine and build can run."""
+    for env in cli_env(tmp_path_factory.mktemp("probe")):
+        done = probe(env, "--json")
+        document: dict[str, Any] = json.loads(done.stdout)
+        assert document["schema"] == "skill-workbench/probe/1"
+        assert done.returncode in (0, 1), done.stderr
+        yield Lab(document, env)
 
 
 def probe(
@@ -48,15 +79,6 @@ def probe(
     """Run `python -m workbench probe ARGS...`."""
     command = [sys.executable, "-m", "workbench", "probe", *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def scoreboard(env: dict[str, str], posture_id: PostureId) -> dict[str, Any]:
-    """The JSON scoreboard of one posture; the run must exit 0 (every cell as promised)."""
-    done = probe(env, "--postures", posture_id.value, "--json")
-    document: dict[str, Any] = json.loads(done.stdout)
-    assert document["schema"] == "skill-workbench/probe/1"
-    assert done.returncode in (0, 1), done.stderr
-    return document
 
 
 def check_every_cell(document: dict[str, Any], posture_id: PostureId, env: dict[str, str]) -> None:
@@ -76,7 +98,7 @@ def check_every_cell(document: dict[str, Any], posture_id: PostureId, env: dict[
     assert wrong == []
     assert not any(cell["unexpected"] for cell in cells.values())
     listed = subprocess.run(
-        [sys.executable, "-m", "workbench", "history", "list", "--json"],
+        [sys.executable, "-m", "workbench", "history", "list", "--limit", "1000", "--json"],
         env=env,
         capture_output=True,
         text=True,
@@ -95,27 +117,25 @@ def lab_leftovers(env: dict[str, str]) -> list[Path]:
 @pytest.mark.parametrize(
     "posture_id", [PostureId.LOCAL, PostureId.HARDENED, PostureId.BUBBLEWRAP, PostureId.QUICKJS]
 )
-def test_host_postures_keep_their_promises(posture_id: PostureId, env: dict[str, str]) -> None:
+def test_host_postures_keep_their_promises(posture_id: PostureId, lab: Lab) -> None:
     if posture_id not in implemented_postures():
         pytest.skip(f"the {posture_id} executor is not in this build yet")
-    document = scoreboard(env, posture_id)
-    check_every_cell(document, posture_id, env)
-    assert lab_leftovers(env) == []
+    check_every_cell(lab.of(posture_id), posture_id, lab.env)
+    assert lab_leftovers(lab.env) == []
 
 
 @pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.parametrize("posture_id", [PostureId.DOCKER, PostureId.GVISOR])
 def test_container_postures_keep_their_promises(
-    posture_id: PostureId, env: dict[str, str], docker_runtimes: set[str]
+    posture_id: PostureId, lab: Lab, docker_runtimes: set[str]
 ) -> None:
     if posture_id not in implemented_postures():
         pytest.skip(f"the {posture_id} executor is not in this build yet")
     if posture_id is PostureId.GVISOR and "runsc" not in docker_runtimes:
         pytest.skip("the Docker engine has no runsc runtime")
-    document = scoreboard(env, posture_id)
-    check_every_cell(document, posture_id, env)
-    assert lab_leftovers(env) == []
+    check_every_cell(lab.of(posture_id), posture_id, lab.env)
+    assert lab_leftovers(lab.env) == []
 
 
 def test_an_unknown_posture_is_a_usage_error(env: dict[str, str]) -> None:

@@ -122,7 +122,7 @@ def _probe_pair(service: RunService, cell: Cell) -> Pair:
     limits = posture_from_dict(record.result["card"]["posture"]).limits if record.result else None
     result = preview(skill, shlex.join(record.argv), limits or Posture(cell.posture).limits)
     predicted = verdict_of(result, cell.posture)
-    name = f"{skill.name} ({cell.probe.value})"
+    name = f"{record.skill_name} ({cell.probe.value})"  # the probe's, not the lab's folder
     if cell.verdict is ProbeVerdict.NOT_APPLICABLE:
         return Pair(name, cell.posture, predicted, None, cell.detail)
     contained = cell.verdict is ProbeVerdict.CONTAINED

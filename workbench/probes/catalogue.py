@@ -1,9 +1,9 @@
 """The probe catalogue: every experiment of the sandbox probe lab, and how to run it.
 
 Each probe is one question answered by a script in a probe skill under `resources/probes/`, run with
-its arguments by a command that works wherever `SKILL_DIR` points (a shell script, or a `.js` one
-under `quickjs`); every script prints one line, `PROBE <id> reached|blocked|started <detail>`, which
-`probe_lines` parses.
+its arguments by a command that works wherever `SKILL_DIR` points (the lab session's folder holding
+every probe skill: `$SKILL_DIR/SKILL/scripts/probe.sh`, or `probe.js` under `quickjs`); every script
+prints one line, `PROBE <id> reached|blocked|started <detail>`, which `probe_lines` parses.
 """
 
 import re
@@ -98,7 +98,6 @@ PROBES: tuple[Probe, ...] = (
 
 PROBE_BY_ID: dict[ProbeId, Probe] = {probe.id: probe for probe in PROBES}
 
-_SHELL_ENTRY = 'exec sh "$SKILL_DIR/scripts/probe.sh" "$@"'
 _LINE = re.compile(r"^PROBE (\S+) (reached|blocked|started) (\S+)\s*$", re.MULTILINE)
 
 
@@ -109,9 +108,10 @@ def probe_skills_dir() -> Path:
 
 def probe_argv(posture_id: PostureId, probe: ProbeId, args: tuple[str, ...]) -> tuple[str, ...]:
     """The command that runs `probe` with `args` under `posture_id` (see the module doc)."""
+    scripts = f"$SKILL_DIR/{PROBE_BY_ID[probe].skill}/scripts"
     if posture_id is PostureId.QUICKJS:
-        return ("$SKILL_DIR/scripts/probe.js", probe.value, *args)
-    return ("sh", "-c", _SHELL_ENTRY, "probe", probe.value, *args)
+        return (f"{scripts}/probe.js", probe.value, *args)
+    return ("sh", "-c", f'exec sh "{scripts}/probe.sh" "$@"', "probe", probe.value, *args)
 
 
 @dataclass(frozen=True, slots=True)

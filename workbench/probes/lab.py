@@ -2,10 +2,13 @@
 
 The headless API the CLI and the GUI share: it plants the site (`LabSite`), runs each probe as an
 ordinary recorded run with small limits (`LAB_LIMITS`, `CPU_TIMEOUT_S`) and its output streamed
-nowhere, judges it (`judge`) against the host's own evidence, compares it with the posture's promise
-(`expected`) into a `Scoreboard`, and removes everything it planted, also on errors and Ctrl-C.
+nowhere, in sessions that all run at the same time (`_sessions`), judges it (`judge`) against the
+host's own evidence, compares it with the posture's promise (`expected`) into a `Scoreboard` in
+posture and probe order (`on_cell` hears of each cell as it is judged), and removes everything it
+planted, also on errors and Ctrl-C.
 """
 
+import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -15,10 +18,11 @@ from typing import Any
 from workbench.errors import WorkbenchError
 from workbench.executors.types import CancelToken, OutputChunk, RunResult, RunStatus
 from workbench.postures.containment import runs_as_root
-from workbench.postures.model import MIB, Limits, Posture, PostureId
+from workbench.postures.model import CONTAINER_POSTURES, MIB, Limits, Posture, PostureId
 from workbench.probes.catalogue import PROBE_BY_ID, ProbeId, probe_argv
 from workbench.probes.expected import expected
-from workbench.probes.site import CANARY_ENV, LabSite, host_route_off_machine
+from workbench.probes.sessions import LabSessions
+from workbench.probes.site import CANARY_ENV, LabSite, SessionFolders, host_route_off_machine
 from workbench.probes.verdict import HostEvidence, Judgement, Verdict, judge
 from workbench.runs.service import RunPlan, RunService
 
@@ -37,6 +41,12 @@ LAB_LIMITS = Limits(
 GVISOR_MIN_MEMORY = 256 * MIB
 CPU_TIMEOUT_S = 3.0  # above the CPU-time limit, so a CPU-time limit has time to act
 SKILL_DIR_WORD = "SKILL_DIR"  # the write probe's word for "the skill folder as I see it"
+# Probes that run alone, each in a session that ends with its run (see `_sessions`).
+ALONE = (ProbeId.CPU, ProbeId.MEMORY, ProbeId.FORK, ProbeId.DISK, ProbeId.DAEMON)
+# Probes whose verdict rests on the app watching a host run from its own process, which other
+# runs beside it disturb: whose escapee a process is (`reaper`: a concurrent run's monitor may
+# hold it) and how much a run wrote (a disk limit polled from the app's loop).
+WATCHED = (ProbeId.DISK, ProbeId.DAEMON)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,23 +156,33 @@ async def run_lab(
     chosen, probe_ids = tuple(postures), tuple(probes)
     cancel = cancel or CancelToken()
     started, as_root, cells = time.monotonic(), runs_as_root(), []
-    async with LabSite(parent) as site:
-        for posture_id in chosen:
-            for probe in probe_ids:
-                if cancel.cancelled:
-                    break
-                cell_limits = _limits_for(posture_id, probe, limits)
-                posture = replace(Posture(posture_id), limits=cell_limits)
-                cell = await _run_cell(site, service, posture, probe, cancel, as_root)
-                if cell is None:
-                    break
-                cells.append(cell)
-                if on_cell is not None:
-                    on_cell(cell)
+
+    def judged(cell: Cell) -> None:
+        cells.append(cell)
+        if on_cell is not None:
+            on_cell(cell)
+
+    async with LabSite(parent) as site, LabSessions(service) as sessions:
+        plans = [plan for posture_id in chosen for plan in _sessions(posture_id, probe_ids, limits)]
+        folders = await asyncio.to_thread(
+            lambda: [site.session_folders(f"session-{n}") for n in range(len(plans))]
+        )
+        lab_sessions = [
+            _LabSession(site, sessions.service if shared else service, posture, probes, place)
+            for (posture, shared, probes), place in zip(plans, folders, strict=True)
+        ]
+        last = [lab for lab in lab_sessions if lab.watched_from_the_host()]
+        async with asyncio.TaskGroup() as group:
+            for lab in lab_sessions:
+                if lab not in last:
+                    group.create_task(lab.run(cancel, as_root, judged))
+        for lab in last:
+            await lab.run(cancel, as_root, judged)
+    order = {(p, probe): n for n, (p, probe) in enumerate(_grid(chosen, probe_ids))}
     return Scoreboard(
         postures=chosen,
         probes=probe_ids,
-        cells=tuple(cells),
+        cells=tuple(sorted(cells, key=lambda cell: order[cell.posture, cell.probe])),
         limits=limits,
         as_root=as_root,
         interrupted=cancel.cancelled,
@@ -170,55 +190,137 @@ async def run_lab(
     )
 
 
-async def _run_cell(
-    site: LabSite,
-    service: RunService,
-    posture: Posture,
-    probe: ProbeId,
-    cancel: CancelToken,
-    as_root: bool,
-) -> Cell | None:
-    """One probe run and its verdict; None when the run was cancelled."""
-    token = site.cell_token(posture.id, probe)
-    skill = PROBE_BY_ID[probe].skill
-    plan = RunPlan(
-        skill_name=skill,
-        skill_dir=site.skill_dir(skill),
-        posture=posture,
-        argv=probe_argv(posture.id, probe, _probe_args(site, posture, probe, token)),
-        workspace=site.workspace(posture.id, probe),
-    )
-    try:
-        done = await service.run_once(plan, _discard, cancel)
-    except WorkbenchError as error:
-        judgement = Judgement(Verdict.NOT_APPLICABLE, f"the workbench could not run it: {error}")
-        return _cell(probe, posture.id, judgement, plan.run_id, RunStatus.ERROR.value, as_root)
-    if done.result.status is RunStatus.CANCELLED:
-        return None
-    host = _host_evidence(site, plan, probe, token, done.result)
-    judgement = judge(probe, done.result, host)
-    return _cell(probe, posture.id, judgement, plan.run_id, done.result.status.value, as_root)
+def _grid(
+    postures: tuple[PostureId, ...], probes: tuple[ProbeId, ...]
+) -> list[tuple[PostureId, ProbeId]]:
+    return [(posture_id, probe) for posture_id in postures for probe in probes]
 
 
-def _cell(
-    probe: ProbeId,
-    posture_id: PostureId,
-    judgement: Judgement,
-    run_id: str,
-    status: str,
-    as_root: bool,
-) -> Cell:
-    promise = expected(posture_id, probe, as_root=as_root)
-    return Cell(
-        probe=probe,
-        posture=posture_id,
-        verdict=judgement.verdict,
-        detail=judgement.detail,
-        note=promise.note if judgement.verdict is promise.verdict else "",
-        expected=promise.verdict,
-        run_id=run_id,
-        status=status,
-    )
+def _sessions(
+    posture_id: PostureId, probes: tuple[ProbeId, ...], limits: Limits
+) -> list[tuple[Posture, bool, list[ProbeId]]]:
+    """The sessions of `posture_id`: the posture (with limits) each runs under, whether it is
+    shared by its runs, and its probes.
+
+    The probes that only look (a secret, files, the network, escapes) run one after another in
+    one shared session (`LabSessions`: one container for all of them, not one each). A probe
+    that pushes a limit (`ALONE`) runs in a session of its own, so what it does to its sandbox
+    never changes another probe's verdict, and so does `daemon`, which asks what survives a run:
+    a run ends its session (the container goes with it). The `WATCHED` probes of a posture that
+    runs on the host run after all the others, one at a time.
+    """
+
+    def posture(probe: ProbeId) -> Posture:
+        return replace(Posture(posture_id), limits=_limits_for(posture_id, probe, limits))
+
+    shared = [probe for probe in probes if probe not in ALONE]
+    sessions = [(posture(shared[0]), True, shared)] if shared else []
+    return sessions + [(posture(probe), False, [probe]) for probe in probes if probe in ALONE]
+
+
+@dataclass(frozen=True, slots=True)
+class _LabSession:
+    """The probes that run one after another in one session, in its folders."""
+
+    site: LabSite
+    service: RunService
+    posture: Posture
+    probes: list[ProbeId]
+    folders: SessionFolders
+
+    def watched_from_the_host(self) -> bool:
+        """True for a probe (`WATCHED`) of a posture whose runs the app watches from its own
+        process: it runs after the other sessions, one at a time, with nothing else running."""
+        return set(self.probes) <= set(WATCHED) and self.posture.id not in CONTAINER_POSTURES
+
+    async def run(self, cancel: CancelToken, as_root: bool, judged: Callable[[Cell], None]) -> None:
+        for probe in self.probes:
+            if cancel.cancelled:
+                return
+            cell = await self.cell(probe, cancel, as_root)
+            if cell is None:
+                return
+            judged(cell)
+
+    async def cell(self, probe: ProbeId, cancel: CancelToken, as_root: bool) -> Cell | None:
+        """One probe run and its verdict; None when the run was cancelled."""
+        site, posture = self.site, self.posture
+        token = site.cell_token(posture.id, probe)
+        plan = RunPlan(
+            skill_name=PROBE_BY_ID[probe].skill,
+            skill_dir=self.folders.skill_dir,
+            posture=posture,
+            argv=probe_argv(posture.id, probe, self.probe_args(probe, token)),
+            workspace=self.folders.workspace,
+        )
+        try:
+            done = await self.service.run_once(plan, _discard, cancel)
+        except WorkbenchError as error:
+            judgement = Judgement(
+                Verdict.NOT_APPLICABLE, f"the workbench could not run it: {error}"
+            )
+            return self.judged(probe, judgement, plan.run_id, RunStatus.ERROR.value, as_root)
+        if done.result.status is RunStatus.CANCELLED:
+            return None
+        host = self.host_evidence(plan, probe, token, done.result)
+        judgement = judge(probe, done.result, host)
+        return self.judged(probe, judgement, plan.run_id, done.result.status.value, as_root)
+
+    def judged(
+        self, probe: ProbeId, judgement: Judgement, run_id: str, status: str, as_root: bool
+    ) -> Cell:
+        promise = expected(self.posture.id, probe, as_root=as_root)
+        return Cell(
+            probe=probe,
+            posture=self.posture.id,
+            verdict=judgement.verdict,
+            detail=judgement.detail,
+            note=promise.note if judgement.verdict is promise.verdict else "",
+            expected=promise.verdict,
+            run_id=run_id,
+            status=status,
+        )
+
+    def probe_args(self, probe: ProbeId, token: str) -> tuple[str, ...]:
+        """The arguments after the probe's id; limits come from the session's posture."""
+        site, limits = self.site, self.posture.limits
+        skill_dir = SKILL_DIR_WORD
+        if self.posture.id is PostureId.QUICKJS:  # no environment there: name the folder itself
+            skill_dir = str(self.folders.skill_dir)
+        args: dict[ProbeId, tuple[str, ...]] = {
+            ProbeId.ENV_SECRET: (CANARY_ENV, site.token),
+            ProbeId.READ_OUTSIDE: (str(site.canary_file), site.token),
+            ProbeId.READ_HOME: (str(site.dotfile), site.token),
+            ProbeId.WRITE_OUTSIDE: (str(self.folders.drop), token),
+            ProbeId.WRITE_SKILL: (skill_dir, token),
+            ProbeId.LOOPBACK: (str(site.listener.port), token),
+            ProbeId.RESOLVE: (),
+            ProbeId.CPU: ("30",),
+            ProbeId.MEMORY: (str(2 * limits.memory_bytes),),
+            ProbeId.FORK: (str(2 * limits.pids),),
+            ProbeId.DISK: (str(2 * limits.file_size_bytes),),
+            ProbeId.RLIMIT: (),
+            ProbeId.DAEMON: (token,),
+            ProbeId.ESCAPE: (),
+        }
+        return args[probe]
+
+    def host_evidence(
+        self, plan: RunPlan, probe: ProbeId, token: str, result: RunResult
+    ) -> HostEvidence:
+        site = self.site
+        if probe is ProbeId.WRITE_OUTSIDE:
+            return HostEvidence(reached=site.take_written(self.folders.drop, probe, token))
+        if probe is ProbeId.WRITE_SKILL:
+            return HostEvidence(reached=site.take_written(plan.skill_dir, probe, token))
+        if probe is ProbeId.LOOPBACK:
+            return HostEvidence(reached=site.listener.saw(token))
+        if probe is ProbeId.DAEMON:
+            survivors = site.end_survivors(token)
+            return HostEvidence(reached=survivors > 0 or result.leftover_processes > 0)
+        if probe is ProbeId.RESOLVE and not host_route_off_machine():
+            return HostEvidence(not_applicable="this machine itself has no route off it")
+        return HostEvidence()
 
 
 def _limits_for(posture_id: PostureId, probe: ProbeId, limits: Limits) -> Limits:
@@ -229,48 +331,6 @@ def _limits_for(posture_id: PostureId, probe: ProbeId, limits: Limits) -> Limits
         # itself, and a probe would then see the sandbox die instead of its own limit act.
         return replace(limits, memory_bytes=max(limits.memory_bytes, GVISOR_MIN_MEMORY))
     return limits
-
-
-def _probe_args(site: LabSite, posture: Posture, probe: ProbeId, token: str) -> tuple[str, ...]:
-    """The arguments after the probe's id; limits come from the posture the probe runs under."""
-    limits = posture.limits
-    skill_dir = SKILL_DIR_WORD
-    if posture.id is PostureId.QUICKJS:  # no environment there: name the folder itself
-        skill_dir = str(site.skill_dir(PROBE_BY_ID[probe].skill))
-    args: dict[ProbeId, tuple[str, ...]] = {
-        ProbeId.ENV_SECRET: (CANARY_ENV, site.token),
-        ProbeId.READ_OUTSIDE: (str(site.canary_file), site.token),
-        ProbeId.READ_HOME: (str(site.dotfile), site.token),
-        ProbeId.WRITE_OUTSIDE: (str(site.drop), token),
-        ProbeId.WRITE_SKILL: (skill_dir, token),
-        ProbeId.LOOPBACK: (str(site.listener.port), token),
-        ProbeId.RESOLVE: (),
-        ProbeId.CPU: ("30",),
-        ProbeId.MEMORY: (str(2 * limits.memory_bytes),),
-        ProbeId.FORK: (str(2 * limits.pids),),
-        ProbeId.DISK: (str(2 * limits.file_size_bytes),),
-        ProbeId.RLIMIT: (),
-        ProbeId.DAEMON: (token,),
-        ProbeId.ESCAPE: (),
-    }
-    return args[probe]
-
-
-def _host_evidence(
-    site: LabSite, plan: RunPlan, probe: ProbeId, token: str, result: RunResult
-) -> HostEvidence:
-    if probe is ProbeId.WRITE_OUTSIDE:
-        return HostEvidence(reached=site.take_written(site.drop, probe, token))
-    if probe is ProbeId.WRITE_SKILL:
-        return HostEvidence(reached=site.take_written(plan.skill_dir, probe, token))
-    if probe is ProbeId.LOOPBACK:
-        return HostEvidence(reached=site.listener.saw(token))
-    if probe is ProbeId.DAEMON:
-        survivors = site.end_survivors(token)
-        return HostEvidence(reached=survivors > 0 or result.leftover_processes > 0)
-    if probe is ProbeId.RESOLVE and not host_route_off_machine():
-        return HostEvidence(not_applicable="this machine itself has no route off it")
-    return HostEvidence()
 
 
 def _discard(chunk: OutputChunk) -> None:

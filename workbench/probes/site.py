@@ -1,10 +1,11 @@
 """The lab's site: everything the probe lab plants for its probes, and its removal.
 
 `LabSite.open()` makes one temporary folder with the canaries the probes look for (a file outside
-the workspace, a private dotfile in a fake home, a folder to write into), a copy of the probe skills
-and a fresh workspace per run, starts a loopback listener that records what connections send, and
-puts a canary into a credential-looking variable (`CANARY_ENV`); `close()` removes all of it, with
-any process still carrying the lab's random token.
+the workspace, a private dotfile in a fake home), starts a loopback listener that records what
+connections send, and puts a canary into a credential-looking variable (`CANARY_ENV`); each
+session of probes gets its own folders (`session_folders`: a skill holding a copy of every probe
+skill, a workspace, a folder to write into), so sessions that run at once never see each other's
+files; `close()` removes all of it, with any process still carrying the lab's random token.
 """
 
 import asyncio
@@ -13,6 +14,7 @@ import os
 import secrets
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -27,6 +29,21 @@ _MAX_CONNECTIONS = 200  # recorded per lab; later ones are closed unread
 _READ_TIMEOUT_S = 3.0
 _DEFAULT_ROUTE_V4 = "00000000"
 _DEFAULT_ROUTE_V6 = "0" * 32
+LAB_SKILL = "probe-lab"  # the skill folder of a session, holding every probe skill
+LAB_SKILL_MD = (
+    f"---\nname: {LAB_SKILL}\ndescription: The sandbox probe lab's experiments for one lab "
+    "session, one folder per probe skill. Run them with `workbench probe`.\n---\n"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFolders:
+    """One session's folders: its skill folder (every probe skill inside it), workspace and
+    the folder outside both that `write-outside` aims at."""
+
+    skill_dir: Path
+    workspace: Path
+    drop: Path
 
 
 class LoopbackListener:
@@ -110,7 +127,7 @@ class LabSite:
 
     def _plant_files(self) -> None:
         self.root.chmod(0o755)
-        for folder in (self.outside, self.drop, self.workspaces):
+        for folder in (self.outside, self.drop, self.skills, self.workspaces):
             folder.mkdir(mode=0o755)
         self.canary_file.write_text(self.token + "\n")
         self.canary_file.chmod(0o644)
@@ -118,15 +135,20 @@ class LabSite:
         self.home.chmod(0o755)
         self.dotfile.write_text(self.token + "\n")
         self.dotfile.chmod(0o600)
-        shutil.copytree(probe_skills_dir(), self.skills)
 
-    def skill_dir(self, skill: str) -> Path:
-        """The lab's copy of the probe skill `skill`."""
-        return self.skills / skill
-
-    def workspace(self, posture_id: PostureId, probe: ProbeId) -> Path:
-        """A fresh workspace path for one cell (the run service creates it)."""
-        return self.workspaces / f"{posture_id.value}-{probe.value}"
+    def session_folders(self, name: str) -> SessionFolders:
+        """Make the folders of the session `name` (blocking; see the module doc)."""
+        folders = SessionFolders(
+            self.skills / name / LAB_SKILL, self.workspaces / name, self.drop / name
+        )
+        folders.skill_dir.parent.mkdir(mode=0o755)
+        shutil.copytree(probe_skills_dir(), folders.skill_dir)
+        (folders.skill_dir / "SKILL.md").write_text(LAB_SKILL_MD)
+        for folder in (folders.skill_dir.parent, folders.skill_dir):
+            folder.chmod(0o755)
+        folders.workspace.mkdir(mode=0o755)
+        folders.drop.mkdir(mode=0o755)
+        return folders
 
     def cell_token(self, posture_id: PostureId, probe: ProbeId) -> str:
         """The token one cell's probe sends or writes: only that run can leave it."""

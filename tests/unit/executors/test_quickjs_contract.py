@@ -139,7 +139,7 @@ def test_output_cap_truncates_memory_and_keeps_the_full_log(js: Harness) -> None
 def test_monitor_samples_and_result_metadata(js: Harness) -> None:
     source = "const until = Date.now() + 500; while (Date.now() < until) {}"
     ran = js.run(script(js, source))
-    assert ran.samples and ran.samples[-1].processes == 1
+    assert ran.samples and max(s.processes for s in ran.samples) == 1  # the worker alone
     assert ran.result.peak_rss_bytes > 0 and ran.result.cpu_seconds > 0  # no timing: shared CPUs
     assert ran.result.run_dir is not None and ran.result.run_dir.is_dir()
     assert any(w.severity is Severity.INFO for w in ran.result.warnings)

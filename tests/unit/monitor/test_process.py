@@ -54,14 +54,19 @@ def test_sampler_reads_cpu_memory_and_count() -> None:
     received: list[ResourceSample] = []
 
     async def go() -> ProcessTreeSampler:
+        five = asyncio.Event()
+
+        def receive(sample: ResourceSample) -> None:
+            received.append(sample)
+            if len(received) >= 5:
+                five.set()
+
         sampler = ProcessTreeSampler(
-            psutil.Process(busy.pid),
-            run_tag("t-none"),
-            asyncio.get_running_loop().time(),
-            received.append,
+            psutil.Process(busy.pid), run_tag("t-none"), asyncio.get_running_loop().time(), receive
         )
         task = asyncio.create_task(sampler.run(interval_s=0.05))
-        await asyncio.sleep(0.6)
+        async with asyncio.timeout(30):  # five samples, however loaded the machine is
+            await five.wait()
         task.cancel()
         return sampler
 

@@ -36,13 +36,13 @@ def test_probe_skills_stay_out_of_the_example_catalog() -> None:
 def test_shell_probes_find_their_script_through_skill_dir() -> None:
     argv = probe_argv(PostureId.DOCKER, ProbeId.FORK, ("64",))
     assert argv[:2] == ("sh", "-c")
-    assert '"$SKILL_DIR/scripts/probe.sh"' in argv[2]
+    assert '"$SKILL_DIR/probe-fork/scripts/probe.sh"' in argv[2]
     assert argv[-2:] == ("fork", "64")
 
 
 def test_quickjs_probes_run_the_js_script() -> None:
     argv = probe_argv(PostureId.QUICKJS, ProbeId.CPU, ("30",))
-    assert argv == ("$SKILL_DIR/scripts/probe.js", "cpu", "30")
+    assert argv == ("$SKILL_DIR/probe-cpu-spin/scripts/probe.js", "cpu", "30")
 
 
 def test_probe_lines_keep_only_the_probes_own_well_formed_lines() -> None:

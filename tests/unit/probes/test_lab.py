@@ -2,12 +2,14 @@
 
 import asyncio
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 from workbench.cli.probe import render_scoreboard
 from workbench.errors import PostureError
 from workbench.executors import Executor, build_executor
-from workbench.executors.types import CancelToken
+from workbench.executors.types import CancelToken, SessionSpec
 from workbench.postures.model import Posture, PostureId
 from workbench.probes.catalogue import ProbeId
 from workbench.probes.lab import Cell, Scoreboard, run_lab, scoreboard_to_dict
@@ -35,7 +37,7 @@ def test_local_cells_are_recorded_runs_with_the_promised_verdicts(tmp_path: Path
         run_lab([PostureId.LOCAL], service, probes=QUICK, on_cell=seen.append, parent=lab_parent)
     )
     assert [cell.probe for cell in board.cells] == list(QUICK)
-    assert seen == list(board.cells)
+    assert sorted(seen, key=board.cells.index) == list(board.cells)  # each judged once
     verdicts = {cell.probe: cell.verdict for cell in board.cells}
     assert verdicts == {
         ProbeId.ENV_SECRET: Verdict.NOT_CONTAINED,
@@ -51,6 +53,51 @@ def test_local_cells_are_recorded_runs_with_the_promised_verdicts(tmp_path: Path
     assert list(lab_parent.iterdir()) == []
     assert CANARY_ENV not in os.environ
     assert not board.interrupted
+
+
+class Counting:
+    """Builds real executors and notes when each one's session starts and stops."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, PostureId]] = []
+
+    def __call__(self, posture: Posture) -> Executor:
+        executor = build_executor(posture)
+        start, stop, events = executor.start, executor.stop, self.events
+
+        async def noted_start(session: SessionSpec) -> None:
+            events.append(("start", posture.id))
+            await start(session)
+
+        async def noted_stop() -> None:
+            events.append(("stop", posture.id))
+            await stop()
+
+        executor.start, executor.stop = noted_start, noted_stop  # type: ignore[method-assign]
+        return executor
+
+
+def test_a_posture_shares_a_session_and_postures_run_at_once(tmp_path: Path) -> None:
+    counting = Counting()
+    probes = (*QUICK, ProbeId.CPU)
+    postures = [PostureId.LOCAL, PostureId.HARDENED]
+    service = make_service(tmp_path, counting)
+    reachable = Path(tempfile.mkdtemp(prefix="wb-lab-"))  # a throwaway uid can reach it
+    reachable.chmod(0o755)
+    try:
+        board = asyncio.run(run_lab(postures, service, probes=probes, parent=reachable))
+    finally:
+        shutil.rmtree(reachable)
+    assert board.unexpected() == []
+    assert [(c.posture, c.probe) for c in board.cells] == [(p, q) for p in postures for q in probes]
+    # Per posture: one session for the probes that only look, and one each for `cpu` and
+    # `daemon` (a probe that pushes a limit, or asks what survives a run, runs alone).
+    starts = [posture for event, posture in counting.events if event == "start"]
+    assert sorted(starts) == sorted(postures * 3)
+    first_stop = next(n for n, (event, _) in enumerate(counting.events) if event == "stop")
+    assert set(starts[:first_stop]) == set(postures)  # both postures were running at once
+    stops = [posture for event, posture in counting.events if event == "stop"]
+    assert sorted(stops) == sorted(starts)
 
 
 def test_a_cancelled_lab_stops_and_still_cleans_up(tmp_path: Path) -> None:

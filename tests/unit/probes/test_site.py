@@ -13,11 +13,18 @@ import pytest
 from workbench.postures.model import PostureId
 from workbench.probes.catalogue import ProbeId
 from workbench.probes.site import CANARY_ENV, LabSite
+from workbench.skills import Skill, load_skill
+from workbench.skills.diagnostics import Diagnostic, DiagnosticSeverity
 
 
 def mode(path: Path) -> int:
     """The permission bits of `path`."""
     return stat.S_IMODE(path.stat().st_mode)
+
+
+def errors(skill: Skill) -> list[Diagnostic]:
+    """The skill's error diagnostics."""
+    return [d for d in skill.diagnostics if d.severity is DiagnosticSeverity.ERROR]
 
 
 def test_the_site_plants_its_canaries_and_removes_them(
@@ -31,7 +38,6 @@ def test_the_site_plants_its_canaries_and_removes_them(
             assert site.canary_file.read_text() == site.token + "\n"
             assert (mode(site.canary_file), mode(site.dotfile)) == (0o644, 0o600)
             assert (mode(site.dotfile.parent), mode(site.root)) == (0o700, 0o755)
-            assert (site.skill_dir("probe-fork") / "scripts" / "probe.sh").is_file()
             assert site.drop.is_dir()
             return site
 
@@ -79,7 +85,7 @@ def test_take_written_checks_the_token_and_removes_the_file(tmp_path: Path) -> N
     asyncio.run(scenario())
 
 
-def test_cell_tokens_and_workspaces_are_per_cell(tmp_path: Path) -> None:
+def test_cell_tokens_are_per_cell_and_folders_per_session(tmp_path: Path) -> None:
     async def scenario() -> None:
         async with LabSite(tmp_path) as site:
             tokens = {
@@ -89,8 +95,17 @@ def test_cell_tokens_and_workspaces_are_per_cell(tmp_path: Path) -> None:
             }
             assert len(tokens) == 4
             assert all(site.token in token for token in tokens)
-            workspace = site.workspace(PostureId.LOCAL, ProbeId.DISK)
-            assert workspace.parent == site.workspaces
+            one, two = site.session_folders("one"), site.session_folders("two")
+            for folders in (one, two):
+                assert folders.workspace.parent == site.workspaces
+                assert folders.drop.parent == site.drop
+                skill = load_skill(folders.skill_dir)
+                assert skill.name == "probe-lab" and not errors(skill)
+                assert (folders.skill_dir / "probe-fork" / "scripts" / "probe.sh").is_file()
+                assert mode(folders.skill_dir) == mode(folders.workspace) == 0o755
+            assert {one.skill_dir, one.workspace, one.drop}.isdisjoint(
+                {two.skill_dir, two.workspace, two.drop}
+            )
 
     asyncio.run(scenario())
 
