@@ -296,7 +296,7 @@ _DOCKER: dict[Aspect, Claim] = {
     Aspect.DISK: Claim(
         False, "a run may fill the workspace up to its limit", warning=_NO_DISK_LIMIT
     ),
-    Aspect.LIMITS: Claim(True, "its limits are cgroups, not rlimits it could raise", applies=False),
+    Aspect.LIMITS: Claim(True, "its ulimits are set with every hard limit equal to its soft one"),
 }
 
 _AS_DOCKER = (
@@ -364,11 +364,7 @@ _QUICKJS: dict[Aspect, Claim] = {
     Aspect.LEFTOVERS: Claim(True, "it reaches nothing outside the workspace", card=_NO_HOST_API),
     Aspect.CPU: Claim(True, "RLIMIT_CPU on the worker", card=_ENGINE_LIMITS),
     Aspect.MEMORY: Claim(True, "QuickJS memory limit", card=_ENGINE_LIMITS),
-    Aspect.DISK: Claim(
-        False,
-        "up to 256 MiB into the workspace",
-        warning=_info("A run can write up to 256 MiB into the workspace."),
-    ),
+    Aspect.DISK: Claim(True, "the workspace size limit (watched) stops the run"),
     Aspect.LIMITS: Claim(True, "no process API", card=_NO_HOST_API),
 }
 
