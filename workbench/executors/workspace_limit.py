@@ -2,7 +2,8 @@
 
 No kernel control bounds a folder's size without a quota or a filesystem of its own, which a
 user's folder seldom has, so `WorkspaceWatch.guard` (a run's guard, see `RunSettings.guard`)
-measures the workspace while the run goes on: once as it starts, then again after each pause
+measures the workspace (the folder, or the container's copy of it on a remote engine) while
+the run goes on: once as it starts, then again after each pause
 (a tenth of a second at least, and long enough that walking takes at most 5% of a core), and
 returns the run's cause once the run has added more than the limit. Between two walks a fast
 writer can pass the limit by what it writes meanwhile (RLIMIT_FSIZE still caps each file under
@@ -15,6 +16,7 @@ import os
 import stat
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from workbench.executors.process.outcome import format_bytes
@@ -61,23 +63,34 @@ def bound_checks(limits: Limits, watched: bool) -> tuple[tuple[str, bool], ...]:
 
 
 class WorkspaceWatch:
-    """Watches how much a run adds to the workspace at `root` (see the module docstring)."""
+    """Watches how much a run adds to its workspace (see the module docstring): `measure`
+    tells its size now, returning early once its argument is set; `share` is the part of the
+    time spent measuring (5% of a core for a walk here; more for a measure that mostly waits
+    on an engine)."""
 
-    def __init__(self, root: Path, limit_bytes: int) -> None:
-        self.root = root
+    def __init__(
+        self, measure: Callable[[threading.Event], int], limit_bytes: int, share: float = WALK_SHARE
+    ) -> None:
+        self.measure = measure
         self.limit_bytes = limit_bytes
+        self.share = share  # of the time, spent measuring
+
+    @classmethod
+    def of_folder(cls, root: Path, limit_bytes: int) -> "WorkspaceWatch":
+        """The watch of the workspace folder at `root`."""
+        return cls(lambda stop: tree_bytes(root, stop), limit_bytes)
 
     async def guard(self, pid: int = 0) -> str:
-        """Walk the workspace until the run has added more than the limit; the run's cause."""
+        """Measure the workspace until the run has added more than the limit; the run's cause."""
         del pid  # the workspace is the run's, whichever process writes it
         stop = threading.Event()  # a walk still going in its thread ends soon
         try:
             started = time.monotonic()
-            base = await asyncio.to_thread(tree_bytes, self.root, stop)
+            base = await asyncio.to_thread(self.measure, stop)
             while True:
-                await asyncio.sleep(max(MIN_PAUSE_S, (time.monotonic() - started) / WALK_SHARE))
+                await asyncio.sleep(max(MIN_PAUSE_S, (time.monotonic() - started) / self.share))
                 started = time.monotonic()
-                added = await asyncio.to_thread(tree_bytes, self.root, stop) - base
+                added = await asyncio.to_thread(self.measure, stop) - base
                 if added > self.limit_bytes:
                     return (
                         f"workspace size limit {format_bytes(self.limit_bytes)}: the run added "

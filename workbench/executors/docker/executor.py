@@ -314,7 +314,7 @@ class DockerExecutor:
             session.cgroup, self._stats, session.baseline_tasks, request.on_sample, t0
         )
         monitor = asyncio.create_task(sampler.run())
-        guard = asyncio.create_task(WorkspaceWatch(spec.workspace, limits.disk_bytes).guard())
+        guard = asyncio.create_task(self._workspace_watch(spec).guard())
         stream: ExecStream | None = None
         tasks: list[asyncio.Task[object]] = []
         sweep: Sweep | None = None
@@ -422,6 +422,15 @@ class DockerExecutor:
             samples=tuple(sampler.samples),
             run_dir=run_dir,
         )
+
+    def _workspace_watch(self, spec: SessionSpec) -> WorkspaceWatch:
+        """The watch of the workspace: the folder, or on a remote engine the container's copy."""
+        limit = self.posture.limits.disk_bytes
+        files = self._files
+        if files is None:
+            return WorkspaceWatch.of_folder(spec.workspace, limit)
+        # `du` in the container: the wait is the engine's, not this machine's work.
+        return WorkspaceWatch(lambda _: files.used_bytes(WORKSPACE_MOUNT), limit, share=0.5)
 
     def _stats(self) -> dict[str, object]:
         assert self._client is not None and self._session is not None

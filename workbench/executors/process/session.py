@@ -127,7 +127,7 @@ class SubprocessExecutor(ABC):
             card = PostureCard(self.posture)
             return RunResult.not_run(context.run_id, context.run_dir, prepared, card, warnings)
         limits = self.posture.limits
-        workspace = WorkspaceWatch(context.session.workspace, limits.disk_bytes)
+        workspace = WorkspaceWatch.of_folder(context.session.workspace, limits.disk_bytes)
         settings = RunSettings(
             run_dir=context.run_dir,
             timeout_s=limits.timeout_s,
