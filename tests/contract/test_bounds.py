@@ -1,16 +1,8 @@
 """Disk bounds under every posture: the workspace size limit and the run logs' cap."""
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
-from tests.contract.conftest import (
-    CONTRACT_POSTURES,
-    DOCKER_ON_BOTH_ENGINES,
-    Harness,
-    _started,
-)
+from tests.contract.conftest import Harness
 from workbench.executors.types import RunStatus
 from workbench.postures.model import MIB
 
@@ -22,19 +14,7 @@ FILL = (
 )
 
 
-# A remote engine's workspace is a volume the host cannot watch during the run: its size is
-# checked only when it is copied in and back (a known gap), so it is left out here.
-WATCHED = [p for p in CONTRACT_POSTURES if p is not DOCKER_ON_BOTH_ENGINES[1]]
-
-
-@pytest.fixture(params=WATCHED, ids=str)
-def watched(request: pytest.FixtureRequest, reachable_dir: Path) -> Iterator[Harness]:
-    """A started executor of each contract posture whose workspace the host can watch."""
-    yield from _started(request, reachable_dir)
-
-
-def test_a_run_that_fills_the_workspace_is_stopped_at_its_limit(watched: Harness) -> None:
-    harness = watched
+def test_a_run_that_fills_the_workspace_is_stopped_at_its_limit(harness: Harness) -> None:
     executor = harness.start(harness.posture(disk_bytes=4 * MIB, timeout_s=60))
     result = harness.run("sh", "-c", FILL, executor=executor).result
     assert result.status is RunStatus.LIMIT_EXCEEDED, (result.cause, result.stderr.text)
