@@ -8,9 +8,10 @@ Works on a fresh Debian/Ubuntu machine that has only python3 and pip: it makes `
 beside this file (without ensurepip if Debian's python3-venv is missing), installs the project
 and its test tools into it, and installs the system libraries Qt needs when it may (as root, or
 through sudo). A second call reuses everything and only reinstalls when pyproject.toml changed.
-Extra arguments after `test` go to pytest (e.g. `python3 dev.py test -k catalog`). pytest runs
-in two worker processes (pytest-xdist, `PYTEST_WORKERS`), the tests that use the container engine
-all in one of them (see tests/conftest.py); `-n 0` runs it in one process.
+Extra arguments after `test` go to pytest (e.g. `python3 dev.py test -k catalog`). pytest first
+runs the tests that time something (marked `timing`) alone, then the others in two worker
+processes (pytest-xdist, `PYTEST_WORKERS`), the tests that use the container engine all in one of
+them (see tests/conftest.py); arguments with `-n` (`-n 0`: one process) or `-m` get one run.
 """
 
 from __future__ import annotations
@@ -136,11 +137,16 @@ def open_app() -> int:
     os.execv(venv_tool("workbench"), [venv_tool("workbench"), "gui"])
 
 
-def parallel(pytest_args: list[str]) -> list[str]:
-    """The pytest-xdist options, unless the arguments choose their own."""
-    if any(arg.startswith(("-n", "--numprocesses")) for arg in pytest_args):
-        return []
-    return ["-n", os.environ.get("PYTEST_WORKERS", "2"), "--dist", "loadgroup"]
+NO_TESTS = 5  # pytest's exit code when the selection holds no test
+
+
+def pytest_runs(pytest_args: list[str]) -> list[list[str]]:
+    """The pytest runs of `dev.py test ARGS`: the tests marked `timing` alone, then the others in
+    worker processes; arguments that choose the workers (-n) or the marks (-m) get one run."""
+    if any(arg.startswith(("-n", "--numprocesses", "-m")) for arg in pytest_args):
+        return [pytest_args]
+    workers = ["-n", os.environ.get("PYTEST_WORKERS", "2"), "--dist", "loadgroup"]
+    return [["-m", "timing", *pytest_args], [*workers, "-m", "not timing", *pytest_args]]
 
 
 def run_tests(pytest_args: list[str]) -> int:
@@ -151,8 +157,11 @@ def run_tests(pytest_args: list[str]) -> int:
             failed.append(label)
     say("running pytest")
     env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
-    argv = [venv_tool("pytest"), *parallel(pytest_args), *pytest_args]
-    if subprocess.run(argv, cwd=ROOT, env=env).returncode != 0:
+    codes = [
+        subprocess.run([venv_tool("pytest"), *args], cwd=ROOT, env=env).returncode
+        for args in pytest_runs(pytest_args)
+    ]
+    if any(code not in (0, NO_TESTS) for code in codes) or set(codes) == {NO_TESTS}:
         failed.append("pytest")
     if failed:
         say("FAILED: " + ", ".join(failed))

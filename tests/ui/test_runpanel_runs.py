@@ -102,6 +102,7 @@ def test_a_run_shows_samples_output_outcome_changes_diff_and_card(
 
 
 @pytest.mark.slow
+@pytest.mark.timing
 def test_a_100_mb_output_flood_keeps_the_event_loop_responsive(
     window: MainWindow, loop: qasync.QEventLoop
 ) -> None:
