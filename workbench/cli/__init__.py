@@ -73,6 +73,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the process exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    wants_json = "--json" in args_list[: args_list.index("--") if "--" in args_list else None]
+    if wants_json:
+        from workbench.cli.output import begin_command  # only now: it loads the run records
+
+        begin_command()
     if not args_list:
         args_list = ["gui"]
     try:
@@ -82,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
     except WorkbenchError as error:
         print(f"error: {error}", file=sys.stderr)
-        if "--json" in args_list[: args_list.index("--") if "--" in args_list else None]:
+        if wants_json:
             from workbench.cli.output import emit_error  # only now: it loads the run records
 
             emit_error(str(error))

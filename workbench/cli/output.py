@@ -24,6 +24,11 @@ def emit_json(kind: str, payload: dict[str, Any]) -> None:
     _emitted.append(kind)
 
 
+def begin_command() -> None:
+    """Forget the documents of an earlier command run in this process (`main` called again)."""
+    _emitted.clear()
+
+
 def emit_error(message: str) -> None:
     """The one JSON document of a `--json` command that failed before printing its own."""
     if not _emitted:
