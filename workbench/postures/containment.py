@@ -136,7 +136,7 @@ _LOCAL: dict[Aspect, Claim] = {
     Aspect.LEFTOVERS: Claim(False, "what it leaves in /tmp stays", warning=_NO_SANDBOX),
     Aspect.CPU: Claim(True, "wall-clock timeout", card=_TIMEOUT_AND_TREE_KILL),
     Aspect.MEMORY: Claim(False, "no memory limit", card=_NO_LIMITS),
-    Aspect.DISK: Claim(False, "no disk limit outside the workspace", card=_NO_LIMITS),
+    Aspect.DISK: Claim(True, "the workspace size limit (watched); none outside the workspace"),
     Aspect.LIMITS: Claim(False, "it runs with no limits, so there is none to raise", applies=False),
 }
 
@@ -229,8 +229,8 @@ _HARDENED: dict[Aspect, Claim] = {
     Aspect.CPU: Claim(True, "RLIMIT_CPU", card=_HARDENED_LIMITS),
     Aspect.MEMORY: Claim(True, "RLIMIT_AS", card=_HARDENED_LIMITS),
     Aspect.DISK: Claim(
-        False,
-        "many files can still fill the disk",
+        True,
+        "the workspace size limit (watched); outside it many files can still fill the disk",
         warning=_info(
             "The file-size limit applies to each file; of their total only what a run adds to the "
             "workspace is limited (watched): outside it, many files can still fill the disk."
@@ -294,7 +294,7 @@ _DOCKER: dict[Aspect, Claim] = {
     ),
     Aspect.MEMORY: Claim(True, "cgroup memory limit", card=_CGROUPS),
     Aspect.DISK: Claim(
-        False, "a run may fill the workspace up to its limit", warning=_NO_DISK_LIMIT
+        True, "the workspace size limit (watched) stops the run", warning=_NO_DISK_LIMIT
     ),
     Aspect.LIMITS: Claim(True, "its ulimits are set with every hard limit equal to its soft one"),
 }

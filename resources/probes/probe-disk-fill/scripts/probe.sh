@@ -23,5 +23,6 @@ while [ "$written" -lt "$total" ]; do
   fi
   written=$((written + 1048576))
 done
+sleep 3  # the total stands a moment, so a limit that is watched (polled) sees it too
 rm -rf probe-disk-fill
 echo "PROBE $id reached wrote-$written-bytes"
