@@ -80,17 +80,22 @@ class WorkspaceWatch:
         """The watch of the workspace folder at `root`."""
         return cls(lambda stop: tree_bytes(root, stop), limit_bytes)
 
+    def _timed(self, stop: threading.Event) -> tuple[int, float]:
+        """The size now, and how long measuring it took in its own thread (a wait for a free
+        worker thread on a busy loop is not the walk's cost, and must not stretch the pause)."""
+        started = time.monotonic()
+        return self.measure(stop), time.monotonic() - started
+
     async def guard(self, pid: int = 0) -> str:
         """Measure the workspace until the run has added more than the limit; the run's cause."""
         del pid  # the workspace is the run's, whichever process writes it
         stop = threading.Event()  # a walk still going in its thread ends soon
         try:
-            started = time.monotonic()
-            base = await asyncio.to_thread(self.measure, stop)
+            base, took = await asyncio.to_thread(self._timed, stop)
             while True:
-                await asyncio.sleep(max(MIN_PAUSE_S, (time.monotonic() - started) / self.share))
-                started = time.monotonic()
-                added = await asyncio.to_thread(self.measure, stop) - base
+                await asyncio.sleep(max(MIN_PAUSE_S, took / self.share))
+                size, took = await asyncio.to_thread(self._timed, stop)
+                added = size - base
                 if added > self.limit_bytes:
                     return (
                         f"workspace size limit {format_bytes(self.limit_bytes)}: the run added "
