@@ -245,10 +245,11 @@ class DockerSession:
     async def oom_killed(self) -> bool:
         """True when the engine says the kernel killed the container for memory.
 
-        The engine may learn of the OOM kill a little after the container stopped (seconds
-        on a loaded machine): ask for up to three seconds.
+        The engine may learn of the OOM kill a while after the container stopped (under gVisor,
+        more than three seconds on a loaded machine): ask for up to ten seconds. Only a
+        container that stopped under a run waits this long.
         """
-        for _ in range(30):
+        for _ in range(100):
             if (await self._state()).get("OOMKilled") is True:
                 return True
             await asyncio.sleep(0.1)
