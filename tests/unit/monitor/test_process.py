@@ -19,6 +19,7 @@ from workbench.monitor.process import (
     descendants,
     process_clock,
     run_tag,
+    tag_verdict,
     tagged_processes,
 )
 from workbench.monitor.sample import ResourceSample
@@ -31,7 +32,12 @@ def tagged_tree() -> Iterator[subprocess.Popen[bytes]]:
     since = process_clock() - 0.05
     proc = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"], env=env)
     deadline = time.monotonic() + 5
-    while len(descendants([proc.pid])) < 3 and time.monotonic() < deadline:
+
+    def started() -> bool:  # three processes, each past its exec (its environment readable)
+        tree = descendants([proc.pid])
+        return len(tree) == 3 and all(tag_verdict(pid, b"") is not None for pid in tree)
+
+    while not started() and time.monotonic() < deadline:
         time.sleep(0.01)
     yield proc
     for pid in descendants([proc.pid]):
