@@ -139,8 +139,11 @@ def test_a_100_mb_output_flood_keeps_the_event_loop_responsive(
     assert worst < STALL_LIMIT_S, f"the event loop stalled {worst * 1000:.0f} ms"
 
 
-def test_changed_files_are_listed_while_the_run_goes(window: MainWindow, run: Run) -> None:
-    command = "echo a > one.txt; sleep 1.5; echo b > two.txt; sleep 1.5"
+def test_changed_files_are_listed_while_the_run_goes(
+    window: MainWindow, run: Run, tmp_path: Path
+) -> None:
+    gate = tmp_path / "go"  # the run goes on once the test has seen the first change
+    command = f"echo a > one.txt; while [ ! -e '{gate}' ]; do sleep 0.05; done; echo b > two.txt"
     panel = _prepare(window, PostureId.LOCAL, command)
 
     def listed() -> list[str]:
@@ -154,6 +157,7 @@ def test_changed_files_are_listed_while_the_run_goes(window: MainWindow, run: Ru
         assert listed() == ["one.txt"]
         assert panel.changes.counts.text().startswith("Running: 1 path changed so far")
         assert items(panel.changes.tree)[0].text(2).startswith("seen at ")
+        gate.touch()
         await task
         await panel.changes.settle()
 
