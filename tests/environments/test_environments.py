@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -113,7 +114,8 @@ def test_without_its_environment_a_run_says_what_it_lacks(
     assert diagnosis is not None and diagnosis.kind is Kind.MISSING_MODULE
     assert diagnosis.cause == "It imports six, which the sandbox image does not have."
     assert diagnosis.suggestion.startswith("Add six to the skill's requirements.txt")
-    assert "workbench env build --skill SKILL --posture docker" in diagnosis.suggestion
+    build = f"workbench env build --skill {shlex.quote(built.skill.name)} --posture docker"
+    assert build in diagnosis.suggestion  # the run's own skill, ready to paste
     assert diagnosis.change is not None and diagnosis.change.build_env
     posture = Posture(PostureId.DOCKER)
     yaml = run(built, posture, ("python3", "-c", "import yaml.constructor"), None).record

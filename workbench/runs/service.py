@@ -151,7 +151,7 @@ class RunService:
             warnings=result.warnings or tuple(assess(plan.posture)),
         )
         notes = tuple(dict.fromkeys(notes))
-        diagnosis = await asyncio.to_thread(diagnose, result, plan.workspace)
+        diagnosis = await asyncio.to_thread(diagnose, result, plan.workspace, plan.skill_name)
         record = await asyncio.to_thread(self._finish, plan, run_dir, result, notes, diagnosis)
         return CompletedRun(result, record)
 

@@ -144,10 +144,12 @@ Rule = Callable[["RunFacts"], Diagnosis | None]
 
 @dataclass(frozen=True)
 class RunFacts:
-    """What the rules read: the result, and where its workspace is on this computer."""
+    """What the rules read: the result, where its workspace is on this computer, and the name
+    of the skill it ran (for the commands a suggestion gives)."""
 
     result: "RunResult"
     workspace: Path | None
+    skill: str = "SKILL"
 
     @property
     def posture(self) -> Posture:

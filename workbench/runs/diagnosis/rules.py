@@ -11,6 +11,7 @@ kind, write its rule and put it in `RULES`.
 
 import os
 import re
+import shlex
 import shutil
 from pathlib import Path, PurePosixPath
 
@@ -219,7 +220,7 @@ def missing_tool(facts: RunFacts) -> Diagnosis | None:
 
 def _env_build(facts: RunFacts) -> str:
     """The command that builds the skill's environment for the run's posture."""
-    return f"`workbench env build --skill SKILL --posture {facts.posture.id}`"
+    return f"`workbench env build --skill {shlex.quote(facts.skill)} --posture {facts.posture.id}`"
 
 
 def _missing_program(facts: RunFacts) -> tuple[str, Evidence] | None:
@@ -623,13 +624,15 @@ OUTPUT_RULES: tuple[Rule, ...] = (
 )
 
 
-def diagnose(result: RunResult, workspace: Path | None = None) -> Diagnosis | None:
-    """The diagnosis of `result`, run in `workspace` on this computer: the first rule of
-    `RULES` that recognises it, else `skill_failed`; None for a run that ended ok or was
-    cancelled."""
+def diagnose(
+    result: RunResult, workspace: Path | None = None, skill: str = "SKILL"
+) -> Diagnosis | None:
+    """The diagnosis of `result`, a run of `skill` in `workspace` on this computer: the first
+    rule of `RULES` that recognises it, else `skill_failed`; None for a run that ended ok or
+    was cancelled."""
     if result.status in (RunStatus.OK, RunStatus.CANCELLED):
         return None
-    facts = RunFacts(result, workspace)
+    facts = RunFacts(result, workspace, skill)
     return next((found for rule in RULES if (found := rule(facts)) is not None), None) or (
         skill_failed(facts)
     )

@@ -69,10 +69,11 @@ def details_line(result: RunResult) -> str:
 
 
 def why_sentence(diagnosis: Diagnosis) -> str:
-    """`Why (network none): <cause>`; `Why: <cause>` for the skill's own failure."""
+    """`Why: <cause> [network none]`: the cause, then the control responsible, if any (a control
+    may name its own detail in parentheses, so it is not put in parentheses again)."""
     if not diagnosis.control:
         return f"Why: {diagnosis.cause}"
-    return f"Why ({diagnosis.control}): {diagnosis.cause}"
+    return f"Why: {diagnosis.cause} [{diagnosis.control}]"
 
 
 def rerun_words(change: Change) -> str:
