@@ -77,7 +77,7 @@ def build(inputs: Inputs, skill: Skill, store: EnvironmentStore, progress: Progr
     env_id = inputs.env_id
     steps = _steps(inputs)
     existing = store.get(env_id)
-    if existing is not None and existing.image and not _image_id(existing.image):
+    if existing is not None and existing.image and _image_id(existing.image) == "":
         store.remove(env_id)  # its image was removed from the engine: build both again
     elif existing is not None:
         progress(BuildStep(len(steps), len(steps), f"environment {env_id} is built already"))
@@ -299,16 +299,19 @@ def _build_image(inputs: Inputs, tag: str, env_id: str, step: _StepProgress) -> 
         client.close()
 
 
-def _image_id(image: str) -> str:
-    """The id of `image`, "" when the engine lacks it (or does not answer)."""
+def _image_id(image: str) -> str | None:
+    """The id of `image`, "" when the engine says it lacks it, None when the engine does not
+    answer (which says nothing about the image: an environment is never dropped for it)."""
     try:
         client = engine_client()
     except DockerException:
-        return ""
+        return None
     try:
         return str(client.images.get(image).id)
-    except (DockerException, RequestException):
+    except ImageNotFound:
         return ""
+    except (DockerException, RequestException):
+        return None
     finally:
         client.close()
 

@@ -32,11 +32,11 @@ from workbench.skills.scripts import python_imports
 
 DECLARATION_FOLDERS = ("", "scripts")
 _REQUIREMENT = re.compile(
-    r"^(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[A-Za-z0-9._,\s-]*\])?"
-    r"\s*(?:(?:===?|~=|!=|<=?|>=?)\s*[A-Za-z0-9.*+!_-]+\s*,?\s*)*(?:;[^@]*)?$"
+    r"^(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)[ \t]*(?:\[[A-Za-z0-9._, \t-]*\])?"
+    r"[ \t]*(?:(?:===?|~=|!=|<=?|>=?)[ \t]*[A-Za-z0-9.*+!_-]+[ \t]*,?[ \t]*)*(?:;[^@\n\r]*)?\Z"
 )
 _HASH_OPTION = re.compile(r"\s--hash[=\s]\S+")
-_NODE_NAME = re.compile(r"^(@[a-z0-9-~][a-z0-9-._~]*/)?[a-z0-9-~][a-z0-9-._~]*$")
+_NODE_NAME = re.compile(r"^(@[a-z0-9~][a-z0-9-._~]*/)?[a-z0-9~][a-z0-9-._~]*\Z")  # no "-x"
 _NODE_RANGE = re.compile(r"^[\w.*^~<>=| -]*$")
 _STDLIB = frozenset(sys.stdlib_module_names)
 
@@ -130,7 +130,8 @@ def requirement_name(requirement: str) -> str:
 
 def parse_requirement(line: str) -> str | None:
     """`line` as a requirement to install (extras, versions and markers kept, hashes dropped);
-    None when it names no distribution of the registry (an option, a URL, a path)."""
+    None when it names no distribution of the registry (an option, a URL, a path) or holds a
+    line break (which would smuggle an installer option into the requirements file)."""
     text = _HASH_OPTION.sub("", " " + line).strip()
     return text if _REQUIREMENT.match(text) and "://" not in text else None
 

@@ -64,12 +64,16 @@ def bound_checks(limits: Limits, watched: bool) -> tuple[tuple[str, bool], ...]:
 
 class WorkspaceWatch:
     """Watches how much a run adds to its workspace (see the module docstring): `measure`
-    tells its size now, returning early once its argument is set; `share` is the part of the
+    tells its size now (None when it cannot be told, e.g. the engine did not answer), returning
+    early once its argument is set; `share` is the part of the
     time spent measuring (5% of a core for a walk here; more for a measure that mostly waits
     on an engine)."""
 
     def __init__(
-        self, measure: Callable[[threading.Event], int], limit_bytes: int, share: float = WALK_SHARE
+        self,
+        measure: Callable[[threading.Event], int | None],
+        limit_bytes: int,
+        share: float = WALK_SHARE,
     ) -> None:
         self.measure = measure
         self.limit_bytes = limit_bytes
@@ -80,9 +84,10 @@ class WorkspaceWatch:
         """The watch of the workspace folder at `root`."""
         return cls(lambda stop: tree_bytes(root, stop), limit_bytes)
 
-    def _timed(self, stop: threading.Event) -> tuple[int, float]:
-        """The size now, and how long measuring it took in its own thread (a wait for a free
-        worker thread on a busy loop is not the walk's cost, and must not stretch the pause)."""
+    def _timed(self, stop: threading.Event) -> tuple[int | None, float]:
+        """The size now (None: it cannot be told), and how long measuring it took in its own
+        thread (a wait for a free worker thread on a busy loop is not the walk's cost, and must
+        not stretch the pause)."""
         started = time.monotonic()
         return self.measure(stop), time.monotonic() - started
 
@@ -95,6 +100,10 @@ class WorkspaceWatch:
             while True:
                 await asyncio.sleep(max(MIN_PAUSE_S, took / self.share))
                 size, took = await asyncio.to_thread(self._timed, stop)
+                if base is None:  # the start could not be told: the first size that can is it
+                    base = size
+                if size is None or base is None:
+                    continue
                 added = size - base
                 if added > self.limit_bytes:
                     return (

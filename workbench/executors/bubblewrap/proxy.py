@@ -104,7 +104,7 @@ class EgressProxy:
     async def serve(self, listener: socket.socket) -> None:
         """Accept the sandbox's connections on `listener` (a listening socket) from now on."""
         listener.setblocking(False)
-        self._server = await asyncio.start_server(self._accepted, sock=listener)
+        self._server = await asyncio.start_server(self._accepted, sock=listener, limit=HEAD_LIMIT)
 
     async def close(self) -> tuple[NetworkAttempt, ...]:
         """Stop serving, end open connections, and return every attempt recorded."""
