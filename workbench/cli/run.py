@@ -30,8 +30,6 @@ from workbench.executors.types import new_run_id
 from workbench.postures.description import assess
 from workbench.postures.model import (
     DEFAULT_IMAGE,
-    DEFAULT_LIMITS,
-    MIB,
     Network,
     Posture,
     PostureId,
@@ -40,6 +38,7 @@ from workbench.postures.model import (
 )
 from workbench.runs.diagnosis import Change, Diagnosis
 from workbench.runs.layout import DataLayout
+from workbench.runs.options import HOSTED, LIMIT_OPTIONS, posture_options
 from workbench.runs.record import RunRecord, network_line, plain_text, record_to_dict, to_jsonable
 from workbench.skills import default_roots, find_skill
 from workbench.workspace.changes import path_text
@@ -63,14 +62,6 @@ EXIT_OOM = 137
 _MAX_CHANGES_SHOWN = 20
 
 # Each limit option and the `Limits` field it sets.
-LIMIT_OPTIONS = {
-    "--timeout": "timeout_s",
-    "--memory": "memory_bytes",
-    "--cpus": "cpus",
-    "--pids": "pids",
-    "--file-size": "file_size_bytes",
-    "--cpu-time": "cpu_seconds",
-}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)
 
 
@@ -233,8 +224,7 @@ def posture_from_args(posture_id: PostureId, args: argparse.Namespace, name: str
     `add_run_options`'s options (allowed hosts go to bubblewrap's proxy or QuickJS's fetch;
     `run` refuses them for another posture)."""
     hosts = tuple(dict.fromkeys(args.allow_host or ()))
-    hosting = (PostureId.BUBBLEWRAP, PostureId.QUICKJS)
-    if hosts and name == "run" and posture_id not in hosting:
+    if hosts and name == "run" and posture_id not in HOSTED:
         raise UsageError(
             "workbench run: --allow-host works with --posture bubblewrap or quickjs only"
         )
@@ -427,28 +417,9 @@ def rerun_commands(record: RunRecord, change: Change, layout: DataLayout) -> lis
     run = ["workbench", "run", "--skill", str(record.skill_dir), "--posture", posture.id.value]
     if not had_fresh_workspace(record, layout):
         run += ["--workspace", str(record.workspace)]
-    run += _posture_options(posture)
+    run += posture_options(posture)
     run += ["--rerun-of", record.run_id, "--", *rerun_argv(record, posture)]
     if change.build_env:
-        return [["workbench", "env", "build", "--skill", str(record.skill_dir)], run]
+        build = ["workbench", "env", "build", "--skill", str(record.skill_dir)]
+        return [[*build, "--posture", posture.id.value], run]
     return [run]
-
-
-def _posture_options(posture: Posture) -> list[str]:
-    options = []
-    for option, name in LIMIT_OPTIONS.items():
-        value = getattr(posture.limits, name)
-        if value != getattr(DEFAULT_LIMITS, name):
-            options += [option, _size(value) if name.endswith("_bytes") else f"{value:g}"]
-    if posture.network is not Network.NONE:
-        options += ["--network", posture.network.value]
-    for host in posture.allow_hosts + posture.fetch_hosts:
-        options += ["--allow-host", host]
-    return options
-
-
-def _size(value: int) -> str:
-    for unit, scale in (("g", 1024 * MIB), ("m", MIB), ("k", 1024)):
-        if value % scale == 0:
-            return f"{value // scale}{unit}"
-    return str(value)

@@ -196,6 +196,8 @@ _LIMIT_LABELS = {
     "cpus": "CPU limit",
     "pids": "Process limit",
     "cpu_seconds": "CPU-time limit",
+    "open_files": "Open-file limit",
+    "file_size_bytes": "File-size limit",
     "disk_bytes": "Disk limit",
     "log_bytes": "Output log cap",
 }

@@ -23,6 +23,7 @@ from workbench.platform.interpreter import child_argv
 from workbench.postures.model import CONTAINER_POSTURES, PostureId
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
+from workbench.runs.options import posture_options
 from workbench.runs.service import CompletedRun, RunPlan, RunService
 
 if TYPE_CHECKING:
@@ -104,13 +105,10 @@ class RunServices:
 def _refill_detached(plan: RunPlan, size: int, fresh: bool) -> None:
     """Start `workbench pool fill` for `plan`'s key in its own session, output nowhere; it
     outlives this process (nothing waits for it)."""
-    limits = plan.posture.limits
     argv = [*child_argv("workbench"), "pool", "fill", "--skill", str(plan.skill_dir)]
     argv += [] if fresh else ["--workspace", str(plan.workspace)]
-    argv += ["--posture", plan.posture.id.value, "--network", plan.posture.network.value]
-    argv += ["--timeout", repr(limits.timeout_s), "--memory", str(limits.memory_bytes)]
-    argv += ["--cpus", repr(limits.cpus), "--pids", str(limits.pids), "--size", str(size)]
-    argv += ["--image", plan.posture.image]
+    argv += ["--posture", plan.posture.id.value, *posture_options(plan.posture)]
+    argv += ["--size", str(size)]
     null = (os.devnull, os.O_RDWR, 0)
     files = [(os.POSIX_SPAWN_OPEN, fd, *null) for fd in (0, 1, 2)]
     with contextlib.suppress(OSError):  # no refill: the next run starts cold

@@ -52,6 +52,7 @@ from workbench.runs.diagnosis.signs import (
     SHELL_REFUSED,
     SPAWN_MISSING,
     TOO_LARGE,
+    TRY_AGAIN,
     UNREACHABLE,
     last_error,
     near_text,
@@ -60,9 +61,7 @@ from workbench.runs.diagnosis.signs import (
 )
 
 CONTAINER_WORKSPACE = "/workspace"
-CONTAINER_WRITABLE = (CONTAINER_WORKSPACE, "/tmp")
 CONTAINER_MOUNTS = (CONTAINER_WORKSPACE, "/mnt/skills", "/tmp", "/proc", "/dev")
-ENV_BUILD = "add it to the skill's requirements.txt and run `workbench env build`"
 BIGGER = 4  # a re-run's limit: this many times the one that stopped the run
 WAITING_SHARE = 0.1  # below this share of one CPU over the run, it was waiting, not working
 # A hardened run's private HOME (`.../workbench-RUN-xxxx/home/...`); a container user's home.
@@ -134,7 +133,7 @@ def process_limit(facts: RunFacts) -> Diagnosis | None:
     result, pids = facts.result, facts.posture.limits.pids
     said = _first(facts, FORK)
     if said is None and result.status is RunStatus.FAILED:
-        eagain = _first(facts, PYTHON_BLOCKED)
+        eagain = _first(facts, TRY_AGAIN)  # BlockingIOError: [Errno 11]
         said = eagain if eagain and "fork" in near_text(eagain, facts.lines, 2, 0) else None
     limited = facts.posture.id in (PostureId.HARDENED, PostureId.BUBBLEWRAP, *CONTAINER_POSTURES)
     by_status = result.status is RunStatus.LIMIT_EXCEEDED and "process limit" in result.cause
@@ -142,9 +141,6 @@ def process_limit(facts: RunFacts) -> Diagnosis | None:
         return None
     cause = f"It started more than {pids} processes at once, the process limit: a fork was refused."
     return _over_limit(facts, Kind.PROCESS_LIMIT, "pids", cause, f"process limit {pids}", said)
-
-
-PYTHON_BLOCKED = re.compile(r"BlockingIOError|\[Errno 11\]")
 
 
 def file_size_limit(facts: RunFacts) -> Diagnosis | None:
