@@ -27,6 +27,7 @@ PARTS = (
     "history.tasks",
     "compare.tasks",
     "lab.tasks",
+    "view.environment.tasks",
 )
 
 

@@ -11,7 +11,6 @@ from the skill's files and is plain text.
 """
 
 import asyncio
-import contextlib
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QShowEvent
@@ -68,6 +67,7 @@ class EnvironmentPanel(QWidget):
         self.tasks = Tasks(self)  # look-ups and builds; each explains its own failure
         self._generation = 0  # which selection a finished look-up belongs to
         self._stale = True  # the selection changed while the panel was hidden
+        self._building = False  # a build is under way: Build and Reset wait for it
 
         self.state = plain_label("", self)
         self.state.setAccessibleName("Environment state")
@@ -212,8 +212,17 @@ class EnvironmentPanel(QWidget):
 
     def on_reset_button_clicked(self) -> None:
         if self._skill is not None and self._store is not None:
-            with contextlib.suppress(WorkbenchError):
-                self._store.update_skill_record(self._skill.path, python=None, system=None)
+            self.tasks.spawn(self._reset(self._skill, self._store))
+
+    async def _reset(self, skill: Skill, store: EnvironmentStore) -> None:
+        """Forget the user's edits of `skill`'s proposal (a file write: off the Qt thread)."""
+        try:
+            await asyncio.to_thread(store.update_skill_record, skill.path, python=None, system=None)
+        except WorkbenchError as error:
+            self.message.setText(f"Could not reset the proposal: {error}")
+            set_status(self.message, "danger")
+            return
+        if skill is self._skill:
             self.refresh()
 
     # Internals --------------------------------------------------------------------------
@@ -253,23 +262,23 @@ class EnvironmentPanel(QWidget):
         def progress(step: BuildStep) -> None:
             loop.call_soon_threadsafe(self._show_step, step)
 
+        self._building = True
         try:
             if changes:
                 await asyncio.to_thread(store.update_skill_record, skill.path, **changes)
             found = await asyncio.to_thread(status, skill, posture, store)
             environment = await asyncio.to_thread(build, found.inputs, skill, store, progress)
         except WorkbenchError as error:
-            self.progress.setRange(0, 1)
             self.progress.setValue(0)
-            self.build_button.setEnabled(True)
-            self.reset_button.setEnabled(True)
             self.message.setText(f"Not built: {error}")
             set_status(self.message, "danger")
             return
-        self.progress.setRange(0, 1)
+        finally:  # also when the build failed in an unforeseen way (Tasks reports that)
+            self._building = False
+            self.progress.setRange(0, 1)
+            self.build_button.setEnabled(True)
+            self.reset_button.setEnabled(True)
         self.progress.setValue(1)
-        self.build_button.setEnabled(True)
-        self.reset_button.setEnabled(True)
         self.built.emit(environment.env_id)
         if skill is self._skill:
             self.refresh()
@@ -311,8 +320,8 @@ class EnvironmentPanel(QWidget):
             "" if container else "Only docker and gvisor add Debian packages (to an image)"
         )
         self.python.setEnabled(True)
-        self.reset_button.setEnabled(found.edited)
-        self.build_button.setEnabled(True)
+        self.reset_button.setEnabled(found.edited and not self._building)
+        self.build_button.setEnabled(not self._building)  # one build at a time
         self.build_button.setText("Rebuild" if found.state is EnvState.OUT_OF_DATE else "Build")
         self.progress.setVisible(True)
         self.progress.setRange(0, 1)
