@@ -166,7 +166,8 @@ class BubblewrapRun(PreparedRun):
         limit = self.limits.disk_bytes
         while True:
             await asyncio.sleep(DISK_CHECK_S)
-            written = written_bytes(descendants([pid]))
+            # Off the event loop (the app's Qt thread): a /proc walk of the whole sandbox.
+            written = await asyncio.to_thread(_tree_written, pid)
             if written > limit:
                 return f"disk limit {format_bytes(limit)} (it wrote {format_bytes(written)})"
 
@@ -368,3 +369,8 @@ def _run_as(run_uid: int | None, bwrap: Bwrap) -> str:
         f"user namespace of its own; the workspace is chowned to it while runs are in flight "
         f"and given back afterwards. {where}"
     )
+
+
+def _tree_written(pid: int) -> int:
+    """What the processes under `pid` have written so far (blocking: reads /proc)."""
+    return written_bytes(descendants([pid]))
