@@ -16,7 +16,7 @@ from pathlib import Path
 
 from workbench.authoring.preview import CapabilityPreview, Verdict, preview
 from workbench.errors import WorkbenchError
-from workbench.executors.types import CancelToken, OutputChunk, RunStatus
+from workbench.executors.types import CancelToken, OutputChunk, RunStatus, new_run_id
 from workbench.platform.paths import example_skills_dir
 from workbench.postures.model import Posture, PostureId
 from workbench.probes.lab import Cell, run_lab
@@ -145,8 +145,9 @@ async def _example_pair(
         argv = shell_command(posture_id, command)
     except WorkbenchError:  # its quoting is broken: the shell says so
         argv = ("sh", "-c", command)
-    workspace = service.layout.fresh_workspace(f"agreement-{skill.name}-{posture_id.value}")
-    plan = RunPlan(skill.name, skill.path, posture, argv, workspace)
+    run_id = new_run_id()  # a fresh workspace of its own, as every fresh run gets
+    workspace = service.layout.fresh_workspace(run_id)
+    plan = RunPlan(skill.name, skill.path, posture, argv, workspace, run_id=run_id)
     done = await service.run_once(plan, _discard, cancel)
     actual, evidence = run_outcome(done)
     return Pair(skill.name, posture_id, predicted, actual, evidence)
