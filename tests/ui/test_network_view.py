@@ -58,5 +58,9 @@ def test_empty_logs_say_why_there_is_nothing(qtbot: QtBot) -> None:
     assert view.heading.text().startswith("Network off")
     view.set_result(result_of(Posture(PostureId.HARDENED)))
     assert view.heading.text().startswith("Only the bubblewrap posture logs connections")
-    view.set_result(None)
+    posture = Posture(PostureId.BUBBLEWRAP, allow_hosts=("pypi.org",))
+    view.set_result(result_of(posture, NetworkAttempt("pypi.org", 443, 0.1, "allowed")))
+    assert view.table.rowCount() == 1
+    view.set_result(None)  # cleared: no rows of the last run, and what the tab is for
     assert view.table.rowCount() == 0
+    assert view.heading.text().startswith("After a run")

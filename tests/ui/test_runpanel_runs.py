@@ -8,6 +8,7 @@ tmp_path is mode 0700, which the hardened posture's throwaway uid cannot enter.
 """
 
 import asyncio
+import os
 import time
 from pathlib import Path
 
@@ -218,14 +219,15 @@ def test_a_diagnosed_failure_is_explained_highlighted_and_rerun_with_the_change(
 
 
 def test_a_rerun_that_would_drop_the_sandbox_asks_first(window: MainWindow, run: Run) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("only a workbench run by root drops root's powers under hardened")
     panel = _prepare(window, PostureId.HARDENED, "touch f && chown 0:0 f")
     assert panel.start() is not None
     run(_settle(panel))
     done = panel.last_run
     assert done is not None and done.record.diagnosis is not None
     change = done.record.diagnosis.change
-    if change is None or change.posture is not PostureId.LOCAL:
-        pytest.skip("only a workbench run by root drops root's powers under hardened")
+    assert change is not None and change.posture is PostureId.LOCAL  # root's powers: local
     assert panel.rerun(change) is None  # not started: asked first
     question = panel.question()
     assert question is not None and "NO SANDBOX" in question.text()
