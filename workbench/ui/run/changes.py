@@ -7,6 +7,7 @@ changed so far (stat only, no hashing). Paths are hostile text and are shown thr
 """
 
 import asyncio
+import contextlib
 import time
 from functools import partial
 from pathlib import Path
@@ -160,12 +161,15 @@ class ChangesView(QWidget):
         if first is not None:
             self.tree.setCurrentItem(items[first.path])
 
-    def watch(self, workspace: Path) -> None:
-        """While a run is going: list the paths that change, from cheap stat-only walks."""
+    async def watch(self, workspace: Path) -> None:
+        """Before a run starts: note the workspace as it is (a cheap stat-only walk), then, while
+        the run goes, list the paths that change from it. Awaited before the run starts, so a
+        write the command makes at once is a change, not part of the baseline."""
         self.set_run(None)
         self._watched, self._watch_started = workspace, time.monotonic()
         self._baseline, self._first_seen, self._live_shown = None, {}, ()
-        self.tasks.spawn(self._poll(workspace))
+        with contextlib.suppress(WorkspaceError):
+            self._baseline = await asyncio.to_thread(_before_run, workspace)
         self._watch_timer.start()
 
     def stop_watching(self) -> None:
@@ -386,3 +390,11 @@ def _sizes(change: FileChange) -> str:
     if before is not None and after is not None and before != after:
         return f"{format_size(before)} → {format_size(after)}"
     return format_size(after) if after is not None else ""
+
+
+def _before_run(workspace: Path) -> Snapshot:
+    """The workspace as a run finds it: a stat-only walk, or nothing for a fresh workspace
+    that the run service makes as the run starts (blocking)."""
+    if not workspace.exists():
+        return Snapshot(workspace, time.time_ns(), {})
+    return take_snapshot(workspace, limits=LIVE_LIMITS)

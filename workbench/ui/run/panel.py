@@ -366,7 +366,7 @@ class RunPanel(QWidget):
         try:
             plan = _plan(skill, posture, text, folder, self._service, rerun_of)
             plan = await self._with_environment(plan, skill)
-            self.changes.watch(plan.workspace)
+            await self.changes.watch(plan.workspace)
             done = await self._service.run_once(
                 plan, self.output.append, cancel, self._add_sample, self._show_progress
             )
