@@ -7,13 +7,16 @@ escapee's command line (`sleep 60.NNNNNN`) and looks for it in the host's proces
 import asyncio
 import os
 import secrets
+import signal
 import time
 
 import psutil
 import pytest
 
 from tests.contract.conftest import Harness
+from workbench.executors.process.reaper import RunScope, escapees, spawning
 from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus
+from workbench.monitor.process import process_clock, run_tag
 from workbench.postures.model import PostureId
 
 pytestmark = pytest.mark.timeout(60)
@@ -147,3 +150,22 @@ def test_a_concurrent_runs_processes_are_left_alone(host_harness: Harness) -> No
     assert first.status is second.status is RunStatus.OK
     assert "background" not in first.cause
     assert (host_harness.workspace / "e.txt").read_text() == "escaped\n"
+
+
+def test_a_run_root_not_yet_execd_is_left_alone_while_it_is_spawned() -> None:
+    scope = RunScope(tag=run_tag("another-run"), since=process_clock() - 1)
+    pid = os.fork()  # what spawning a root does first: the app's program, in a session of its own
+    if pid == 0:
+        os.setsid()
+        time.sleep(30)
+        os._exit(0)
+    try:
+        until_born = time.monotonic() + 5
+        while os.getsid(pid) == os.getsid(0) and time.monotonic() < until_born:
+            time.sleep(0.01)
+        assert pid in escapees(scope, set())  # once exec'd, a process like it would be one
+        with spawning():
+            assert pid not in escapees(scope, set())
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)

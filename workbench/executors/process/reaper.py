@@ -43,6 +43,8 @@ _ANY_TAG = f"{RUN_TAG_ENV}=".encode()
 _live_roots: set[int] = set()
 # Every live run's processes as its monitor saw them, by run tag (the monitor's own dict).
 _claims: dict[bytes, dict[int, psutil.Process]] = {}
+# How many run roots are being spawned: forked, not yet exec'd, not yet tracked.
+_spawning = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,24 @@ def track_root(pid: int) -> None:
 def untrack_root(pid: int) -> None:
     """Forget `pid` once asyncio has reaped it."""
     _live_roots.discard(pid)
+
+
+@contextlib.contextmanager
+def spawning() -> Iterator[None]:
+    """Mark a run root's spawn under way, until it is tracked (`track_root`).
+
+    Between its fork and its exec the child runs the app's own program in a session of its own,
+    with the environment the app started with (neither tag nor mark), and for a moment after
+    the spawn learns the exec went ahead, the new program has neither command line nor
+    environment yet: `escapees` would take it for another run's escapee and kill it, so
+    meanwhile it leaves such children alone (`_still_spawning`).
+    """
+    global _spawning  # process-wide on purpose, like `_live_roots`
+    _spawning += 1
+    try:
+        yield
+    finally:
+        _spawning -= 1
 
 
 def live_roots() -> set[int]:
@@ -134,7 +154,8 @@ def escapees(scope: RunScope, others: set[int]) -> set[int]:
     app's), neither a run root nor a process a live run's monitor claimed, and either without the
     app's mark (`WORKBENCH_APP`, which the app sets when it becomes a subreaper, so the helpers
     it detaches carry it) or with `no_new_privs` that the app itself lacks (a hardened run's
-    processes, which could copy the mark). A local command can copy the mark and hide; a
+    processes, which could copy the mark). While a root is being spawned (`spawning`), a child
+    that looks like it is taken for that root. A local command can copy the mark and hide; a
     concurrent run's unseen escapee is killed with whichever run ends first.
     """
     me = os.getpid()
@@ -152,9 +173,30 @@ def escapees(scope: RunScope, others: set[int]) -> set[int]:
         entries = _environ(pid) or []  # unreadable (made non-dumpable): no tag, no mark
         if any(entry.startswith(_ANY_TAG) for entry in entries):
             continue  # tagged: the tag decides whose it is
+        if _spawning and _still_spawning(pid):
+            continue
         if mark not in entries or (not app_nnp and _no_new_privs(pid)):
             found.add(pid)
     return found
+
+
+def _still_spawning(pid: int) -> bool:
+    """True when `pid` looks like a root being spawned: a fork of the app before its exec (the
+    app's program and command line), or during it (no command line yet)."""
+    try:
+        command = _command(pid)
+        return not command or (command == _command("self") and _program(pid) == _program("self"))
+    except OSError:
+        return False
+
+
+def _program(pid: int | str) -> str:
+    return os.readlink(f"/proc/{pid}/exe")  # noqa: PTH115 - hot path
+
+
+def _command(pid: int | str) -> bytes:
+    with open(f"/proc/{pid}/cmdline", "rb") as cmdline:  # noqa: PTH123 - hot path
+        return cmdline.read()
 
 
 def _uid_processes(uid: int) -> set[int]:

@@ -25,6 +25,7 @@ from workbench.executors.process.reaper import (
     KillReport,
     RunScope,
     kill_run,
+    spawning,
     track_root,
     untrack_root,
 )
@@ -142,23 +143,24 @@ async def spawn(launch: Launch, tag_id: str) -> Spawned | str:
     switch: dict[str, Any] = {}
     if launch.user is not None:
         switch = {"user": launch.user, "group": launch.user, "extra_groups": []}
-    try:
-        transport, pipes = await loop.subprocess_exec(
-            Pipes,
-            *launch.argv,
-            stdin=DEVNULL,
-            stdout=PIPE,
-            stderr=PIPE,
-            cwd=launch.cwd,
-            env={**launch.env, RUN_TAG_ENV: tag_id},
-            start_new_session=True,
-            pass_fds=launch.pass_fds,
-            **switch,
-        )
-    except OSError as error:
-        return spawn_error(launch.argv[0], error)
-    pid = transport.get_pid()
-    track_root(pid)
+    with spawning():
+        try:
+            transport, pipes = await loop.subprocess_exec(
+                Pipes,
+                *launch.argv,
+                stdin=DEVNULL,
+                stdout=PIPE,
+                stderr=PIPE,
+                cwd=launch.cwd,
+                env={**launch.env, RUN_TAG_ENV: tag_id},
+                start_new_session=True,
+                pass_fds=launch.pass_fds,
+                **switch,
+            )
+        except OSError as error:
+            return spawn_error(launch.argv[0], error)
+        pid = transport.get_pid()
+        track_root(pid)
     pipes.exited.add_done_callback(lambda _: untrack_root(pid))
     try:
         root: psutil.Process | None = psutil.Process(pid)
