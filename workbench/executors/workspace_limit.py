@@ -65,19 +65,23 @@ def bound_checks(limits: Limits, watched: bool) -> tuple[tuple[str, bool], ...]:
 class WorkspaceWatch:
     """Watches how much a run adds to its workspace (see the module docstring): `measure`
     tells its size now (None when it cannot be told, e.g. the engine did not answer), returning
-    early once its argument is set; `share` is the part of the
-    time spent measuring (5% of a core for a walk here; more for a measure that mostly waits
-    on an engine)."""
+    early once its argument is set; `share` is the part of the time spent measuring, as `clock`
+    counts a measure's cost: the CPU time of a walk here (5% of a core), or the wait for a
+    measure an engine makes (more of it)."""
 
     def __init__(
         self,
         measure: Callable[[threading.Event], int | None],
         limit_bytes: int,
         share: float = WALK_SHARE,
+        clock: Callable[[], float] = time.thread_time,
     ) -> None:
         self.measure = measure
         self.limit_bytes = limit_bytes
         self.share = share  # of the time, spent measuring
+        self.clock = clock
+        self._base: int | None = None
+        self._took = 0.0
 
     @classmethod
     def of_folder(cls, root: Path, limit_bytes: int) -> "WorkspaceWatch":
@@ -85,18 +89,28 @@ class WorkspaceWatch:
         return cls(lambda stop: tree_bytes(root, stop), limit_bytes)
 
     def _timed(self, stop: threading.Event) -> tuple[int | None, float]:
-        """The size now (None: it cannot be told), and how long measuring it took in its own
-        thread (a wait for a free worker thread on a busy loop is not the walk's cost, and must
-        not stretch the pause)."""
-        started = time.monotonic()
-        return self.measure(stop), time.monotonic() - started
+        """The size now (None: it cannot be told), and what measuring it cost by `clock`, in its
+        own thread: neither a wait for a free worker thread nor, for a walk, the time a loaded
+        machine keeps the thread waiting is the measure's cost, and must not stretch the pause
+        past the moment a run holds more than the limit."""
+        started = self.clock()
+        return self.measure(stop), self.clock() - started
+
+    async def baseline(self) -> None:
+        """Measure the workspace as the run finds it. Await it before the command starts: a
+        first measure that a busy thread pool delays past the command's first writes would
+        count them in the baseline, and the run could pass the limit unseen."""
+        self._base, self._took = await asyncio.to_thread(self._timed, threading.Event())
 
     async def guard(self, pid: int = 0) -> str:
-        """Measure the workspace until the run has added more than the limit; the run's cause."""
+        """Measure the workspace until the run has added more than the limit; the run's cause
+        (from `baseline()`, or from a first measure now when it was not taken)."""
         del pid  # the workspace is the run's, whichever process writes it
         stop = threading.Event()  # a walk still going in its thread ends soon
         try:
-            base, took = await asyncio.to_thread(self._timed, stop)
+            base, took = self._base, self._took
+            if base is None:
+                base, took = await asyncio.to_thread(self._timed, stop)
             while True:
                 await asyncio.sleep(max(MIN_PAUSE_S, took / self.share))
                 size, took = await asyncio.to_thread(self._timed, stop)

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import secrets
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -41,7 +42,7 @@ from workbench.executors.docker.outcome import (
 from workbench.executors.docker.owner import reap_sessions, session_name
 from workbench.executors.docker.remote import CopiedFiles
 from workbench.executors.docker.sampler import ContainerSampler
-from workbench.executors.docker.session import DockerSession, ExecStream, Sweep
+from workbench.executors.docker.session import DockerSession, ExecStream, Sweep, used_bytes
 from workbench.executors.docker.spec import (
     CONTAINER_UID,
     WORKSPACE_MOUNT,
@@ -308,13 +309,15 @@ class DockerExecutor:
             RUN_TAG_ENV: run_id,
         }
         tag = run_tag(run_id).decode()
+        watch = self._workspace_watch(spec, session)
+        await watch.baseline()  # before the command writes anything
         before = session.cgroup.counters() if session.cgroup else None
         t0 = time.monotonic()
         sampler = ContainerSampler(
             session.cgroup, self._stats, session.baseline_tasks, request.on_sample, t0
         )
         monitor = asyncio.create_task(sampler.run())
-        guard = asyncio.create_task(self._workspace_watch(spec).guard())
+        guard = asyncio.create_task(watch.guard())
         stream: ExecStream | None = None
         tasks: list[asyncio.Task[object]] = []
         sweep: Sweep | None = None
@@ -394,7 +397,8 @@ class DockerExecutor:
             else classify(end, self.posture.limits, request.argv[0], self.runtime)
         )
         with contextlib.suppress(DockerException, OSError):
-            if failure == CONTAINER_GONE and await session.oom_killed():
+            memory = sampler.peak_rss_bytes, self.posture.limits.memory_bytes
+            if failure == CONTAINER_GONE and await session.stopped_for_memory(*memory):
                 # gVisor charges its own kernel to the container: a memory bomb there can take
                 # the whole sandbox down, which is still the memory limit at work.
                 status = RunStatus.OOM_KILLED
@@ -423,14 +427,21 @@ class DockerExecutor:
             run_dir=run_dir,
         )
 
-    def _workspace_watch(self, spec: SessionSpec) -> WorkspaceWatch:
-        """The watch of the workspace: the folder, or on a remote engine the container's copy."""
+    def _workspace_watch(self, spec: SessionSpec, session: DockerSession) -> WorkspaceWatch:
+        """The watch of the workspace: the folder on this machine, or, when the host does not
+        see the container's writes as they happen, `du` in the container (on a remote engine
+        the workspace is the container's copy; under gVisor the sandbox writes file data back
+        to the host lazily, so a file written and removed within a run may never show there)."""
         limit = self.posture.limits.disk_bytes
-        files = self._files
-        if files is None:
+        if self._files is None and self.runtime != "runsc":
             return WorkspaceWatch.of_folder(spec.workspace, limit)
-        # `du` in the container: the wait is the engine's, not this machine's work.
-        return WorkspaceWatch(lambda _: files.used_bytes(WORKSPACE_MOUNT), limit, share=0.5)
+        api, container = session.api, session.container_id
+
+        def measure(_: threading.Event) -> int | None:
+            return used_bytes(api, container, WORKSPACE_MOUNT)
+
+        # Its cost is the wait for the engine's work, not this machine's: a larger share of it.
+        return WorkspaceWatch(measure, limit, share=0.5, clock=time.monotonic)
 
     def _stats(self) -> dict[str, object]:
         assert self._client is not None and self._session is not None

@@ -181,17 +181,6 @@ class CopiedFiles:
             )
         return total
 
-    def used_bytes(self, mount: str) -> int | None:
-        """How many bytes of files the container's copy at `mount` holds (apparent sizes, as
-        `tree_bytes` counts them); blocking, one exec. None when it cannot be told."""
-        try:
-            created = self._api.exec_create(self.container_id, ["du", "-sb", mount])
-            output = self._api.exec_start(created["Id"])
-        except (DockerException, RequestException):
-            return None
-        words = output.split()
-        return int(words[-2]) if len(words) >= 2 and words[-2].isdigit() else None
-
     def _empty(self, mount: str) -> None:
         created = self._api.exec_create(self.container_id, ["sh", "-c", EMPTY_SCRIPT, "sh", mount])
         output = self._api.exec_start(created["Id"])

@@ -87,9 +87,11 @@ SWEEP_TRIES = 5
 SWEEP_POLL_S = 0.05
 EXIT_POLL_S = 0.05
 KILLER_TIMEOUT_S = 15.0  # an exec whose container dies may never end its stream
+MEASURE_TIMEOUT_S = 5.0  # for the output of one measure of the workspace (`used_bytes`)
 HOST_ROUNDS = 100  # passes over the cgroup's members, as the in-container killer makes
 HOST_POLL_S = 0.002
 HOST_SETTLE_S = 0.5  # how long killed processes may take to be reaped before the exec sweep
+MEMORY_KILL_SHARE = 0.9  # of the memory limit in use when a container was killed: at the limit
 POOL_NAME_PREFIX = "skill-workbench-pool-"  # a warm pool's container, until it is claimed
 
 Chunk = tuple[Stream, bytes]
@@ -242,15 +244,19 @@ class DockerSession:
                 return False
         return (await self._state()).get("Running") is True
 
-    async def oom_killed(self) -> bool:
-        """True when the engine says the kernel killed the container for memory.
+    async def stopped_for_memory(self, peak_bytes: int, limit_bytes: int) -> bool:
+        """True when the container stopped for memory: the engine says the kernel OOM-killed
+        it, or it was killed (exit 137) with its memory at the limit.
 
-        The engine may learn of the OOM kill a while after the container stopped (under gVisor,
-        more than three seconds on a loaded machine): ask for up to ten seconds. Only a
-        container that stopped under a run waits this long.
+        The engine may learn of an OOM kill a while after the container stopped (under gVisor,
+        more than three seconds on a loaded machine), or never hear of it when the kernel killed
+        gVisor's own kernel: ask for up to ten seconds. Only a container that stopped under a
+        run waits this long.
         """
+        at_the_limit = peak_bytes >= MEMORY_KILL_SHARE * limit_bytes > 0
         for _ in range(100):
-            if (await self._state()).get("OOMKilled") is True:
+            state = await self._state()
+            if state.get("OOMKilled") is True or (at_the_limit and state.get("ExitCode") == 137):
                 return True
             await asyncio.sleep(0.1)
         return False
@@ -300,7 +306,10 @@ class DockerSession:
             kills = [line[2:].strip() for line in lines if line.startswith("k ")]
             killed, commands = killed + len(kills), commands + [c for c in kills if c]
             left = next((int(line[5:]) for line in lines if line.startswith("left ")), -1)
-            if left == 0 or not await self.running():  # a stopped container holds no process
+            if left == 0:
+                break
+            if not await self.running():
+                left = 0  # a stopped container holds no process
                 break
             if not ended:  # slow (a loaded machine), not refused: try again, and never with
                 continue  # the supervisor's kill of everything, a concurrent run's too
@@ -419,6 +428,29 @@ def _close_socket(sock: Any) -> None:
     sock.close()
     if raw is not None:
         raw.close()
+
+
+def used_bytes(api: docker.APIClient, container_id: str, mount: str) -> int | None:
+    """How many bytes of files the container holds under `mount` (apparent sizes, as
+    `tree_bytes` counts them), as the container itself sees them; blocking, one exec whose
+    output may take `MEASURE_TIMEOUT_S` at most (an exec's stream can stay open for good when
+    its container dies). None when it cannot be told."""
+    try:
+        created = api.exec_create(container_id, ["du", "-sb", mount])
+        sock = api.exec_start(created["Id"], socket=True)
+    except (DockerException, RequestException):
+        return None
+    try:
+        raw: Any = getattr(sock, "_sock", sock)  # the socket under docker-py's reader
+        raw.settimeout(MEASURE_TIMEOUT_S)
+        frames = frames_iter(sock, False)  # type: ignore[no-untyped-call]
+        output = b"".join(data for stream_id, data in frames if stream_id == STDOUT)
+    except (OSError, ValueError):
+        return None
+    finally:
+        _close_socket(sock)
+    words = output.split()
+    return int(words[-2]) if len(words) >= 2 and words[-2].isdigit() else None
 
 
 def remove_container(api: docker.APIClient, container_id: str) -> None:

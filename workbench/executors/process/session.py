@@ -128,6 +128,7 @@ class SubprocessExecutor(ABC):
             return RunResult.not_run(context.run_id, context.run_dir, prepared, card, warnings)
         limits = self.posture.limits
         workspace = WorkspaceWatch.of_folder(context.session.workspace, limits.disk_bytes)
+        await workspace.baseline()
         settings = RunSettings(
             run_dir=context.run_dir,
             timeout_s=limits.timeout_s,
