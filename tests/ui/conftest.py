@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from tests.waiting import until
 from workbench.executors import build_executor
 from workbench.platform.paths import example_skills_dir
 from workbench.postures.model import Availability, PostureId
@@ -78,9 +79,24 @@ def task_errors() -> Iterator[list[logging.LogRecord]]:
         pytest.fail("A background task failed:\n" + "\n".join(map(keep.format, records)))
 
 
+class _TestLoop(qasync.QEventLoop):  # type: ignore[misc]  # qasync has no type hints
+    """qasync's loop, which asyncio sees as running between the test's `run` calls too.
+
+    qasync's `run_until_complete` turns the Qt events once more after it has cleared the running
+    loop, and pytest-qt turns them after each phase of a test: a task step they dispatch would
+    find no running loop (RuntimeError). In the app the loop runs for good.
+    """
+
+    def run_forever(self) -> None:
+        try:
+            super().run_forever()
+        finally:
+            asyncio.events._set_running_loop(self)
+
+
 @pytest.fixture
 def loop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
-    """A qasync loop on the test's QApplication, set as the current asyncio loop.
+    """A qasync loop on the test's QApplication, set as the current (and running) asyncio loop.
 
     A closed loop lingers in a reference cycle. If a garbage collection that happens to run in
     a worker thread (`asyncio.to_thread`) frees it, its timer QObject is deleted off its thread,
@@ -89,9 +105,11 @@ def loop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
     GUI thread, before the next test starts any thread.
     """
     gc.collect()
-    event_loop = qasync.QEventLoop(qapp)
+    event_loop = _TestLoop(qapp)
     asyncio.set_event_loop(event_loop)
+    asyncio.events._set_running_loop(event_loop)
     yield event_loop
+    asyncio.events._set_running_loop(None)
     asyncio.set_event_loop(None)
     event_loop.close()
     del event_loop
@@ -216,6 +234,13 @@ def modal(kind: type[W]) -> W:
     widget = QApplication.activeModalWidget()
     assert isinstance(widget, kind), widget
     return widget
+
+
+def activate(window: QMainWindow, run: Run) -> None:
+    """Make `window` the active window, so its shortcuts take keys; safe while tasks run (the
+    wait turns the Qt events on the asyncio loop, where a task step finds its loop running)."""
+    window.activateWindow()
+    run(until(lambda: QApplication.activeWindow() is window))
 
 
 def menu(window: QMainWindow, title: str) -> QMenu:

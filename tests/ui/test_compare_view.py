@@ -4,9 +4,9 @@ import asyncio
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QMessageBox
 
-from tests.ui.conftest import Run, cell, headers
+from tests.ui.conftest import Run, activate, cell, headers
 from tests.waiting import until
 from workbench.postures.description import POSTURE_INFO
 from workbench.postures.model import PostureId
@@ -17,12 +17,6 @@ from workbench.ui.scene import Scene, stage
 
 def _column(view: CompareView, column: int) -> dict[str, str]:
     return {figure: cell(view.table, row, column).text() for row, figure in enumerate(FIGURES)}
-
-
-def _activate(window: MainWindow, qtbot: Any) -> None:
-    """Make `window` the active window, so its shortcuts take keys."""
-    window.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
 
 
 def _open_without_hardened(window: MainWindow, skill_name: str) -> CompareView:
@@ -148,7 +142,7 @@ def test_ctrl_return_on_the_compare_page_compares_and_does_not_run(
 ) -> None:
     view = _open_without_hardened(window, "workspace-report")
     view.postures.boxes[PostureId.QUICKJS].setChecked(True)
-    _activate(window, qtbot)
+    activate(window, run)
     view.command.setFocus()
     qtbot.keyClick(view.command, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     assert view.stop_button.isEnabled() and not window.run_panel.is_running()
@@ -169,7 +163,7 @@ def test_ctrl_period_on_the_compare_page_stops_the_comparison(
     task = run(start())
     assert task is not None
     run(until(lambda: cell(view.table, 0, 0).text() == "running…"))
-    _activate(window, qtbot)
+    activate(window, run)
     qtbot.keyClick(view.table, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
     run(task)
     assert _column(view, 0)["Status"] == "Cancelled" and not window.run_panel.is_running()

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox
+from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from tests.ui.conftest import Run, items
+from tests.ui.conftest import Run, activate, items
 from tests.waiting import until
 from workbench.executors.types import CancelToken, RunStatus
 from workbench.postures.model import Posture, PostureId
@@ -264,8 +264,7 @@ def test_rerun_streams_its_output_and_stop_ends_it(
     assert view.stop_button.isEnabled() and not view.rerun_button.isEnabled()
     run(view.refresh())  # e.g. the History page shown again: the output stays
     assert "start-4" in view.details.toPlainText()
-    window.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    activate(window, run)
     qtbot.keyClick(view.filter, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
     run(until(lambda: not view.tasks.busy()))
     again = view.current_record()

@@ -6,9 +6,9 @@ from typing import Any
 import pytest
 import qasync
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QMessageBox
 
-from tests.ui.conftest import cell, headers, menu
+from tests.ui.conftest import Run, activate, cell, headers, menu
 from tests.waiting import until
 from workbench.postures.description import POSTURE_INFO
 from workbench.postures.model import PostureId
@@ -135,12 +135,11 @@ def test_cells_answer_their_question_and_the_summary_counts_each_kind() -> None:
 
 
 def test_ctrl_return_runs_the_lab_and_ctrl_period_stops_it(
-    window: MainWindow, loop: qasync.QEventLoop, qtbot: Any
+    window: MainWindow, loop: qasync.QEventLoop, run: Run, qtbot: Any
 ) -> None:
     view = _open_lab(window)
     view.postures.tick([PostureId.QUICKJS])
-    window.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+    activate(window, run)
     qtbot.keyClick(view.table, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     assert view.stop_button.isEnabled() and not window.run_panel.is_running()
     qtbot.keyClick(view.table, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)

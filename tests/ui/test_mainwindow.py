@@ -2,12 +2,13 @@
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl
 from PySide6.QtGui import QDragEnterEvent, QDropEvent
 from PySide6.QtWidgets import QApplication, QMenuBar, QScrollBar, QTabBar, QWidget
 
-from tests.ui.conftest import Run, items
+from tests.ui.conftest import Run, activate, items
 from tests.waiting import until
 from workbench.platform.paths import example_skills_dir
 from workbench.skills import discover
@@ -36,9 +37,8 @@ def test_search_filters_by_name_and_description(window: MainWindow) -> None:
     assert window.browser.visible_skills() == everything
 
 
-def test_ctrl_f_focuses_the_search_field(window: MainWindow, qtbot) -> None:
-    window.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is window)
+def test_ctrl_f_focuses_the_search_field(window: MainWindow, run: Run, qtbot: Any) -> None:
+    activate(window, run)
     window.view.tabs().setFocus()
     qtbot.keyClick(window, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
     assert QApplication.focusWidget() is window.browser._search
