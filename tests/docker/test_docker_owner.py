@@ -21,7 +21,7 @@ pytestmark = pytest.mark.docker
 
 @contextlib.contextmanager
 def session_container(client: docker.DockerClient, owner: str) -> Iterator[str]:
-    """A running session container of `owner` (named as `docker_owner.session_name` names
+    """A running session container of `owner` (named as `owner.session_name` names
     one), removed at the end if still there; its id."""
     name = f"{SESSION_NAME_PREFIX}{secrets.token_hex(6)}_{owner.replace(' ', '_')}"
     labels = {LABEL_APP: "1"}

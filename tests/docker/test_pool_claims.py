@@ -17,7 +17,7 @@ import pytest
 from docker.errors import NotFound
 
 import workbench.executors.warm.container_checks as docker_clean
-import workbench.executors.warm.containers as docker_pool
+import workbench.executors.warm.containers as containers_module
 from tests.docker.test_pool import (
     DOCKER,
     Folders,
@@ -149,7 +149,7 @@ def test_a_spare_folder_the_labels_misname_is_not_moved(
         labels[LABEL_POOL_MOUNTS] = mount_ids(folders.skill, victim)
         return DockerSession(client, {**options, "labels": labels})
 
-    monkeypatch.setattr(docker_pool, "DockerSession", forged)
+    monkeypatch.setattr(containers_module, "DockerSession", forged)
     pool = ContainerPool(spares_dir=folders.fresh)
 
     async def go() -> None:
@@ -179,7 +179,7 @@ def test_a_held_claim_lock_costs_one_timeout_then_the_run_starts_cold(
         tries.append(name)
         rename_locked(api, name, new_name)
 
-    monkeypatch.setattr(docker_pool, "rename_locked", counted)
+    monkeypatch.setattr(containers_module, "rename_locked", counted)
     monkeypatch.setattr("workbench.executors.warm.container_claims.CLAIM_LOCK_S", 0.2)
     pool, spec = ContainerPool(), folders.spec()
     data_dir().mkdir(parents=True, exist_ok=True)
@@ -263,7 +263,7 @@ def test_the_containers_of_an_app_that_is_gone_are_removed_by_the_next_listing(
     _, boot, namespace, _, start = owner().split(" ")
     elsewhere = f"another-machine {boot} {namespace} {dead_pid()} {start}"
     pools = {"alive": ContainerPool(), "cli": ContainerPool(owned=False)}  # cli: pool fill's
-    monkeypatch.setattr(docker_pool, "owner", lambda: elsewhere)
+    monkeypatch.setattr(containers_module, "owner", lambda: elsewhere)
     pools["elsewhere"] = ContainerPool()
     specs = {name: folders.spec(folders.base / name) for name in (*pools, "gone")}
     for spec in specs.values():

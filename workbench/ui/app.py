@@ -154,7 +154,7 @@ async def _main(
 
 def _probe_postures() -> PostureProbe:
     """What can run here: the machine must allow it and this build must have its executor.
-    Also removes the containers of workbenches killed mid-run (`docker_owner`)."""
+    Also removes the containers of workbenches killed mid-run (`executors.docker.owner`)."""
     runtimes = docker_engine_runtimes()
     if runtimes is not None:
         reap_killed_sessions()

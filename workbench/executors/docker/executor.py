@@ -205,7 +205,7 @@ class DockerExecutor:
     def _options(
         self, session: SessionSpec, session_id: str, copied: bool = False
     ) -> dict[str, Any]:
-        """The session container's options, named as this process's (`docker_owner`)."""
+        """The session container's options, named as this process's (`owner`)."""
         options = container_options(self.posture, session, session_id, self.runtime, copied)
         return options | {"name": session_name(session_id)}
 
@@ -464,7 +464,7 @@ async def _pump(
     said: tuple[list[str], list[str]],
 ) -> None:
     """Feed the exec's output to the captures. What the engine, not the command, wrote goes to
-    `said` instead (`docker_outcome`): under gVisor (`sandbox`: the container's id) what runsc
+    `said` instead (`outcome`): under gVisor (`sandbox`: the container's id) what runsc
     reports as the sandbox stops, to its first list; the runtime's refusal to start the
     command, which opens stdout, to its second."""
     reports, refusals = said

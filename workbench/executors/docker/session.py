@@ -489,7 +489,7 @@ def remove_leftovers(client: docker.DockerClient, session_id: str | None = None)
     """Remove workbench containers (of one session, or all); return how many were removed.
 
     Containers waiting in a warm pool are not leftovers (another process may be about to
-    claim them); `docker_pool.drain` removes those.
+    claim them); `container_claims.drain` removes those.
     """
     labels = [LABEL_APP] + ([f"{LABEL_SESSION}={session_id}"] if session_id else [])
     found = client.api.containers(all=True, filters={"label": labels})

@@ -21,7 +21,7 @@ from workbench.executors.docker.spec import SUPERVISOR_NAME, WORKSPACE_MOUNT
 from workbench.executors.warm.container_claims import SPARE_PREFIX
 from workbench.postures.model import Posture
 
-IDLE_SLEEP = " sleep 3600"  # how the supervisor (docker_spec.SUPERVISOR_SCRIPT) waits
+IDLE_SLEEP = " sleep 3600"  # how the supervisor (spec.SUPERVISOR_SCRIPT) waits
 # One line per process, "pid (comm) state ppid ...", and first the lister's own pid; only shell
 # builtins, so the lister forks nothing that would show in its own listing.
 LIST_PROCS = 'echo "$$"; for d in /proc/[0-9]*; do read -r s < "$d/stat" && echo "$s"; done'
