@@ -30,9 +30,10 @@ from workbench.executors.availability import probe_availability
 from workbench.executors.types import CancelToken, RunResult, RunStatus, SkillEnvironment
 from workbench.platform.paths import APP_NAME
 from workbench.postures.model import Posture, PostureId
-from workbench.runs.diagnosis import Kind
+from workbench.runs.diagnosis import Change, Kind
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
+from workbench.runs.rerun import rerun_plan
 from workbench.runs.service import RunPlan, RunService
 from workbench.workspace.safe_walk import remove_tree
 
@@ -77,6 +78,17 @@ def test_process_postures_put_the_environment_on_the_path(
     assert record.exists()
     assert done.record.result is not None
     assert done.record.result["card"]["environment"] == environment.env_id
+
+
+def test_a_rerun_from_history_takes_the_skills_environment(built: Built) -> None:
+    posture = Posture(PostureId.LOCAL)
+    environment = built.for_posture(posture)
+    first = run(built, posture, PYTHON_PROBE, environment.for_run()).record
+    plan = rerun_plan(first, Change(), built.layout)
+    assert plan.environment is not None and plan.rerun_of == first.run_id
+    service = RunService(built.layout, RunHistory(built.layout.history_path), build_executor)
+    again = asyncio.run(service.run_once(plan, lambda _chunk: None, CancelToken()))
+    assert_ran_with(again.result, environment.env_id, str(environment.path / "python"))
 
 
 @pytest.mark.docker

@@ -3,22 +3,25 @@
 `rerun_posture(record, change)` is the posture the run really had (from its card, its limits
 and network included) with the diagnosis's `Change` made (an empty `Change()` re-runs it as it
 was); `rerun_plan` is the whole plan: the same skill and command, the same workspace folder
-(or, for a run that had a fresh one, a new fresh one), and `rerun_of` naming the run, so
-History links the two. A re-run that moves to or from QuickJS gets the command in the form that
-posture takes (`rerun_argv`).
+(or, for a run that had a fresh one, a new fresh one), the skill's environment for the posture
+as a new run would take it, and `rerun_of` naming the run, so History links the two. A re-run
+that moves to or from QuickJS gets the command in the form that posture takes (`rerun_argv`).
 """
 
 import dataclasses
 import shlex
 from typing import Any
 
-from workbench.executors.types import new_run_id
+from workbench.environments.resolve import for_run
+from workbench.errors import WorkbenchError
+from workbench.executors.types import SkillEnvironment, new_run_id
 from workbench.postures.model import Limits, Network, Posture, PostureId
 from workbench.runs.compare import shell_command
 from workbench.runs.diagnosis import Change
 from workbench.runs.layout import DataLayout
 from workbench.runs.record import RunRecord
 from workbench.runs.service import RunPlan
+from workbench.skills.catalog import load_skill
 
 
 def posture_from_dict(item: dict[str, Any]) -> Posture:
@@ -64,6 +67,18 @@ def had_fresh_workspace(record: RunRecord, layout: DataLayout) -> bool:
     return record.workspace == layout.fresh_workspace(record.run_id).absolute()
 
 
+def rerun_environment(
+    record: RunRecord, posture: Posture, layout: DataLayout
+) -> SkillEnvironment | None:
+    """The skill's environment for `posture` that a new run of it takes (`for_run`); None
+    when it has none, or its folder cannot be read any more (the run then says what it lacks)."""
+    try:
+        found, _ = for_run(load_skill(record.skill_dir), posture, layout.environment_store())
+    except WorkbenchError:
+        return None
+    return found.for_run() if found else None
+
+
 def rerun_plan(record: RunRecord, change: Change, layout: DataLayout) -> RunPlan:
     """The plan that re-runs `record`'s command with `change` (see the module doc)."""
     run_id = new_run_id()
@@ -76,5 +91,6 @@ def rerun_plan(record: RunRecord, change: Change, layout: DataLayout) -> RunPlan
         rerun_argv(record, posture),
         layout.fresh_workspace(run_id) if fresh else record.workspace,
         run_id=run_id,
+        environment=rerun_environment(record, posture, layout),
         rerun_of=record.run_id,
     )

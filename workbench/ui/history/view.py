@@ -205,7 +205,7 @@ class HistoryView(QWidget):
         """Run `record`'s command again under its posture and limits (with `change` made), in
         its workspace; its output streams into the record pane until it ends (or `stop()`
         ends it)."""
-        plan = rerun_plan(record, change or Change(), self._service.layout)
+        plan = await asyncio.to_thread(rerun_plan, record, change or Change(), self._service.layout)
         run_id = plan.run_id
         title = posture_title(plan.posture.id)
         self._rerun_cancel = cancel = CancelToken()
