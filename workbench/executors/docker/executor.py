@@ -428,12 +428,10 @@ class DockerExecutor:
         )
 
     def _workspace_watch(self, spec: SessionSpec, session: DockerSession) -> WorkspaceWatch:
-        """The watch of the workspace: the folder on this machine, or, when the host does not
-        see the container's writes as they happen, `du` in the container (on a remote engine
-        the workspace is the container's copy; under gVisor the sandbox writes file data back
-        to the host lazily, so a file written and removed within a run may never show there)."""
+        """The watch of the workspace: the folder on this machine, or on a remote engine `du`
+        in the container, whose copy the workspace is there."""
         limit = self.posture.limits.disk_bytes
-        if self._files is None and self.runtime != "runsc":
+        if self._files is None:
             return WorkspaceWatch.of_folder(spec.workspace, limit)
         api, container = session.api, session.container_id
 
