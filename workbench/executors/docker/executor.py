@@ -398,12 +398,11 @@ class DockerExecutor:
         )
         with contextlib.suppress(DockerException, OSError):
             memory = sampler.peak_rss_bytes, self.posture.limits.memory_bytes
-            if failure == CONTAINER_GONE and await session.stopped_for_memory(*memory):
+            if failure == CONTAINER_GONE and (how := await session.stopped_for_memory(*memory)):
                 # gVisor charges its own kernel to the container: a memory bomb there can take
                 # the whole sandbox down, which is still the memory limit at work.
                 status = RunStatus.OOM_KILLED
-                limit = format_bytes(self.posture.limits.memory_bytes)
-                cause = f"memory limit {limit} (cgroup OOM killed the container)"
+                cause = f"memory limit {format_bytes(self.posture.limits.memory_bytes)} ({how})"
         commands = sweep.commands if sweep else ()
         warnings += left_behind_warnings(end.background_killed, status, commands)
         warnings += sandbox_notes(reports) + exec_refusal_notes(refusals)

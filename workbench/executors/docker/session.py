@@ -30,6 +30,7 @@ from workbench.executors.docker import gvisor_seccomp
 from workbench.executors.docker.engine import missing_image
 from workbench.executors.docker.sampler import CgroupFiles
 from workbench.executors.docker.spec import LABEL_APP, LABEL_SESSION, SWEEP_SIGNAL
+from workbench.executors.process.outcome import format_bytes
 from workbench.executors.types import Stream
 from workbench.monitor.process import KEEP_COMMANDS, carries_tag, command_line
 
@@ -91,7 +92,7 @@ MEASURE_TIMEOUT_S = 5.0  # for the output of one measure of the workspace (`used
 HOST_ROUNDS = 100  # passes over the cgroup's members, as the in-container killer makes
 HOST_POLL_S = 0.002
 HOST_SETTLE_S = 0.5  # how long killed processes may take to be reaped before the exec sweep
-MEMORY_KILL_SHARE = 0.9  # of the memory limit in use when a container was killed: at the limit
+MEMORY_KILL_SHARE = 0.5  # of the memory limit: a bomb that doubles its use was sampled past it
 POOL_NAME_PREFIX = "skill-workbench-pool-"  # a warm pool's container, until it is claimed
 
 Chunk = tuple[Stream, bytes]
@@ -244,22 +245,28 @@ class DockerSession:
                 return False
         return (await self._state()).get("Running") is True
 
-    async def stopped_for_memory(self, peak_bytes: int, limit_bytes: int) -> bool:
-        """True when the container stopped for memory: the engine says the kernel OOM-killed
-        it, or it was killed (exit 137) with its memory at the limit.
+    async def stopped_for_memory(self, peak_bytes: int, limit_bytes: int) -> str:
+        """How the container that stopped under a run was stopped for memory ("" when it was
+        not): the engine says the kernel OOM-killed it, or it was killed (exit 137) with at
+        least `MEMORY_KILL_SHARE` of its limit in use, as sampled.
 
         The engine may learn of an OOM kill a while after the container stopped (under gVisor,
         more than three seconds on a loaded machine), or never hear of it when the kernel killed
         gVisor's own kernel: ask for up to ten seconds. Only a container that stopped under a
         run waits this long.
         """
-        at_the_limit = peak_bytes >= MEMORY_KILL_SHARE * limit_bytes > 0
+        near_the_limit = peak_bytes >= MEMORY_KILL_SHARE * limit_bytes > 0
         for _ in range(100):
             state = await self._state()
-            if state.get("OOMKilled") is True or (at_the_limit and state.get("ExitCode") == 137):
-                return True
+            if state.get("OOMKilled") is True:
+                return "cgroup OOM killed the container"
+            if near_the_limit and state.get("ExitCode") == 137:
+                return (
+                    f"the container was killed with {format_bytes(peak_bytes)} in use; the "
+                    "engine reported no OOM kill"
+                )
             await asyncio.sleep(0.1)
-        return False
+        return ""
 
     async def _state(self) -> dict[str, object]:
         try:
