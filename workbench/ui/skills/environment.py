@@ -95,8 +95,9 @@ class EnvironmentPanel(QWidget):
         self.system = QLineEdit(self)
         self.system.setAccessibleName("Debian packages")
         self.system.setPlaceholderText("Debian packages for docker and gvisor (poppler-utils)")
-        self.reset_button = QPushButton("Use the skill's", self)
+        self.reset_button = QPushButton("Reset", self)
         self.reset_button.setToolTip("Forget your edits: build what the skill declares or imports")
+        self.reset_button.setAccessibleName("Reset to the skill's requirements")
         self.message = plain_label("", self, wrap=True)
         self.message.setAccessibleName("Environment details")
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -183,6 +184,8 @@ class EnvironmentPanel(QWidget):
             return
         self.state.setText("Looking…")
         set_status(self.state, "muted")
+        self.message.setText(f"Reading what {self._skill.name} needs…")
+        set_status(self.message, "muted")
         self.tasks.spawn(self._look(self._skill, self._posture, self._store, self._generation))
 
     def status(self) -> EnvStatus | None:
