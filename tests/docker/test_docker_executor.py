@@ -441,9 +441,9 @@ def test_concurrent_runs_in_one_session_each_end_clean(
         ], [r.cause for r in results]
         assert all(r.leftover_processes == 0 for r in results)
         # Each run kills its own tagged sleep; an untagged escapee is killed by whichever sweep
-        # meets it first.
+        # meets it (two that meet it at once both count it).
         killed = [int(r.cause.split("killed ")[1].split()[0]) for r in results]
-        assert all(n >= 1 for n in killed) and sum(killed) == 2 * CONCURRENT_RUNS
+        assert all(n >= 1 for n in killed) and sum(killed) >= 2 * CONCURRENT_RUNS
         assert _container_processes(session) == ["sleep 3600"]
     finally:
         session.close()
