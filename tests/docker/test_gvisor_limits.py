@@ -54,8 +54,10 @@ REFUSED = "process limit 32 (RLIMIT_NPROC inside gVisor; the command reported a 
 # Forks until refused or forever: the top shell returns at once, leaving the bomb behind.
 UNBOUNDED_BOMB = "f() { f | f & }; f"
 # Every process of the container that is not a zombie, read with shell builtins only (no fork).
+# A process that ends between the glob and the read is not counted, and says nothing (the
+# shell reports a failed redirection before the command's own 2>/dev/null would apply).
 LIVE_PROCESSES = (
-    'n=0; for f in /proc/[0-9]*/stat; do read -r s < "$f" 2>/dev/null || continue; '
+    'n=0; for f in /proc/[0-9]*/stat; do { read -r s < "$f"; } 2>/dev/null || continue; '
     'case "$s" in *") Z "*) ;; *) n=$((n + 1)) ;; esac; done; echo $n'
 )
 
