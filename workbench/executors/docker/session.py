@@ -23,7 +23,7 @@ from typing import Any
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.utils.socket import STDERR, STDOUT, frames_iter
-from requests.exceptions import RequestException
+from requests.exceptions import RequestException, Timeout
 
 from workbench.errors import ExecutorError
 from workbench.executors.docker import gvisor_seccomp
@@ -89,6 +89,7 @@ SWEEP_POLL_S = 0.05
 EXIT_POLL_S = 0.05
 KILLER_TIMEOUT_S = 15.0  # an exec whose container dies may never end its stream
 MEASURE_TIMEOUT_S = 5.0  # for the output of one measure of the workspace (`used_bytes`)
+REMOVE_WAIT_S = 60.0  # for a removal the engine goes on with after the client's timeout
 HOST_ROUNDS = 100  # passes over the cgroup's members, as the in-container killer makes
 HOST_POLL_S = 0.002
 HOST_SETTLE_S = 0.5  # how long killed processes may take to be reaped before the exec sweep
@@ -461,17 +462,34 @@ def used_bytes(api: docker.APIClient, container_id: str, mount: str) -> int | No
 
 
 def remove_container(api: docker.APIClient, container_id: str) -> None:
-    """Remove a container (forced); gone already is fine. `ExecutorError` when the engine
+    """Remove a container (forced); gone already is fine. An engine slower than the client's
+    timeout (a gVisor sandbox with many processes takes a while to tear down) goes on removing
+    it: then wait up to `REMOVE_WAIT_S` for it to be gone. `ExecutorError` when the engine
     refuses or does not answer."""
     try:
         api.remove_container(container_id, force=True)
     except NotFound:
         pass
     except (DockerException, RequestException) as error:  # also when the engine went away
-        if not (isinstance(error, APIError) and error.status_code == 409):  # 409: in progress
-            raise ExecutorError(
-                f"Could not remove container {container_id[:12]}: {error}"
-            ) from error
+        if isinstance(error, APIError) and error.status_code == 409:  # 409: in progress
+            return
+        if isinstance(error, Timeout) and _gone_within(api, container_id, REMOVE_WAIT_S):
+            return
+        raise ExecutorError(f"Could not remove container {container_id[:12]}: {error}") from error
+
+
+def _gone_within(api: docker.APIClient, container_id: str, seconds: float) -> bool:
+    """Whether the engine says the container is gone within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            api.inspect_container(container_id)
+        except NotFound:
+            return True
+        except (DockerException, RequestException):
+            pass  # still busy: ask again
+        time.sleep(SWEEP_POLL_S * 4)
+    return False
 
 
 def remove_volumes(api: docker.APIClient, session_id: str | None = None) -> None:
