@@ -73,7 +73,7 @@ def test_broken_front_matter_is_explained_in_its_tab(
     view.tabs().setCurrentWidget(view._front_page)
     message = view._front_message
     assert message.isVisible() and not view._front.isVisible()
-    assert message.text().startswith("Line 4: The front matter is not valid YAML:")
+    assert message.text().startswith("Line 3: The front matter is not valid YAML:")
     assert message.property("status") == "danger"
 
     view.tabs().setCurrentWidget(view._diagnostics_page)
