@@ -192,8 +192,9 @@ def test_a_diagnosed_run_is_rerun_as_suggested_and_linked(
 
 
 def test_the_screenshot_scene_can_show_the_run_in_the_history(window: MainWindow, run: Run) -> None:
-    """`workbench gui --screenshot F --run SKILL --posture local --view history`."""
-    run(stage(window, Scene("workspace-report", PostureId.LOCAL, view="history")))
+    """`workbench gui --screenshot F --run --skill S --posture local --view history`."""
+    scene = Scene("workspace-report", posture=PostureId.LOCAL, view="history", run=True)
+    run(stage(window, scene))
     last = window.run_panel.last_run
     assert last is not None and window.pages.currentWidget() is window.history
     assert window.history.current_record() == last.record
