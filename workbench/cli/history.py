@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING, Any
 from workbench.cli.output import emit_json, warn
 from workbench.errors import UsageError, WorkspaceError
 from workbench.executors.types import RunStatus
-from workbench.runs.record import RunOrigin, RunRecord, RunState, plain_text, record_to_dict
+from workbench.runs.record import (
+    RunOrigin,
+    RunRecord,
+    RunState,
+    by_session,
+    plain_text,
+    record_to_dict,
+)
 
 if TYPE_CHECKING:  # the rest is imported by the handlers that use it: every command loads us
     from workbench.runs.history import RunHistory
@@ -83,7 +90,7 @@ def _list(args: argparse.Namespace) -> int:
         print("No runs yet." if where == RunFilter() else "No run matches.")
         return 0
     lines: list[tuple[str, ...] | str] = [_HEADERS]
-    for session, runs in _by_session(records):
+    for session, runs in by_session(records):
         if session is not None:
             lines.append(_session_line(runs))
         lines += [_cells(record, indent="  " if session else "") for record in runs]
@@ -98,21 +105,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 _HEADERS = ("RUN", "STARTED", "OUTCOME", "POSTURE", "SKILL", "CHANGES", "COMMAND")
-
-
-def _by_session(records: list[RunRecord]) -> list[tuple[str | None, list[RunRecord]]]:
-    """The runs in order, each session's runs together where its newest run is listed."""
-    groups: list[tuple[str | None, list[RunRecord]]] = []
-    sessions: dict[str, list[RunRecord]] = {}
-    for record in records:
-        if record.session is None:
-            groups.append((None, [record]))
-        elif record.session in sessions:
-            sessions[record.session].append(record)
-        else:
-            sessions[record.session] = [record]
-            groups.append((record.session, sessions[record.session]))
-    return groups
 
 
 def _session_line(runs: list[RunRecord]) -> str:

@@ -81,6 +81,22 @@ class RunRecord:
         return tuple(change_from_dict(item) for item in self.result.get("changes", []))
 
 
+def by_session(records: list[RunRecord]) -> list[tuple[str | None, list[RunRecord]]]:
+    """`records` in order, grouped: each session's runs together, where its first run in
+    `records` is; a run of no session alone (its session None)."""
+    groups: list[tuple[str | None, list[RunRecord]]] = []
+    sessions: dict[str, list[RunRecord]] = {}
+    for record in records:
+        if record.session is None:
+            groups.append((None, [record]))
+        elif record.session in sessions:
+            sessions[record.session].append(record)
+        else:
+            sessions[record.session] = [record]
+            groups.append((record.session, sessions[record.session]))
+    return groups
+
+
 def to_jsonable(value: Any) -> Any:
     """Dataclasses, enums, paths, tuples and text made into plain, valid JSON values."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
