@@ -266,28 +266,34 @@ def test_a_sessions_runs_are_grouped_under_it_and_filtered_by_origin(
     window: MainWindow, services: Services, run: Run, tmp_path: Path
 ) -> None:
     plain = _write_record(services, tmp_path / "report", "hardened", RunStatus.OK, "exited")
-    lab = {"origin": RunOrigin.LAB, "session": "lab-1"}
     probes = [
-        _write_record(services, tmp_path / f"probe-{i}", "docker", RunStatus.OK, "exited", **lab)
+        _write_record(
+            services,
+            tmp_path / f"probe-{i}",
+            "docker",
+            RunStatus.OK,
+            "exited",
+            RunOrigin.LAB,
+            "lab",
+        )
         for i in range(3)
     ]
     view = _open_history(window, run)
-    assert view.runs.topLevelItemCount() == 2
-    group = view.runs.topLevelItem(0)
+    group, single = items(view.runs)
     assert group.text(COLUMNS.index("Cause")) == "Probe lab: 3 runs, 3 ended ok"
     assert group.childCount() == 3 and not group.isExpanded()  # folded: it does not crowd
-    assert view.runs.topLevelItem(1).data(0, RUN_ID) == plain.run_id
+    assert single.data(0, RUN_ID) == plain.run_id
     view.runs.setCurrentItem(group)
     assert "Probe lab: 3 runs" in view.details.toPlainText()
     assert view.current_record() is None and not view.rerun_button.isEnabled()
     assert view.select_run(probes[1].run_id) and group.isExpanded()
     _choose(view.filters.origin, "Runs")
     run(until(lambda: view.runs.topLevelItemCount() == 1))
-    assert view.runs.topLevelItem(0).data(0, RUN_ID) == plain.run_id
+    assert items(view.runs)[0].data(0, RUN_ID) == plain.run_id
     run(view.show_run(probes[0].run_id))  # the filter that hides it goes
     assert view.filters.origin.currentIndex() == 0
-    assert view.current_record() is not None
-    assert view.current_record().run_id == probes[0].run_id
+    shown = view.current_record()
+    assert shown is not None and shown.run_id == probes[0].run_id
 
 
 def test_a_cause_is_one_line_elided_and_whole_in_its_tool_tip(
@@ -296,7 +302,7 @@ def test_a_cause_is_one_line_elided_and_whole_in_its_tool_tip(
     cause = "The workbench that ran it ended before the run did. " * 4
     _write_record(services, tmp_path / "long", "hardened", RunStatus.ERROR, cause)
     view = _open_history(window, run)
-    item = view.runs.topLevelItem(0)
+    item = items(view.runs)[0]
     assert "\n" not in item.text(COLUMNS.index("Cause"))
     assert cause.strip() in item.toolTip(COLUMNS.index("Cause"))
     assert view.runs.textElideMode() == Qt.TextElideMode.ElideRight

@@ -91,7 +91,7 @@ def test_a_spec_violation_is_an_error_on_the_badge_and_in_the_list(
     assert (badge.text(), badge.property("status")) == ("1 error", "danger")
     skill = window.browser.current_skill()
     assert skill is not None and diagnostic_counts(skill) == (1, 0)  # the list's red count
-    first = window.view.diagnostics_view().topLevelItem(0)
+    first = items(window.view.diagnostics_view())[0]
     assert first.text(2) == "description-too-long"
     assert ": error: " in first.data(0, Qt.ItemDataRole.AccessibleTextRole)
 

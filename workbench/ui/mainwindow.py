@@ -368,7 +368,7 @@ class MainWindow(QMainWindow):
         QApplication.alert(self)
         self.statusBar().showMessage(f"Run {done.record.run_id}: {done.result.status}", 8000)
         self._prime_pool()
-        self._spawn(self.history.apply_retention())
+        self.tasks.spawn(self.history.apply_retention())
 
     def on_engine_check_requested(self) -> None:
         """Probe anew on "Check again", or after a refused run (its engine may have gone)."""

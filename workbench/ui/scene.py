@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtWidgets import QMessageBox, QTabWidget, QWidget
+from PySide6.QtWidgets import QMessageBox, QTabWidget
 
 from workbench.errors import UsageError
 from workbench.postures.model import PostureId
@@ -49,8 +49,8 @@ class Scene:
 
 async def stage(window: MainWindow, scene: Scene) -> None:
     """Play `scene` in `window` and leave it in the state to photograph."""
-    if scene.view not in _PAGES:
-        raise UsageError(f"--view takes one of {', '.join(_PAGES)}, not {scene.view!r}.")
+    if scene.view not in PAGES:
+        raise UsageError(f"--view takes one of {', '.join(PAGES)}, not {scene.view!r}.")
     if scene.tab is not None and scene.tab not in {**SKILL_TABS, **RUN_TABS}:
         raise UsageError(f"There is no tab {scene.tab!r}.")
     if scene.skill is not None:
@@ -69,7 +69,7 @@ async def stage(window: MainWindow, scene: Scene) -> None:
         window.run_panel.limits.allow_hosts.setText(" ".join(scene.allow_hosts))
     if scene.run:
         await _RUNS[scene.view](window, scene)
-    window.pages.setCurrentWidget(_PAGES[scene.view](window))
+    window.pages.setCurrentIndex(PAGES.index(scene.view))
     if scene.tab is not None:
         _open_tab(window, scene.tab)
     await asyncio.sleep(0.3)  # let the output pane, the charts and the tables draw
@@ -145,12 +145,7 @@ def _choose(window: MainWindow, posture: PostureId) -> None:
         raise UsageError(f"The {posture} posture cannot run here.")
 
 
-_PAGES: dict[str, Callable[[MainWindow], QWidget]] = {
-    "run": lambda window: window.pages.widget(0),
-    "history": lambda window: window.history,
-    "compare": lambda window: window.compare,
-    "lab": lambda window: window.lab,
-}
+PAGES = ("run", "history", "compare", "lab")  # in the order of the window's tabs
 _RUNS: dict[str, Callable[[MainWindow, Scene], Awaitable[None]]] = {
     "run": _run_here,
     "history": _run_here,

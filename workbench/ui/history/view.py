@@ -205,8 +205,8 @@ class HistoryView(QWidget):
         it is."""
         for item in self._items():
             if item.data(0, RUN_ID) == run_id:
-                if item.parent() is not None:
-                    item.parent().setExpanded(True)
+                if (session := item.parent()) is not None:
+                    session.setExpanded(True)
                 self.runs.setCurrentItem(item)
                 return True
         return False
@@ -443,10 +443,8 @@ class HistoryView(QWidget):
     def _items(self) -> list[QTreeWidgetItem]:
         """Every row: the top-level ones and the runs under each session's row."""
         found = []
-        for index in range(self.runs.topLevelItemCount()):
-            item = self.runs.topLevelItem(index)
-            found.append(item)
-            found += [item.child(i) for i in range(item.childCount())]
+        for item in _children(self.runs.invisibleRootItem()):
+            found += [item, *_children(item)]
         return found
 
     def _ask(self, title: str, text: str, accept: str, then: Callable[[], object]) -> None:
@@ -488,11 +486,14 @@ def _suggested(record: RunRecord | None) -> Change | None:
 def _session_text(item: QTreeWidgetItem) -> str:
     """What a session's row says, then one line per run under it."""
     lines = [item.text(COLUMNS.index("Cause")), f"Session {item.data(0, SESSION)}", ""]
-    for index in range(item.childCount()):
-        run = item.child(index)
+    for run in _children(item):
         cells = [run.text(COLUMNS.index(name)) for name in ("Started", "Posture", "Status")]
         lines.append(f"{'  '.join(cells)}  {run.text(COLUMNS.index('Cause'))}")
     return "\n".join([*lines, "", "Select a run to see its record."])
+
+
+def _children(item: QTreeWidgetItem) -> list[QTreeWidgetItem]:
+    return [child for i in range(item.childCount()) if (child := item.child(i)) is not None]
 
 
 class _OutputSink:
