@@ -218,7 +218,9 @@ class SkillView(QWidget):
     # Public API -------------------------------------------------------------------------
 
     def show_skill(self, skill: Skill | None) -> None:
-        """Show `skill`, or the empty-state hint for None."""
+        """Show `skill`, or the empty-state hint for None (the same skill read again keeps its
+        description folded or whole)."""
+        another = skill is None or self._skill is None or skill.path != self._skill.path
         self._skill = skill
         has_skill = skill is not None
         self._header.setVisible(has_skill)
@@ -232,7 +234,8 @@ class SkillView(QWidget):
         self._path.set_full_text(reveal_bidi(str(skill.path)))
         description = reveal_bidi(skill.description) or "(no description)"
         self._description.set_full_text(description)
-        self.more_button.setChecked(False)
+        if another:
+            self.more_button.setChecked(False)
         self.on_description_elided_changed(self._description.is_elided())
         self._show_badge(skill)
         self._show_budget(skill)
