@@ -113,6 +113,7 @@ async def _run_compare(window: MainWindow, scene: Scene) -> None:
     if task is None:
         raise UsageError(f"The {scene.skill} example cannot be compared here.")
     await task
+    window.compare.table.setCurrentCell(0, 0)  # its run's record shows below the table
 
 
 async def _run_lab(window: MainWindow, scene: Scene) -> None:
@@ -122,6 +123,7 @@ async def _run_lab(window: MainWindow, scene: Scene) -> None:
     if task is None:
         raise UsageError("No posture can run the probe lab here.")
     await task
+    window.lab.table.setCurrentCell(0, 0)  # its run's record shows below the table
 
 
 def _open_tab(window: MainWindow, tab: str) -> None:
