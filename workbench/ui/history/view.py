@@ -181,12 +181,20 @@ class HistoryView(QWidget):
     async def refresh(self) -> None:
         """Read the newest runs the filters keep from the history again, keeping the selected
         run selected."""
-        history, where = self._service.history, self.filters.where()
-        self._loaded = await asyncio.to_thread(history.recent, self._limit, where)
-        self._matching = await asyncio.to_thread(history.count, where)
-        self._total = await asyncio.to_thread(history.count)
-        skills = await asyncio.to_thread(history.values, "skill_name")
-        self.filters.set_choices(skills, await asyncio.to_thread(history.values, "posture"))
+        history, where, limit = self._service.history, self.filters.where(), self._limit
+
+        def read() -> tuple[list[RunRecord], int, int, list[str], list[str]]:
+            return (
+                history.recent(limit, where),
+                history.count(where),
+                history.count(),
+                history.values("skill_name"),
+                history.values("posture"),
+            )
+
+        loaded, matching, total, skills, postures = await asyncio.to_thread(read)
+        self._loaded, self._matching, self._total = loaded, matching, total
+        self.filters.set_choices(skills, postures)
         self._show_runs()
 
     async def show_run(self, run_id: str) -> None:
