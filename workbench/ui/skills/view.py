@@ -95,6 +95,7 @@ class SkillView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._skill: Skill | None = None
+        self._described: Path | None = None  # the skill whose description More applies to
         self._name = ElidedLabel(Qt.TextElideMode.ElideRight, self)
         font = QFont(self._name.font())
         font.setPointSizeF(font.pointSizeF() * 1.35)
@@ -220,7 +221,6 @@ class SkillView(QWidget):
     def show_skill(self, skill: Skill | None) -> None:
         """Show `skill`, or the empty-state hint for None (the same skill read again keeps its
         description folded or whole)."""
-        another = skill is None or self._skill is None or skill.path != self._skill.path
         self._skill = skill
         has_skill = skill is not None
         self._header.setVisible(has_skill)
@@ -234,7 +234,8 @@ class SkillView(QWidget):
         self._path.set_full_text(reveal_bidi(str(skill.path)))
         description = reveal_bidi(skill.description) or "(no description)"
         self._description.set_full_text(description)
-        if another:
+        if skill.path != self._described:  # the same skill read again keeps More as it was
+            self._described = skill.path
             self.more_button.setChecked(False)
         self.on_description_elided_changed(self._description.is_elided())
         self._show_badge(skill)
