@@ -20,7 +20,7 @@ from workbench.cli.run import exit_code
 from workbench.executors import build_executor
 from workbench.executors.types import CancelToken, OutputChunk, RunResult, RunStatus, new_run_id
 from workbench.platform.paths import example_skills_dir
-from workbench.postures.model import DEFAULT_LIMITS, Posture, PostureId
+from workbench.postures.model import CONTAINER_POSTURES, DEFAULT_LIMITS, Posture, PostureId
 from workbench.runs.compare import shell_command
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
@@ -29,6 +29,11 @@ from workbench.runs.undo import restore_run
 from workbench.skills import load_skill
 
 HOST = (PostureId.LOCAL, PostureId.HARDENED)
+SANDBOXES = (  # the shell postures that keep the host and the network out
+    PostureId.BUBBLEWRAP,
+    pytest.param(PostureId.DOCKER, marks=pytest.mark.docker),
+    pytest.param(PostureId.GVISOR, marks=pytest.mark.gvisor),
+)
 CONTAINERS = (
     pytest.param(PostureId.DOCKER, marks=pytest.mark.docker),
     pytest.param(PostureId.GVISOR, marks=pytest.mark.gvisor),
@@ -128,7 +133,7 @@ def test_csv_to_markdown_converts_under_quickjs_and_cannot_read_outside(
     assert "'..' is not allowed" in outside.result.cause
 
 
-@pytest.mark.parametrize("posture", [*HOST, *CONTAINERS])
+@pytest.mark.parametrize("posture", [*HOST, *SANDBOXES])
 def test_csv_to_markdown_cannot_run_under_a_shell_posture(
     service: RunService, posture: PostureId, engine: None
 ) -> None:
@@ -142,13 +147,13 @@ def test_csv_to_markdown_cannot_run_under_a_shell_posture(
 # orphan-maker ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("posture", [*HOST, *CONTAINERS])
+@pytest.mark.parametrize("posture", [*HOST, *SANDBOXES])
 def test_orphan_maker_leaves_nothing_running(
     service: RunService, posture: PostureId, engine: None
 ) -> None:
     """ "the run ends ok, its cause says "killed 1 background process it left behind", a caution
-    says the same, and the sleeper is gone: leftover processes is 0" (in a container: killed
-    there)."""
+    says the same, and the sleeper is gone: leftover processes is 0" (in a container or the
+    bubblewrap sandbox: killed there)."""
     ran = run_example(service, "orphan-maker", posture)
     assert ran.result.status is RunStatus.OK
     assert "killed 1 background process it left behind" in ran.result.cause
@@ -198,6 +203,19 @@ def test_runaway_under_hardened_is_stopped_by_its_limits(service: RunService) ->
     assert memory.result.status is RunStatus.OOM_KILLED
     assert memory.result.cause == "memory limit 512 MiB (RLIMIT_AS)"
     assert "MemoryError" in memory.stderr
+
+
+def test_runaway_under_bubblewrap_is_killed_by_limits_it_cannot_raise(service: RunService) -> None:
+    """ "RLIMIT_AS fails memory (oom killed, "RLIMIT_AS" in the cause), and RLIMIT_CPU kills cpu
+    at the CPU-time limit, which with no soft margin is a plain SIGKILL: the run reads failed,
+    exit code 137"."""
+    cpu = run_example(
+        service, "runaway", PostureId.BUBBLEWRAP, f"{RUNAWAY} cpu", cpu_seconds=2, timeout_s=30
+    )
+    assert (cpu.result.status, cpu.result.exit_code) == (RunStatus.FAILED, 137)
+    memory = run_example(service, "runaway", PostureId.BUBBLEWRAP, f"{RUNAWAY} memory")
+    assert memory.result.status is RunStatus.OOM_KILLED
+    assert "RLIMIT_AS" in memory.result.cause
 
 
 @pytest.mark.parametrize("posture", CONTAINERS)
@@ -276,13 +294,15 @@ def test_secret_probe_under_hardened_finds_no_secret_but_the_network(
 
 
 @pytest.mark.usefixtures("secrets")
-@pytest.mark.parametrize("posture", CONTAINERS)
-def test_secret_probe_in_a_container_finds_nothing_and_no_way_out(
+@pytest.mark.parametrize("posture", SANDBOXES)
+def test_secret_probe_in_a_sandbox_finds_nothing_and_no_way_out(
     service: RunService, listener: int, posture: PostureId, engine: None
 ) -> None:
     """ "docker: no host secrets in the container's environment, a fresh HOME, a parent that is a
     process inside the container, and no route out (... not even to a port on your machine's
-    127.0.0.1)"; gvisor: "as docker"."""
+    127.0.0.1)"; gvisor: "as docker"; bubblewrap: "no credential-looking variables, a private
+    HOME in its own /tmp, no route out ...; the parent environ it reads is the sandbox's own
+    shell's, with no credential-looking names"."""
     found = _probe(service, posture, listener)
     assert found["secrets in env"].startswith("could not")
     assert found["~/.ssh"].startswith("could not")
@@ -293,22 +313,23 @@ def test_secret_probe_in_a_container_finds_nothing_and_no_way_out(
 # traceback-demo -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("posture", [*HOST, *CONTAINERS])
+@pytest.mark.parametrize("posture", [*HOST, *SANDBOXES])
 def test_traceback_demo_fails_as_itself_under_every_shell_posture(
     service: RunService, posture: PostureId, engine: None
 ) -> None:
     """ "the run ends as failed with exit code 1; stdout holds the progress line and stderr the
     whole traceback, shown apart, and nothing in the workspace changes"; hardened: "the limits
     never come into play"; docker: "the same traceback, with paths under
-    /mnt/skills/traceback-demo"; gvisor: "identical to docker"."""
+    /mnt/skills/traceback-demo"; gvisor: "identical to docker"; bubblewrap: "the same traceback
+    with the same paths"."""
     ran = run_example(service, "traceback-demo", posture)
     assert (ran.result.status, ran.result.exit_code) == (RunStatus.FAILED, 1)
     assert ran.result.cause == "exited with code 1"
     assert "loading settings" in ran.stdout and "Traceback" not in ran.stdout
     assert "Traceback" in ran.stderr and "KeyError" in ran.stderr
     assert ran.result.changes == ()
-    if posture not in HOST:
-        assert 'File "/mnt/skills/traceback-demo/scripts/fail.py"' in ran.stderr
+    where = "/mnt/skills" if posture in CONTAINER_POSTURES else str(example_skills_dir())
+    assert f'File "{where}/traceback-demo/scripts/fail.py"' in ran.stderr
 
 
 # workspace-report -----------------------------------------------------------------------------
@@ -334,6 +355,28 @@ def test_workspace_report_writes_the_same_report_locally_and_hardened(
     assert not (local.workspace / "report.md").exists()
 
 
+def test_workspace_report_under_bubblewrap_sees_its_binds_and_nothing_else(
+    service: RunService, tmp_path: Path
+) -> None:
+    """ "bubblewrap: the same report: the skill folder and the workspace are bound at their own
+    paths, the skill read-only, and the script sees nothing else of your files"."""
+    local = run_example(service, "workspace-report", PostureId.LOCAL)
+    ran = run_example(service, "workspace-report", PostureId.BUBBLEWRAP)
+    assert ran.result.status is RunStatus.OK
+    assert [change.path for change in ran.result.changes] == ["report.md"]
+    assert (ran.workspace / "report.md").read_text() == (local.workspace / "report.md").read_text()
+    mine = tmp_path / "my-notes.txt"
+    mine.write_text("private\n")
+    mine.parent.chmod(0o755)
+    check = (
+        f'echo "$SKILL_DIR $PWD"; touch "$SKILL_DIR/x" 2>/dev/null || echo read-only; '
+        f"test -e {mine} && echo seen || echo unseen"
+    )
+    binds = run_example(service, "workspace-report", PostureId.BUBBLEWRAP, check)
+    skill = str(example_skills_dir() / "workspace-report")
+    assert binds.stdout.split() == [skill, str(binds.workspace), "read-only", "unseen"]
+
+
 @pytest.mark.parametrize("posture", CONTAINERS)
 def test_workspace_report_in_a_container_sees_its_mounts(
     service: RunService, posture: PostureId, engine: None
@@ -357,7 +400,7 @@ def test_workspace_report_in_a_container_sees_its_mounts(
 def test_every_posture_an_example_makes_a_claim_for_is_checked_here() -> None:
     """A SKILL.md that claims something for a posture these tests do not run fails: add the
     test with the claim."""
-    checked = {*HOST, PostureId.DOCKER, PostureId.GVISOR, PostureId.QUICKJS}
+    checked = set(PostureId)
     for skill in (*PYTHON_SKILLS, "csv-to-markdown"):
         body = load_skill(example_skills_dir() / skill).body
         section = body.split("## What it shows under each posture", 1)[1]

@@ -76,8 +76,15 @@ def _gui(args: argparse.Namespace) -> int:
     # Imported here, not at the top: every other command must work where Qt cannot load.
     from workbench.ui import app
 
-    opening = (args.skill, args.view, args.tab, args.posture, args.command, args.memory)
-    opening += (args.allow_host,)
+    opening = (
+        args.skill,
+        args.view,
+        args.tab,
+        args.posture,
+        args.command,
+        args.memory,
+        args.allow_host,
+    )
     scene = None
     if args.run or any(value is not None for value in opening):
         scene = app.Scene(
