@@ -66,6 +66,7 @@ def test_json_compares_each_posture_in_its_own_copy_of_the_workspace(
         assert "notes.txt" in (workspace / "report.md").read_text()
     assert sorted(p.name for p in source.iterdir()) == ["notes.txt"]  # the source is untouched
     assert "DANGER (local posture)" in done.stderr
+    assert "caution (hardened): " in done.stderr  # every warning says whose it is
     shown = workbench(env, "history", "show", runs[1]["run_id"], "--json")
     assert json.loads(shown.stdout)["posture"] == "hardened"
 
@@ -81,6 +82,7 @@ def test_table_and_exit_125_when_a_posture_cannot_run_the_command(env: dict[str,
     assert quickjs.split()[:3] == ["quickjs", "error", "-"] and "JavaScript" in quickjs
     assert local.split()[:2] == ["local", "ok"] and local.endswith("exited with code 0")
     assert "details: workbench history show RUN" in done.stdout
+    assert "\nerror: quickjs: error (" in done.stderr  # the failed posture's line
 
 
 def test_without_postures_a_script_is_compared_where_it_can_run(

@@ -226,3 +226,81 @@ def test_a_file_name_cannot_forge_a_line_and_the_record_keeps_the_real_name(
     assert "  - added: a\\\\b [file; mode 644]\n" in text
     shown = json.loads(_cli(env, "history", "show", "last", "--json").stdout)
     assert sorted(change["path"] for change in shown["result"]["changes"]) == ["a\\b", forged]
+
+
+def test_list_filters_groups_sessions_and_keeps_its_columns_straight(
+    env: dict[str, str], skill: Path, workspace: Path
+) -> None:
+    plain = _run(env, skill, workspace, "echo one")
+    compared = _cli(
+        env, "compare", "--skill", "workspace-report", "--postures", "local,hardened", "--json",
+        "--", "sh", "-c", "echo two",
+    )  # fmt: skip
+    assert compared.returncode == 0, compared.stderr
+    session_runs = [run["run_id"] for run in json.loads(compared.stdout)["runs"]]
+
+    listing = _cli(env, "history", "list")
+    assert listing.returncode == 0, listing.stderr
+    lines = listing.stdout.splitlines()
+    assert lines[0].split() == [
+        "RUN",
+        "STARTED",
+        "OUTCOME",
+        "POSTURE",
+        "SKILL",
+        "CHANGES",
+        "COMMAND",
+    ]
+    session = json.loads(_cli(env, "history", "show", session_runs[0], "--json").stdout)["session"]
+    assert lines[1] == f"compare {session}: workspace-report, 2 runs listed"
+    assert lines[2].startswith(f"  {session_runs[1]}") and lines[3].startswith(
+        f"  {session_runs[0]}"
+    )
+    assert lines[4].startswith(plain)
+    columns = {line.index(" ok ") for line in lines[2:]}  # the outcome column lines up
+    assert len(columns) == 1
+
+    def listed(*filters: str) -> list[str]:
+        done = _cli(env, "history", "list", "--json", *filters)
+        assert done.returncode == 0, done.stderr
+        return [run["run_id"] for run in json.loads(done.stdout)["runs"]]
+
+    assert listed("--origin", "run") == [plain]
+    assert listed("--origin", "compare") == session_runs[::-1]
+    assert listed("--posture", "hardened") == [session_runs[1]]
+    assert listed("--session", session, "--posture", "local") == [session_runs[0]]
+    assert listed("--status", "limit_exceeded") == []
+    assert listed("--skill", "demo-skill") == [plain]
+    assert _cli(env, "history", "list", "--status", "failed").stdout == "No run matches.\n"
+
+
+def test_a_long_outcome_keeps_the_columns_straight(env: dict[str, str], tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from tests.unit.runs.conftest import make_record, make_result
+    from workbench.executors.types import RunStatus
+    from workbench.runs.history import RunHistory
+
+    history = RunHistory(tmp_path / "xdg" / "skill-workbench" / "history.sqlite3")
+    for run_id, status in (("20260101-000000-aaaaaa", RunStatus.LIMIT_EXCEEDED),
+                           ("20260101-000001-bbbbbb", RunStatus.OK)):  # fmt: skip
+        history.start(make_record(run_id))
+        history.finish(run_id, replace(make_result(), status=status))
+    lines = _cli(env, "history", "list").stdout.splitlines()
+    assert "limit_exceeded  local" in lines[2]
+    assert {line.index("local") for line in lines[1:]} == {lines[0].index("POSTURE")}
+
+
+def test_prune_keeps_the_last_runs(env: dict[str, str], skill: Path, workspace: Path) -> None:
+    _run(env, skill, workspace, "echo one")
+    _run(env, skill, workspace, "echo two > two.txt")
+    kept = _run(env, skill, workspace, "echo three")
+    done = _cli(env, "history", "prune", "--keep-runs", "1", "--json")
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["removed"]) == 2
+    listing = json.loads(_cli(env, "history", "list", "--json").stdout)
+    assert [run["run_id"] for run in listing["runs"]] == [kept]
+    text = _cli(env, "history", "prune", "--keep-days", "30")
+    assert text.stdout.startswith("Removed 0 runs")
+    refused = _cli(env, "history", "prune")
+    assert refused.returncode == 2 and refused.stderr.startswith("error: ")

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from workbench.cli.postures import runnable_here
 from workbench.cli.run import exit_code, parse_size
 from workbench.executors.types import CapturedOutput, PostureCard, RunResult, RunStatus
 from workbench.postures.model import Posture, PostureId
+from workbench.runs.compare import default_postures
 from workbench.runs.layout import DataLayout
 
 FORGED = "notes.txt\n  deleted      important.txt"  # a file name that looks like two lines
@@ -357,7 +359,7 @@ def test_what_the_run_itself_found_is_said_after_it(
     )  # fmt: skip
     assert done.returncode == 0
     before, after = done.stderr.split("\nrun ", 1)  # the summary line
-    assert "caution: The command left 1 background process(es) running" in after
+    assert "caution (local): The command left 1 background process(es) running" in after
     assert "NO SANDBOX" in before
     assert "NO SANDBOX" not in after
 
@@ -402,3 +404,29 @@ def test_the_summary_names_the_control_and_the_evidence_line(
     assert "why: missing-tool, by the control: the programs on this computer (PATH)" in done.stderr
     assert "evidence (stderr line 1): " in done.stderr
     assert "workbench-diag-no-such-tool: not found" in done.stderr
+
+
+def test_without_a_posture_a_js_script_runs_under_quickjs_and_says_so(
+    env: dict[str, str], skill: Path
+) -> None:
+    (skill / "hello.js").write_text('console.log("hello from js");\n')
+    done = workbench(env, "run", "--skill", skill, "--json", "--", "hello.js")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["posture"] == "quickjs"
+    assert "posture: quickjs (the strongest available here for this command, as in the app" in (
+        done.stderr
+    )
+    assert "info (quickjs): " in done.stderr  # each warning names its posture
+
+
+def test_without_a_posture_a_shell_command_gets_the_apps_default(
+    env: dict[str, str], skill: Path
+) -> None:
+    expected = default_postures(runnable_here(), ("true",))
+    done = workbench(env, "run", "--skill", skill, "--json", "--", "true")
+    if not expected:  # nothing but local here: the user must name it
+        assert done.returncode == 2 and done.stderr.startswith("error: workbench run: no ")
+        return
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["posture"] == expected[0] != PostureId.LOCAL
+    assert f"posture: {expected[0]} (" in done.stderr

@@ -38,9 +38,10 @@ def test_list_defaults_to_the_bundled_examples(tmp_path: Path) -> None:
 def test_list_text_names_why_a_skill_is_unusable() -> None:
     result = workbench("skills", "list", str(ORACLE))
     assert result.returncode == 0, result.stderr
-    assert "algorithmic-art  [unusable]  SKILL.md must start with a line '---'" in result.stdout
+    unusable = "algorithmic-art  [unusable, 1 error]  SKILL.md must start with a line '---'"
+    assert unusable in result.stdout
     assert "commit-message-writer\n" in result.stdout
-    assert "Commit-Message-Writer  [invalid: 2 spec problems]  Drafts" in result.stdout
+    assert "Commit-Message-Writer  [invalid, 2 errors]  Drafts" in result.stdout
 
 
 def test_list_json_over_a_directory() -> None:
@@ -52,7 +53,8 @@ def test_list_json_over_a_directory() -> None:
     assert len(payload["skills"]) == len(list(ORACLE.iterdir()))
     assert by_name["pdf-processing"]["valid"] is True
     writer = by_name["Commit-Message-Writer"]
-    assert (writer["usable"], writer["valid"], writer["warnings"]) == (True, False, 2)
+    assert (writer["usable"], writer["valid"], writer["errors"]) == (True, False, 2)
+    assert writer["warnings"] == 0
     assert by_name["slack-gif-creator"]["usable"] is False
 
 
@@ -73,19 +75,20 @@ def test_show_json_has_the_tree_and_diagnostics() -> None:
     assert (first["name"], first["kind"], first["size"]) == ("SKILL.md", "file", 183)
     assert skill["body_start_line"] == 5
     [case] = [d for d in skill["diagnostics"] if d["code"] == "name-case"]
-    assert (case["severity"], case["line"], case["spec_violation"]) == ("warning", 2, True)
+    assert (case["severity"], case["line"]) == ("error", 2)
 
 
 def test_validate_exit_codes_and_text_diagnostics() -> None:
     valid = workbench("skills", "validate", str(ORACLE / "pdf-processing"))
-    assert (valid.returncode, valid.stdout) == (0, f"{ORACLE / 'pdf-processing'}: valid\n")
+    verdict = f"{ORACLE / 'pdf-processing'}: valid (no problems)\n"
+    assert (valid.returncode, valid.stdout) == (0, verdict)
     mixed = workbench(
         "skills", "validate", str(ORACLE / "pdf-processing"), str(ORACLE / "excel-helper")
     )
     assert mixed.returncode == 1
     excel_md = ORACLE / "excel-helper" / "SKILL.md"
-    assert f"{excel_md}:2: warning: The name 'xlsx-helper' differs" in mixed.stdout
-    assert f"{ORACLE / 'excel-helper'}: INVALID (1 spec problem)" in mixed.stdout
+    assert f"{excel_md}:2: error: The name 'xlsx-helper' differs" in mixed.stdout
+    assert f"{ORACLE / 'excel-helper'}: INVALID (1 error)" in mixed.stdout
 
 
 def test_validate_json() -> None:
@@ -96,6 +99,21 @@ def test_validate_json() -> None:
     [skill] = payload["skills"]
     assert [d["code"] for d in skill["diagnostics"]] == ["yaml-tag"]
     assert skill["diagnostics"][0]["severity"] == "error"
+
+
+def test_a_spec_violation_is_an_error_in_text_and_json(tmp_path: Path) -> None:
+    folder = tmp_path / "wordy"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(f"---\nname: wordy\ndescription: {'x' * 1068}\n---\n")
+    text = workbench("skills", "validate", str(folder))
+    assert text.returncode == 1
+    assert f"{folder / 'SKILL.md'}:3: error: The description is 1,068 characters" in text.stdout
+    assert text.stdout.endswith(f"{folder}: INVALID (1 error)\n")
+    result = workbench("skills", "validate", str(folder), "--json")
+    [skill] = document(result, "skills-validate")["skills"]
+    assert (skill["valid"], skill["usable"], skill["errors"], skill["warnings"]) == (
+        False, True, 1, 0,
+    )  # fmt: skip
 
 
 def test_usage_errors_exit_2() -> None:

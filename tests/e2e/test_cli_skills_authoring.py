@@ -46,6 +46,22 @@ def test_new_package_import_round_trip(tmp_path: Path) -> None:
     assert "already exists; the workbench never overwrites a folder" in again.stderr
 
 
+def test_package_refuses_a_skill_that_breaks_the_spec_unless_forced(tmp_path: Path) -> None:
+    folder = tmp_path / "wordy-skill"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(f"---\nname: wordy-skill\ndescription: {'x' * 1068}\n---\n")
+    refused = workbench("skills", "package", str(folder), cwd=tmp_path)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("error: workbench skills package: the skill breaks the spec")
+    assert "The description is 1,068 characters; the limit is 1,024" in refused.stderr
+    assert "--force writes it anyway" in refused.stderr
+    assert not list(tmp_path.glob("*.skill"))
+    forced = workbench("skills", "package", str(folder), "--force", cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert "warning: wordy-skill breaks the spec (1 error)" in forced.stderr
+    assert (tmp_path / "wordy-skill.skill").is_file()
+
+
 def test_new_refuses_a_bad_name_as_a_usage_error(tmp_path: Path) -> None:
     result = workbench("skills", "new", "Bad_Name", "--description", "x", cwd=tmp_path)
     assert result.returncode == 2

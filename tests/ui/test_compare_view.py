@@ -126,10 +126,11 @@ def test_stop_ends_the_run_in_progress_and_skips_the_rest(window: MainWindow, ru
 
 
 def test_the_screenshot_scene_can_show_a_comparison(window: MainWindow, run: Run) -> None:
-    """`workbench gui --screenshot F --run SKILL --view compare --posture local`."""
+    """`workbench gui --screenshot F --run --skill S --view compare --posture local`."""
     view = _open_without_hardened(window, "workspace-report")
     view.postures.boxes[PostureId.QUICKJS].setChecked(True)
-    run(stage(window, Scene("workspace-report", PostureId.LOCAL, view="compare")))
+    scene = Scene("workspace-report", posture=PostureId.LOCAL, view="compare", run=True)
+    run(stage(window, scene))
     assert window.pages.currentWidget() is view
     assert [r.posture for r in view.records()] == ["quickjs", "local"]
     assert _column(view, 1)["Status"] == "Finished"

@@ -62,7 +62,7 @@ def test_an_uppercase_name_is_marked_on_its_line_and_the_file_is_untouched(
     ]
     assert {s.cursor.blockNumber() for s in underlined} == {1}
     assert underlined[0].cursor.selectedText() == "name: Demo"
-    assert editor.problems.item(0).text().startswith("Line 2: warning:")
+    assert editor.problems.item(0).text().startswith("Line 2: error:")
     assert (folder / "SKILL.md").read_bytes() == before
     assert editor.is_modified()
 

@@ -15,10 +15,10 @@ from tests.ui.conftest import Run, activate, items
 from tests.waiting import until
 from workbench.executors.types import CancelToken, RunStatus
 from workbench.postures.model import Posture, PostureId
-from workbench.runs.record import RunRecord
+from workbench.runs.record import RunOrigin, RunRecord
 from workbench.runs.reports import INTERRUPTED_CAUSE
 from workbench.runs.service import RunPlan
-from workbench.ui.history.rows import COLUMNS
+from workbench.ui.history.rows import COLUMNS, RUN_ID
 from workbench.ui.history.view import PAGE, HistoryView
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.scene import Scene, stage
@@ -51,13 +51,20 @@ def _open_history(window: MainWindow, run: Run) -> HistoryView:
 
 
 def _write_record(
-    services: Services, skill_dir: Path, posture: str, status: RunStatus, cause: str
+    services: Services,
+    skill_dir: Path,
+    posture: str,
+    status: RunStatus,
+    cause: str,
+    origin: RunOrigin = RunOrigin.RUN,
+    session: str | None = None,
 ) -> RunRecord:
     """A finished run written straight into the history (no command runs)."""
     run_id = f"run-{time.monotonic_ns()}"
     record = RunRecord(
-        run_id, skill_dir.name, skill_dir, posture, ("true",), skill_dir, skill_dir, time.time()
-    )
+        run_id, skill_dir.name, skill_dir, posture, ("true",), skill_dir, skill_dir, time.time(),
+        origin=origin, session=session,
+    )  # fmt: skip
     services.runs.history.start(record)
     return services.runs.history.abandon(run_id, status, cause)
 
@@ -192,8 +199,9 @@ def test_a_diagnosed_run_is_rerun_as_suggested_and_linked(
 
 
 def test_the_screenshot_scene_can_show_the_run_in_the_history(window: MainWindow, run: Run) -> None:
-    """`workbench gui --screenshot F --run SKILL --posture local --view history`."""
-    run(stage(window, Scene("workspace-report", PostureId.LOCAL, view="history")))
+    """`workbench gui --screenshot F --run --skill S --posture local --view history`."""
+    scene = Scene("workspace-report", posture=PostureId.LOCAL, view="history", run=True)
+    run(stage(window, scene))
     last = window.run_panel.last_run
     assert last is not None and window.pages.currentWidget() is window.history
     assert window.history.current_record() == last.record
@@ -215,11 +223,9 @@ def test_says_how_many_runs_it_lists_of_all_and_reads_older_ones_on_demand(
     assert not view.older_button.isVisibleTo(view)
 
 
-def test_words_runs_like_the_run_page_hides_lab_runs_and_filters(
+def test_words_runs_like_the_run_page_and_filters_them(
     window: MainWindow, services: Services, run: Run, tmp_path: Path
 ) -> None:
-    lab_skill = tmp_path / "workbench-probe-lab-x1" / "skills" / "probe-fork"
-    _write_record(services, lab_skill, "docker", RunStatus.LIMIT_EXCEEDED, "process limit 32")
     _write_record(services, tmp_path / "runaway", "hardened", RunStatus.OOM_KILLED, "memory limit")
     _write_record(services, tmp_path / "report", "gvisor", RunStatus.OK, "exited with code 0")
     gone = _write_record(services, tmp_path / "gone", "quickjs", RunStatus.OK, "")
@@ -237,16 +243,89 @@ def test_words_runs_like_the_run_page_hides_lab_runs_and_filters(
     ]
     assert rows[0]["Cause"] == INTERRUPTED_CAUSE
     assert view.select_run(gone.run_id) and INTERRUPTED_CAUSE in view.details.toPlainText()
-    assert view.status.text() == "Showing 3 of 4 runs in the history. 1 Lab run hidden."
+    assert view.status.text() == "3 runs in the history."
 
-    view.show_lab.setChecked(True)
-    assert [r["Skill"] for r in _rows(view)][-1] == "probe-fork"
-    assert view.status.text() == "4 runs in the history."
-    view.filter.setText("STOPPED  hardened")
+    view.filters.text.setText("STOPPED  hardened")
     assert [r["Skill"] for r in _rows(view)] == ["runaway"]
-    view.filter.setText("gvisor")
+    view.filters.text.setText("gvisor")
     assert [r["Skill"] for r in _rows(view)] == ["report"]
-    assert view.status.text() == "Showing 1 of 4 runs in the history."
+    assert view.status.text() == "Showing 1 of 3 runs in the history."
+    view.filters.text.clear()
+    _choose(view.filters.status, "Interrupted")
+    run(until(lambda: [r["Skill"] for r in _rows(view)] == ["gone"]))
+    assert view.status.text() == "1 run that match, of 3 in the history."
+    _choose(view.filters.status, "Any status")
+    _choose(view.filters.posture, "Hardened local")
+    run(until(lambda: [r["Skill"] for r in _rows(view)] == ["runaway"]))
+    _choose(view.filters.posture, "Any posture")
+    _choose(view.filters.skill, "report")
+    run(until(lambda: [r["Skill"] for r in _rows(view)] == ["report"]))
+
+
+def test_a_sessions_runs_are_grouped_under_it_and_filtered_by_origin(
+    window: MainWindow, services: Services, run: Run, tmp_path: Path
+) -> None:
+    plain = _write_record(services, tmp_path / "report", "hardened", RunStatus.OK, "exited")
+    probes = [
+        _write_record(
+            services,
+            tmp_path / f"probe-{i}",
+            "docker",
+            RunStatus.OK,
+            "exited",
+            RunOrigin.LAB,
+            "lab",
+        )
+        for i in range(3)
+    ]
+    view = _open_history(window, run)
+    group, single = items(view.runs)
+    assert group.text(COLUMNS.index("Cause")) == "Probe lab: 3 runs, 3 ended ok"
+    assert group.childCount() == 3 and not group.isExpanded()  # folded: it does not crowd
+    assert single.data(0, RUN_ID) == plain.run_id
+    view.runs.setCurrentItem(group)
+    assert "Probe lab: 3 runs" in view.details.toPlainText()
+    assert view.current_record() is None and not view.rerun_button.isEnabled()
+    assert view.select_run(probes[1].run_id) and group.isExpanded()
+    _choose(view.filters.origin, "Runs")
+    run(until(lambda: view.runs.topLevelItemCount() == 1))
+    assert items(view.runs)[0].data(0, RUN_ID) == plain.run_id
+    run(view.show_run(probes[0].run_id))  # the filter that hides it goes
+    assert view.filters.origin.currentIndex() == 0
+    shown = view.current_record()
+    assert shown is not None and shown.run_id == probes[0].run_id
+
+
+def test_a_cause_is_one_line_elided_and_whole_in_its_tool_tip(
+    window: MainWindow, services: Services, run: Run, tmp_path: Path
+) -> None:
+    cause = "The workbench that ran it ended before the run did. " * 4
+    _write_record(services, tmp_path / "long", "hardened", RunStatus.ERROR, cause)
+    view = _open_history(window, run)
+    item = items(view.runs)[0]
+    assert "\n" not in item.text(COLUMNS.index("Cause"))
+    assert cause.strip() in item.toolTip(COLUMNS.index("Cause"))
+    assert view.runs.textElideMode() == Qt.TextElideMode.ElideRight
+
+
+def test_the_keep_setting_is_remembered_and_prunes_old_runs(
+    window: MainWindow, services: Services, settings: Any, run: Run, tmp_path: Path
+) -> None:
+    for _ in range(4):
+        _write_record(services, tmp_path / "demo", "hardened", RunStatus.OK, "exited")
+    view = _open_history(window, run)
+    assert view.keep.retention().keeps_all and not view.keep.prune_button.isEnabled()
+    _choose(view.keep.mode, "Keep the last")
+    view.keep.count.setValue(2)
+    assert (settings.value("history/keep"), settings.value("history/keep_count")) == ("runs", 2)
+    view.keep.prune_button.click()
+    run(until(lambda: view.runs.topLevelItemCount() == 2 and not view.tasks.busy()))
+    assert view.status.text().startswith("Keeping the last 2 runs: Removed 2 runs")
+    assert services.runs.history.count() == 2
+
+
+def _choose(combo: Any, text: str) -> None:
+    combo.setCurrentIndex(combo.findText(text))
 
 
 def test_rerun_streams_its_output_and_stop_ends_it(
@@ -265,7 +344,7 @@ def test_rerun_streams_its_output_and_stop_ends_it(
     run(view.refresh())  # e.g. the History page shown again: the output stays
     assert "start-4" in view.details.toPlainText()
     activate(window, run)
-    qtbot.keyClick(view.filter, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(view.filters.text, Qt.Key.Key_Period, Qt.KeyboardModifier.ControlModifier)
     run(until(lambda: not view.tasks.busy()))
     again = view.current_record()
     assert again is not None and again.run_id != record.run_id

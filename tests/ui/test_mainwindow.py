@@ -12,6 +12,7 @@ from tests.ui.conftest import Run, activate, items
 from tests.waiting import until
 from workbench.platform.paths import example_skills_dir
 from workbench.skills import discover
+from workbench.ui.common.text import diagnostic_counts
 from workbench.ui.mainwindow import MainWindow
 from workbench.ui.services import Services
 
@@ -78,6 +79,21 @@ def test_a_skill_with_errors_opens_on_its_diagnostics(
         view.tabs().tabText(view.tabs().indexOf(view._diagnostics_page)).startswith("Diagnostics (")
     )
     assert "with errors" in window.status_line.count_label.text()
+
+
+def test_a_spec_violation_is_an_error_on_the_badge_and_in_the_list(
+    window: MainWindow, extra_root: Path, run: Run, write_skill: WriteSkill
+) -> None:
+    folder = write_skill(extra_root, "wordy", f"name: wordy\ndescription: {'x' * 1068}")
+    run(window.reload_catalog())
+    assert window.browser.select_path(folder)
+    badge = window.view._badge
+    assert (badge.text(), badge.property("status")) == ("1 error", "danger")
+    skill = window.browser.current_skill()
+    assert skill is not None and diagnostic_counts(skill) == (1, 0)  # the list's red count
+    first = items(window.view.diagnostics_view())[0]
+    assert first.text(2) == "description-too-long"
+    assert ": error: " in first.data(0, Qt.ItemDataRole.AccessibleTextRole)
 
 
 def test_hostile_text_is_shown_literally(

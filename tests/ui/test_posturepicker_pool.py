@@ -64,6 +64,8 @@ def test_only_cards_with_a_pool_show_one_at_the_remembered_size(
     picker.set_pools({PostureId.DOCKER: docker, PostureId.GVISOR: gvisor}, settings)
     run(window.load())
     run(picker.shutdown())
+    for posture_id in PostureId:  # the pool row is in a card's unfolded part
+        picker.card(posture_id).set_unfolded(True)
     shown = {p for p in PostureId if picker.card(p).pool.isVisibleTo(picker)}
     assert shown == {PostureId.DOCKER}  # gVisor has a pool too, but cannot run here
     assert picker.card(PostureId.DOCKER).pool.size_box.value() == 2

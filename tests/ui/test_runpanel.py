@@ -62,7 +62,7 @@ def test_run_streams_coloured_text_and_reports_the_outcome(window: MainWindow, r
     assert panel.banner.sentence.text() == "Failed: exited with code 3"
     assert panel.banner.status() == "warning"
     assert "nothing left running" in panel.banner.details.text()
-    assert "NO SANDBOX" in panel.banner.warnings.text()
+    assert "NO SANDBOX" in panel.banner.warnings.full_text()
     assert panel.output.open_stdout.isEnabled()
 
 

@@ -18,6 +18,7 @@ from PySide6.QtCore import QTimer
 
 from tests.ui.conftest import Run, items
 from tests.waiting import until
+from workbench.cli.gui import TABS, VIEWS
 from workbench.errors import UsageError
 from workbench.postures.model import PostureId
 from workbench.runs.diagnosis import Kind
@@ -170,7 +171,13 @@ def test_changed_files_are_listed_while_the_run_goes(
 def test_a_screenshot_scene_runs_the_example_under_the_chosen_posture(
     window: MainWindow, run: Run
 ) -> None:
-    scene = Scene("workspace-report", PostureId.LOCAL, "echo hi > a.txt", show="changes")
+    scene = Scene(
+        "workspace-report",
+        posture=PostureId.LOCAL,
+        command="echo hi > a.txt",
+        tab="changes",
+        run=True,
+    )
     run(stage(window, scene))
     assert window.postures.chosen() is PostureId.LOCAL
     assert window.postures.card(PostureId.LOCAL).radio.isChecked()
@@ -233,3 +240,26 @@ def test_a_rerun_that_would_drop_the_sandbox_asks_first(window: MainWindow, run:
     assert question is not None and "NO SANDBOX" in question.text()
     question.reject()
     assert not panel.is_running()
+
+
+def test_a_scene_opens_a_skill_page_and_tab_without_running_anything(
+    window: MainWindow, run: Run
+) -> None:
+    """`workbench gui --skill runaway --tab diagnostics`, and `--view history`."""
+    run(stage(window, Scene("runaway", tab="diagnostics")))
+    skill = window.browser.current_skill()
+    assert skill is not None and skill.name == "runaway"
+    tabs = window.view.tabs()
+    assert tabs.tabText(tabs.currentIndex()).startswith("Diagnostics")
+    assert window.run_panel.last_run is None  # nothing ran
+    run(stage(window, Scene(str(skill.path), view="history")))
+    assert window.pages.currentWidget() is window.history
+    assert window.run_panel.last_run is None
+
+
+def test_every_tab_and_view_the_command_line_offers_opens(window: MainWindow, run: Run) -> None:
+    for tab in TABS:
+        run(stage(window, Scene(tab=tab)))
+    for view in VIEWS:
+        run(stage(window, Scene(view=view)))
+        assert window.pages.currentIndex() == VIEWS.index(view)

@@ -51,11 +51,12 @@ def test_the_first_launch_fits_the_screen(
     assert window.size() == FIRST_SIZE.boundedTo(free)
 
 
-def test_skill_md_and_its_editor_get_room_at_the_default_size(window: MainWindow, run: Run) -> None:
+def test_skill_md_and_its_editor_get_room_at_1280_by_800(window: MainWindow, run: Run) -> None:
+    window.resize(1280, 800)
     assert window.browser.select_path(example_skills_dir() / "workspace-report")
     run(_settle())
     body = window.view.body_view()
-    assert body.viewport().height() >= 14 * body.fontMetrics().lineSpacing()
+    assert body.viewport().height() >= 10 * body.fontMetrics().lineSpacing()
     window.view.tabs().setCurrentWidget(window.editor)
     run(_settle())
     text = window.editor.text
@@ -73,7 +74,7 @@ def test_broken_front_matter_is_explained_in_its_tab(
     view.tabs().setCurrentWidget(view._front_page)
     message = view._front_message
     assert message.isVisible() and not view._front.isVisible()
-    assert message.text().startswith("Line 4: The front matter is not valid YAML:")
+    assert message.text().startswith("Line 3: The front matter is not valid YAML:")
     assert message.property("status") == "danger"
 
     view.tabs().setCurrentWidget(view._diagnostics_page)

@@ -1,9 +1,10 @@
 """`.skill` packages: exporting a skill folder as a zip, and importing one safely.
 
 A `.skill` file is a zip holding exactly one top-level folder named like the skill, with SKILL.md
-directly inside. `export_skill` writes one reproducibly and atomically, leaving out caches, junk and
-local secrets (`EXCLUDED`) and refusing links and special files; `import_skill` trusts nothing in
-the zip (unsafe names, links, encrypted entries, duplicates, zip bombs against `ImportLimits`),
+directly inside. `export_skill` refuses a skill that breaks the spec unless forced (an import
+would refuse it) and writes one reproducibly and atomically, leaving out caches, junk and local
+secrets (`EXCLUDED`) and refusing links and special files; `import_skill` trusts nothing in the
+zip (unsafe names, links, encrypted entries, duplicates, zip bombs against `ImportLimits`),
 extracts into a staging folder, validates the skill and renames it into place, or raises
 `PackageError` with nothing left written.
 """
@@ -59,12 +60,13 @@ class ImportLimits:
     ratio_floor: int = 1024 * 1024
 
 
-def export_skill(skill_dir: Path, dest: Path) -> Path:
+def export_skill(skill_dir: Path, dest: Path, force: bool = False) -> Path:
     """Write `skill_dir` as a `.skill` zip and return its path.
 
     `dest` is the file to write, or an existing folder to write `NAME.skill` into. An existing
-    file is replaced atomically. Raises `PackageError` for a link or special file in the skill,
-    a skill over the import limits, or a destination inside the skill.
+    file is replaced atomically. Raises `PackageError` for a skill that breaks the spec (which
+    `import_skill` would refuse) unless `force`, a link or special file in the skill, a skill
+    over the import limits, or a destination inside the skill.
     """
     folder = skill_dir.absolute()
     if not (folder / "SKILL.md").is_file():
@@ -74,6 +76,10 @@ def export_skill(skill_dir: Path, dest: Path) -> Path:
         raise PackageError(f"{target.parent} is not a folder; choose where to write the package")
     if target.resolve().is_relative_to(folder.resolve()):
         raise PackageError(f"{target} is inside the skill; write the package somewhere else")
+    if not force:
+        _require_valid(
+            folder, "the skill breaks the spec, so importing the package would be refused"
+        )
     entries = _entries(folder, ImportLimits())
     with atomic_file(target) as file, zipfile.ZipFile(file, "w") as archive:
         for relative in entries:
@@ -108,7 +114,7 @@ def import_skill(zip_path: Path, root: Path, limits: ImportLimits = ImportLimits
         try:
             with staged_folder(target) as staging:
                 _extract(archive, infos, paths, staging, limits)
-                _require_valid(staging)
+                _require_valid(staging, "the package's SKILL.md is not valid")
         except UsageError as error:  # the destination exists
             raise PackageError(str(error)) from None
     return target
@@ -269,11 +275,11 @@ def _check_ratio(info: zipfile.ZipInfo, size: int, limits: ImportLimits) -> None
         )
 
 
-def _require_valid(folder: Path) -> None:
+def _require_valid(folder: Path, refusal: str) -> None:
     skill = load_skill(folder)
     if not skill.valid:
-        problems = "; ".join(d.message for d in skill.diagnostics if d.spec_violation)
-        raise PackageError(f"the package's SKILL.md is not valid: {problems}")
+        problems = "; ".join(d.message for d in skill.diagnostics if d.is_error)
+        raise PackageError(f"{refusal}: {problems}")
 
 
 def _bomb(reason: str, limits: ImportLimits) -> str:

@@ -171,6 +171,6 @@ def _check(name: str, description: str) -> None:
     """Refuse what the validator would call a spec problem, with the validator's own words."""
     fields = {"name": name, "description": description}
     problems = check_front_matter(fields, {}, Path(name or "skill"), Path("SKILL.md"))
-    refused = [problem.message for problem in problems if problem.spec_violation]
+    refused = [problem.message for problem in problems if problem.is_error]
     if refused:
         raise UsageError(" ".join(refused))

@@ -116,13 +116,10 @@ def _posture_ids(text: str | None, argv: tuple[str, ...]) -> list[PostureId]:
         if not chosen:
             raise UsageError("workbench compare: --postures names no posture")
         return list(dict.fromkeys(chosen))
-    from workbench.cli.postures import probe_all
-    from workbench.executors import implemented_postures
+    from workbench.cli.postures import runnable_here
     from workbench.runs.compare import default_postures
 
-    built = set(implemented_postures())
-    available = {p for p, found in probe_all().items() if found.available and p in built}
-    chosen = default_postures(available, argv)
+    chosen = default_postures(runnable_here(), argv)
     if not chosen:
         raise UsageError(
             "workbench compare: no posture that can run this command is available here; "
@@ -138,7 +135,8 @@ async def _compare_with_signals(
     from workbench.runs.compare import run_compare
 
     def progress(record: "RunRecord") -> None:
-        warn(f"{record.posture}: {record.outcome} ({plain_text(record.cause)})")
+        said = f"{record.posture}: {record.outcome} ({plain_text(record.cause)})"
+        warn(f"error: {said}" if record.outcome == "error" else said)
 
     with cancel_on_signals() as cancel:
         return await run_compare(service, request, cancel, progress)

@@ -28,6 +28,14 @@ def probe_all() -> dict[PostureId, Availability]:
     return {posture_id: probe_availability(posture_id, runtimes) for posture_id in PostureId}
 
 
+def runnable_here() -> set[PostureId]:
+    """The postures this machine can run and this build has an executor for."""
+    from workbench.executors import implemented_postures
+
+    built = set(implemented_postures())
+    return {p for p, found in probe_all().items() if found.available and p in built}
+
+
 def _postures(args: argparse.Namespace) -> int:
     availability = probe_all()
     try:

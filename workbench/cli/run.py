@@ -1,7 +1,9 @@
 """`workbench run`: run a skill's command under a posture, streaming its output live.
 
-The handler only parses options and builds objects; `RunServices.run` does the run. The
-posture's warnings go to stderr before every run (DANGER ones loudly). Without `--json` the
+The handler only parses options and builds objects; `RunServices.run` does the run. Without
+`--posture` it takes the app's default (the strongest posture available here that can run the
+command, never `local`) and says which; the posture's warnings go to stderr before every run,
+each labelled with its posture (DANGER ones loudly). Without `--json` the
 command's output streams to ours and a summary follows on stderr (outcome, cause, workspace
 changes, and for a failed run its diagnosis with the `workbench run ... --rerun-of RUN` command
 that re-runs it with the suggested change: `print_diagnosis`); with `--json` stdout holds exactly
@@ -33,6 +35,7 @@ from workbench.postures.model import (
     Network,
     Posture,
     PostureId,
+    PostureWarning,
     Severity,
     parse_posture_id,
 )
@@ -85,7 +88,11 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
         description="Run COMMAND in a workspace under a posture and report what it changed.",
     )
     parser.add_argument("--skill", required=True, help="a skill folder, or a skill's name")
-    parser.add_argument("--posture", required=True, help="local, hardened, docker, ...")
+    parser.add_argument(
+        "--posture",
+        help="local, hardened, docker, ... (default: as in the app, the strongest available "
+        "here that can run the command; local only when named)",
+    )
     parser.add_argument("--workspace", type=Path, help="folder to run in (default: a fresh one)")
     parser.add_argument(
         "--rerun-of", metavar="RUN", help="the failed run this re-runs with a change (History)"
@@ -133,7 +140,8 @@ def _run(args: argparse.Namespace) -> int:
     from workbench.runs.services import RunServices
 
     argv = command_argv(args, "run")
-    posture = posture_from_args(_posture_id(args.posture), args, "run")
+    posture_id = _posture_id(args.posture) if args.posture else _default_posture(argv)
+    posture = posture_from_args(posture_id, args, "run")
     if args.workspace is not None and not args.workspace.is_dir():
         missing = not args.workspace.exists() and not args.workspace.is_symlink()
         raise UsageError(
@@ -204,6 +212,25 @@ def command_argv(args: argparse.Namespace, name: str) -> tuple[str, ...]:
     return argv
 
 
+def _default_posture(argv: tuple[str, ...]) -> PostureId:
+    """The app's default for `argv`: the strongest posture available here that can run it
+    (QuickJS for a `.js` script), never `local`; says which on stderr."""
+    from workbench.cli.postures import runnable_here
+    from workbench.runs.compare import default_postures
+
+    fitting = default_postures(runnable_here(), argv)
+    if not fitting:
+        raise UsageError(
+            "workbench run: no sandboxing posture that can run this command is available "
+            "here; name one with --posture (local only if you accept running without a sandbox)"
+        )
+    warn(
+        f"posture: {fitting[0]} (the strongest available here for this command, as in the "
+        "app; choose another with --posture)"
+    )
+    return fitting[0]
+
+
 def _posture_id(text: str) -> PostureId:
     try:
         return parse_posture_id(text)
@@ -212,11 +239,16 @@ def _posture_id(text: str) -> PostureId:
 
 
 def warn_posture(posture: Posture) -> None:
-    """The posture's warnings on stderr, DANGER ones loudly."""
+    """The posture's warnings on stderr, each labelled with its posture, DANGER ones loudly."""
     for warning in assess(posture):
-        loud = warning.severity is Severity.DANGER
-        label = f"*** DANGER ({posture.id} posture)" if loud else warning.severity.value
-        warn(f"{label}: {warning.text}")
+        warn(posture_warning(posture.id, warning))
+
+
+def posture_warning(posture_id: PostureId, warning: PostureWarning) -> str:
+    """`caution (hardened): ...`; a DANGER one as `*** DANGER (local posture): ...`."""
+    if warning.severity is Severity.DANGER:
+        return f"*** DANGER ({posture_id} posture): {plain_text(warning.text)}"
+    return f"{warning.severity.value} ({posture_id}): {plain_text(warning.text)}"
 
 
 def posture_from_args(posture_id: PostureId, args: argparse.Namespace, name: str) -> Posture:
@@ -359,7 +391,7 @@ def _summary(done: "CompletedRun", layout: DataLayout) -> None:
     said_before = set(assess(result.card.posture))  # printed by `warn_posture`
     for warning in result.warnings:
         if warning not in said_before:
-            warn(f"{warning.severity.value}: {plain_text(warning.text)}")
+            warn(posture_warning(result.card.posture.id, warning))
     print_diagnosis(done.record, layout)
     changes = result.changes
     if not changes:

@@ -5,7 +5,8 @@ as `path:line: error|warning: message`. `validate` exits 0 when every skill conf
 spec and 1 when any does not; an unknown skill or folder is a usage error (exit 2). `show`
 includes the budget meter. `new` writes a skill from the template (a bad name or an existing
 folder is a usage error); `package` and `import` write and read `.skill` zips and exit 1 with
-the reason when a skill or a package is refused; `preview` prints the capability preview, a
+the reason when a skill or a package is refused (`package` refuses a skill that breaks the
+spec, which `import` would refuse, unless `--force`); `preview` prints the capability preview, a
 prediction and never a security control. Every line is printed with control characters
 escaped and bidi controls shown as markers (`plain_text`, as `workbench run` prints causes),
 so no escape sequence from a skill reaches the terminal.
@@ -20,10 +21,9 @@ from typing import Any
 from workbench.authoring.package import PackageError, export_skill, import_skill
 from workbench.authoring.preview import preview
 from workbench.authoring.template import FOLDERS, create_skill
-from workbench.cli.output import emit_error, emit_json
+from workbench.cli.output import emit_error, emit_json, warn
 from workbench.runs.record import plain_text
 from workbench.skills import (
-    DiagnosticSeverity,
     FileKind,
     FileNode,
     Skill,
@@ -33,6 +33,7 @@ from workbench.skills import (
 )
 from workbench.skills import find_skill as find_named_skill
 from workbench.skills.budget import budget
+from workbench.skills.diagnostics import UNUSABLE
 
 
 def register(commands: "argparse._SubParsersAction[Any]") -> None:
@@ -59,6 +60,9 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
     package = actions.add_parser("package", help="write a skill as a .skill zip")
     package.add_argument("skill", metavar="SKILL", help="a skill folder, or a skill's name")
     package.add_argument("--output", type=Path, help="the file to write (default ./NAME.skill)")
+    package.add_argument(
+        "--force", action="store_true", help="package it even if it breaks the spec"
+    )
     package.set_defaults(handler=_package)
     unpack = actions.add_parser("import", help="unpack a .skill zip into a skill root")
     unpack.add_argument("file", type=Path, metavar="FILE", help="the .skill file")
@@ -85,8 +89,8 @@ def _list(args: argparse.Namespace) -> int:
     if not skills:
         _say("No skills found in " + ", ".join(str(root) for root in roots) + ".")
     for skill in skills:
-        errors = (d.message for d in skill.diagnostics if d.severity is DiagnosticSeverity.ERROR)
-        summary = skill.description if skill.usable else next(errors)
+        blocking = (d.message for d in skill.diagnostics if d.code in UNUSABLE)
+        summary = skill.description if skill.usable else next(blocking)
         _say(f"{skill.name}  [{_status(skill)}]  {_first_line(summary)}")
         _say(f"    {skill.path}")
     return 0
@@ -110,10 +114,9 @@ def _show(args: argparse.Namespace) -> int:
         f"and {meter.advised_body_tokens:,} tokens"
     )
     sizes = ", ".join(
-        f"{r.folder}/ {_size(r.size)} ({r.files} file{'s' * (r.files != 1)})"
-        for r in meter.resources
+        f"{r.name} {_size(r.size)} ({r.files} file{'s' * (r.files != 1)})" for r in meter.resources
     )
-    _say(f"resources (read only when needed): {sizes}")
+    _say(f"resources (read only when needed): {sizes or 'none'}")
     for advice in meter.advice:
         _say(f"  advice: {advice}")
     _say("files:")
@@ -138,8 +141,7 @@ def _validate(args: argparse.Namespace) -> int:
         for skill in skills:
             for problem in skill.diagnostics:
                 _say(str(problem))
-            verdict = "valid" if skill.valid else f"INVALID ({_spec_count(skill)})"
-            _say(f"{skill.path}: {verdict}")
+            _say(f"{skill.path}: {'valid' if skill.valid else 'INVALID'} ({_counts(skill)})")
     return 0 if all_valid else 1
 
 
@@ -158,9 +160,15 @@ def _package(args: argparse.Namespace) -> int:
     skill = find_named_skill(args.skill, default_roots())
     output = args.output or Path(f"{skill.path.name}.skill")
     try:
-        written = export_skill(skill.path, output)
+        written = export_skill(skill.path, output, force=args.force)
     except PackageError as error:
-        return _refused("package", error, args.json)
+        forcible = not (skill.valid or args.force)
+        hint = " (--force writes it anyway)" if forcible else ""
+        return _refused("package", error, args.json, hint)
+    if not skill.valid:
+        warn(
+            f"warning: {skill.name} breaks the spec ({_counts(skill)}); `skills import` refuses it"
+        )
     if args.json:
         size = written.stat().st_size
         emit_json("skill-package", {"path": str(written), "size": size, "skill": skill.name})
@@ -181,8 +189,8 @@ def _import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refused(action: str, error: PackageError, as_json: bool) -> int:
-    print(f"error: workbench skills {action}: {plain_text(str(error))}", file=sys.stderr)
+def _refused(action: str, error: PackageError, as_json: bool, hint: str = "") -> int:
+    print(f"error: workbench skills {action}: {plain_text(str(error))}{hint}", file=sys.stderr)
     if as_json:
         emit_error(str(error))
     return 1
@@ -219,17 +227,16 @@ def _say(line: str) -> None:
 
 
 def _status(skill: Skill) -> str:
-    if not skill.usable:
-        return "unusable"
-    if not skill.valid:
-        return f"invalid: {_spec_count(skill)}"
-    warnings = len(skill.diagnostics)
-    return f"valid, {warnings} warning{'s' * (warnings != 1)}" if warnings else "valid"
+    verdict = "unusable" if not skill.usable else "valid" if skill.valid else "invalid"
+    return f"{verdict}, {_counts(skill)}" if skill.diagnostics else verdict
 
 
-def _spec_count(skill: Skill) -> str:
-    count = sum(d.spec_violation for d in skill.diagnostics)
-    return f"{count} spec problem{'s' * (count != 1)}"
+def _counts(skill: Skill) -> str:
+    """`2 errors, 1 warning`, `no problems`."""
+    errors = sum(d.is_error for d in skill.diagnostics)
+    counts = [(errors, "error"), (len(skill.diagnostics) - errors, "warning")]
+    said = [f"{n} {noun}{'s' * (n != 1)}" for n, noun in counts if n]
+    return ", ".join(said) or "no problems"
 
 
 def _first_line(text: str, width: int = 80) -> str:
@@ -269,8 +276,8 @@ def _summary(skill: Skill, diagnostics: bool = False) -> dict[str, Any]:
         "usable": skill.usable,
         "valid": skill.valid,
         "command": skill.command,
-        "errors": sum(d.severity is DiagnosticSeverity.ERROR for d in skill.diagnostics),
-        "warnings": sum(d.severity is DiagnosticSeverity.WARNING for d in skill.diagnostics),
+        "errors": sum(d.is_error for d in skill.diagnostics),
+        "warnings": sum(not d.is_error for d in skill.diagnostics),
     }
     if diagnostics:
         summary["diagnostics"] = [asdict(problem) for problem in skill.diagnostics]

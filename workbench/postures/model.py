@@ -53,7 +53,7 @@ class Limits:
     memory_bytes: int = 512 * MIB
     cpus: float = 1.0
     pids: int = 128
-    cpu_seconds: int = 60
+    cpu_seconds: int = 30  # below the timeout: a busy loop is stopped by it, not the clock
     open_files: int = 256
     file_size_bytes: int = 256 * MIB
     # What a run may write to disk: all it writes under bubblewrap (counted), what it adds to

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import WorkbenchError
-from workbench.executors.types import CancelToken, OutputChunk, RunResult, RunStatus
+from workbench.executors.types import CancelToken, OutputChunk, RunResult, RunStatus, new_run_id
 from workbench.postures.containment import runs_as_root
 from workbench.postures.model import CONTAINER_POSTURES, MIB, Limits, Posture, PostureId
 from workbench.probes.catalogue import PROBE_BY_ID, ProbeId, probe_argv
@@ -24,6 +24,7 @@ from workbench.probes.expected import expected
 from workbench.probes.sessions import LabSessions
 from workbench.probes.site import CANARY_ENV, LabSite, SessionFolders, host_route_off_machine
 from workbench.probes.verdict import HostEvidence, Judgement, Verdict, judge
+from workbench.runs.record import RunOrigin
 from workbench.runs.service import RunPlan, RunService
 
 # Small, so the whole lab stays fast. Every probe but `cpu` ends on its own in well under a
@@ -156,6 +157,7 @@ async def run_lab(
     chosen, probe_ids = tuple(postures), tuple(probes)
     cancel = cancel or CancelToken()
     started, as_root, cells = time.monotonic(), runs_as_root(), []
+    lab_id = new_run_id()  # the history groups the lab's runs under this session
 
     def judged(cell: Cell) -> None:
         cells.append(cell)
@@ -168,7 +170,9 @@ async def run_lab(
             lambda: [site.session_folders(f"session-{n}") for n in range(len(plans))]
         )
         lab_sessions = [
-            _LabSession(site, sessions.service if shared else service, posture, probes, place)
+            _LabSession(
+                site, sessions.service if shared else service, posture, probes, place, lab_id
+            )
             for (posture, shared, probes), place in zip(plans, folders, strict=True)
         ]
         last = [lab for lab in lab_sessions if lab.watched_from_the_host()]
@@ -227,6 +231,7 @@ class _LabSession:
     posture: Posture
     probes: list[ProbeId]
     folders: SessionFolders
+    lab_id: str  # the history's session of the whole lab run
 
     def watched_from_the_host(self) -> bool:
         """True for a probe (`WATCHED`) of a posture whose runs the app watches from its own
@@ -252,6 +257,8 @@ class _LabSession:
             posture=posture,
             argv=probe_argv(posture.id, probe, self.probe_args(probe, token)),
             workspace=self.folders.workspace,
+            origin=RunOrigin.LAB,
+            session=self.lab_id,
         )
         try:
             done = await self.service.run_once(plan, _discard, cancel)

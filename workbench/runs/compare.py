@@ -26,7 +26,7 @@ from workbench.executors.types import (
     new_run_id,
 )
 from workbench.postures.model import STRENGTH_ORDER, Posture, PostureId
-from workbench.runs.record import RunRecord
+from workbench.runs.record import RunOrigin, RunRecord
 from workbench.runs.service import RunPlan, RunService
 
 
@@ -123,6 +123,7 @@ async def run_compare(
     Returns the records in the order of `request.runs`, without the postures skipped by Stop.
     """
     records: list[RunRecord] = []
+    session = new_run_id()
     for posture, argv in request.runs:
         if cancel.cancelled:
             break
@@ -132,9 +133,16 @@ async def run_compare(
             await asyncio.to_thread(_copy_workspace, request.source, workspace, service)
         environment = request.environments.get(posture.id)
         plan = RunPlan(
-            request.skill_name, request.skill_dir, posture, argv, workspace, run_id=run_id,
+            request.skill_name,
+            request.skill_dir,
+            posture,
+            argv,
+            workspace,
+            run_id=run_id,
             environment=environment,
-        )  # fmt: skip
+            origin=RunOrigin.COMPARE,
+            session=session,
+        )
         try:
             record = (await service.run_once(plan, _ignore_output, cancel)).record
         except WorkbenchError:

@@ -4,16 +4,19 @@ The row is written when a run starts (state `running`, with the pid and start ti
 process running it) and completed when it ends, each in its own short transaction (WAL mode,
 a fresh connection per call, so any thread may use it). A run whose process died half-way
 (crash, kill -9, power cut) keeps its row and reads back as `interrupted`. Paths are stored as
-bytes, so no file name is ever refused. A database made by an older version gets the columns
-it lacks (`diagnosis`, `rerun_of`) when it is opened; its runs read back without them.
+bytes, so no file name is ever refused. Listings take a `RunFilter` (skill, posture, outcome,
+origin, session); `delete` removes rows (retention does the rest, `runs.retention`). A database
+made by an older version gets the columns it lacks (`diagnosis`, `rerun_of`, `origin`,
+`session`) when it is opened; its runs read back without them (as runs of their own).
 """
 
 import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,12 +51,54 @@ CREATE TABLE IF NOT EXISTS runs (
 );
 CREATE INDEX IF NOT EXISTS runs_by_start ON runs (started_at);
 """
-_ADDED_COLUMNS = {"diagnosis": "TEXT", "rerun_of": "TEXT"}  # newer than the first schema
+_ADDED_COLUMNS = {  # newer than the first schema
+    "diagnosis": "TEXT",
+    "rerun_of": "TEXT",
+    "origin": "TEXT NOT NULL DEFAULT 'run'",
+    "session": "TEXT",
+}
 _COLUMNS = (
     "run_id, started_at, ended_at, state, status, cause, exit_code, skill_name, skill_dir, "
     "posture, argv, workspace, run_dir, owner_pid, owner_started, notes, result, diagnosis, "
-    "rerun_of"
+    "rerun_of, origin, session"
 )
+_LIVE_STATES = (RunState.RUNNING, RunState.INTERRUPTED)  # told apart only by the owner's life
+
+
+@dataclass(frozen=True, slots=True)
+class RunFilter:
+    """Which runs a listing keeps: each field given must match exactly (`outcome` is a
+    `RunStatus` value, `running` or `interrupted`; `origin` a `RunOrigin` value)."""
+
+    skill: str | None = None
+    posture: str | None = None
+    outcome: str | None = None
+    origin: str | None = None
+    session: str | None = None
+
+    def sql(self) -> tuple[str, list[Any]]:
+        """The WHERE clause (empty or starting with ` WHERE`) and its parameters."""
+        clauses, values = [], []
+        for column, value in (
+            ("skill_name", self.skill),
+            ("posture", self.posture),
+            ("origin", self.origin),
+            ("session", self.session),
+        ):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                values.append(value)
+        if self.outcome in _LIVE_STATES:
+            clauses.append("state = ?")
+            values.append(RunState.RUNNING.value)
+        elif self.outcome is not None:
+            clauses.append("state = ? AND status = ?")
+            values += [RunState.FINISHED.value, self.outcome]
+        return (" WHERE " + " AND ".join(clauses) if clauses else ""), values
+
+    def keeps(self, record: RunRecord) -> bool:
+        """What SQL cannot tell: a `running` row whose owner died reads `interrupted`."""
+        return self.outcome not in _LIVE_STATES or record.outcome == self.outcome
 
 
 class RunHistory:
@@ -85,7 +130,7 @@ class RunHistory:
         me = psutil.Process()
         with self._transaction() as db:
             db.execute(
-                f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * 19)})",
+                f"INSERT INTO runs ({_COLUMNS}) VALUES ({', '.join('?' * 21)})",
                 (
                     record.run_id,
                     record.started_at,
@@ -106,6 +151,8 @@ class RunHistory:
                     None,
                     None,
                     record.rerun_of,
+                    record.origin,
+                    record.session,
                 ),
             )
 
@@ -154,20 +201,41 @@ class RunHistory:
                 ),
             )
 
-    def recent(self, limit: int = 200) -> list[RunRecord]:
-        """The most recent runs, newest first."""
+    def recent(self, limit: int = 200, where: RunFilter = RunFilter()) -> list[RunRecord]:
+        """The most recent runs that `where` keeps, newest first (at most `limit`)."""
+        clause, values = where.sql()
+        query = f"SELECT {_COLUMNS} FROM runs{clause} ORDER BY started_at DESC, run_id DESC"
+        records: list[RunRecord] = []
         with self._transaction() as db:
-            rows = db.execute(
-                f"SELECT {_COLUMNS} FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ?",
-                (limit,),
-            ).fetchall()
-        return [_record(row) for row in rows]
+            for row in db.execute(query, values):
+                record = _record(row)
+                if where.keeps(record):
+                    records.append(record)
+                    if len(records) >= limit:
+                        break
+        return records
 
-    def count(self) -> int:
-        """How many runs the history holds."""
+    def count(self, where: RunFilter = RunFilter()) -> int:
+        """How many runs the history holds (of those `where` keeps)."""
+        if where.outcome in _LIVE_STATES:
+            return len(self.recent(limit=2**31, where=where))
+        clause, values = where.sql()
         with self._transaction() as db:
-            (total,) = db.execute("SELECT COUNT(*) FROM runs").fetchone()
+            (total,) = db.execute(f"SELECT COUNT(*) FROM runs{clause}", values).fetchone()
         return int(total)
+
+    def values(self, column: str) -> list[str]:
+        """The distinct skills (`skill_name`) or postures (`posture`) of the runs, sorted."""
+        if column not in ("skill_name", "posture"):
+            raise ValueError(f"not a listed column: {column}")
+        with self._transaction() as db:
+            rows = db.execute(f"SELECT DISTINCT {column} FROM runs ORDER BY {column}")
+            return [row[0] for row in rows]
+
+    def delete(self, run_ids: Iterable[str]) -> None:
+        """Remove these runs' rows (their folders are the caller's to remove)."""
+        with self._transaction() as db:
+            db.executemany("DELETE FROM runs WHERE run_id = ?", [(run_id,) for run_id in run_ids])
 
     def get(self, run_id: str) -> RunRecord:
         """The run with exactly this id; `HistoryError` if there is none."""
@@ -235,6 +303,8 @@ def _record(row: tuple[Any, ...]) -> RunRecord:
         result,
         diagnosis,
         rerun_of,
+        origin,
+        session,
     ) = row
     run_state = RunState(state)
     if run_state is RunState.RUNNING and not _alive(owner_pid, owner_started):
@@ -257,6 +327,8 @@ def _record(row: tuple[Any, ...]) -> RunRecord:
         result=None if result is None else json.loads(result),
         diagnosis=None if diagnosis is None else diagnosis_from_dict(json.loads(diagnosis)),
         rerun_of=rerun_of,
+        origin=origin,
+        session=session,
     )
 
 

@@ -1,5 +1,7 @@
-"""`DataLayout`: where the run history, kept file contents, run folders and workspaces live."""
+"""`DataLayout`: where the run history, kept file contents, run folders and workspaces live,
+and the lock that keeps a sweep of the kept files from meeting a run in progress."""
 
+import fcntl
 import hashlib
 import os
 from dataclasses import dataclass
@@ -50,6 +52,33 @@ class DataLayout:
     def run_dir(self, run_id: str) -> Path:
         """One run's folder: its workspace snapshots and the executor's logs and home."""
         return self.runs_root / run_id
+
+    def hold_run_lock(self) -> int:
+        """Share the data folder's run lock for a run in progress (waits while a sweep of the
+        kept files holds it); returns the descriptor that holds it: closing it lets go."""
+        fd = self._lock_fd()
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        return fd
+
+    def try_sweep_lock(self) -> int | None:
+        """Take the run lock alone, for sweeping the kept files; None at once when a run in
+        progress (of any process) holds it."""
+        fd = self._lock_fd()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        return fd
+
+    def _lock_fd(self) -> int:
+        self.root.mkdir(parents=True, exist_ok=True)
+        return os.open(self.root / "runs.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+    def is_fresh_workspace(self, run_id: str, workspace: Path) -> bool:
+        """Whether `workspace` is the folder `fresh_workspace` made for the run `run_id` (the
+        workbench's own, to remove with the run; never a folder of the user's)."""
+        return workspace in (self.root / "workspaces" / run_id, SHARED / "workspaces" / run_id)
 
     @property
     def fresh_workspaces(self) -> Path:

@@ -21,6 +21,14 @@ if TYPE_CHECKING:  # the executors package is heavy to import; these modules onl
     from workbench.executors.types import RunResult
 
 
+class RunOrigin(StrEnum):
+    """What started a run: a run of its own, a comparison, or the probe lab."""
+
+    RUN = "run"
+    COMPARE = "compare"
+    LAB = "lab"
+
+
 class RunState(StrEnum):
     """Where a recorded run is in its life."""
 
@@ -36,7 +44,8 @@ class RunRecord:
     `status` is a `RunStatus` value once finished; `result` is `result_to_dict` of the result
     (None when the workbench failed before the command could end). `notes` are the workspace
     notes (unreadable folders, files too big to keep, ...). `diagnosis` says why a failed run
-    failed; `rerun_of` names the run this one re-ran with a change.
+    failed; `rerun_of` names the run this one re-ran with a change. `origin` is a `RunOrigin`
+    value; the runs of one comparison or one probe-lab run share a `session` id.
     """
 
     run_id: str
@@ -56,6 +65,8 @@ class RunRecord:
     result: dict[str, Any] | None = None
     diagnosis: Diagnosis | None = None
     rerun_of: str | None = None
+    origin: str = RunOrigin.RUN
+    session: str | None = None
 
     @property
     def outcome(self) -> str:
@@ -68,6 +79,22 @@ class RunRecord:
         if self.result is None:
             return ()
         return tuple(change_from_dict(item) for item in self.result.get("changes", []))
+
+
+def by_session(records: list[RunRecord]) -> list[tuple[str | None, list[RunRecord]]]:
+    """`records` in order, grouped: each session's runs together, where its first run in
+    `records` is; a run of no session alone (its session None)."""
+    groups: list[tuple[str | None, list[RunRecord]]] = []
+    sessions: dict[str, list[RunRecord]] = {}
+    for record in records:
+        if record.session is None:
+            groups.append((None, [record]))
+        elif record.session in sessions:
+            sessions[record.session].append(record)
+        else:
+            sessions[record.session] = [record]
+            groups.append((record.session, sessions[record.session]))
+    return groups
 
 
 def to_jsonable(value: Any) -> Any:

@@ -19,6 +19,7 @@ folder (`result.json`) and a record that says so. (Undoing a run is
 import asyncio
 import contextlib
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -42,7 +43,7 @@ from workbench.postures.model import Posture
 from workbench.runs.diagnosis import Diagnosis, diagnose
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import AFTER_SNAPSHOT, BEFORE_SNAPSHOT, RESULT_FILE, DataLayout
-from workbench.runs.record import RunRecord, RunState, result_to_dict
+from workbench.runs.record import RunOrigin, RunRecord, RunState, result_to_dict
 from workbench.workspace.diff import diff_snapshots
 from workbench.workspace.manifest import load_snapshot, save_snapshot
 from workbench.workspace.snapshot import (
@@ -59,7 +60,8 @@ ExecutorFactory = Callable[[Posture], Executor]
 class RunPlan:
     """What to run: a skill's command under a posture, in a workspace folder, with the skill's
     environment when it has one (`workbench.environments`); `rerun_of` names the failed run
-    this one re-runs with a change."""
+    this one re-runs with a change, `origin` what started it and `session` the comparison or
+    lab run it belongs to."""
 
     skill_name: str
     skill_dir: Path
@@ -70,6 +72,8 @@ class RunPlan:
     run_id: str = field(default_factory=new_run_id)
     environment: SkillEnvironment | None = None
     rerun_of: str | None = None
+    origin: RunOrigin = RunOrigin.RUN
+    session: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,40 +124,43 @@ class RunService:
         what the executor does around the command (copying the workspace) to `on_progress`."""
         plan = replace(plan, workspace=plan.workspace.absolute())
         run_dir = self.layout.run_dir(plan.run_id)
-        await asyncio.to_thread(self._begin, plan, run_dir)
+        lock = await asyncio.to_thread(self._begin, plan, run_dir)
         try:
-            before = await asyncio.to_thread(self._snapshot_before, plan.workspace, run_dir)
-            result, cleanup = await self._execute(
-                plan, run_dir, sink, cancel, on_sample, on_progress
+            try:
+                before = await asyncio.to_thread(self._snapshot_before, plan.workspace, run_dir)
+                result, cleanup = await self._execute(
+                    plan, run_dir, sink, cancel, on_sample, on_progress
+                )
+            except WorkbenchError as error:
+                with contextlib.suppress(WorkbenchError):  # the history may be what failed
+                    await asyncio.to_thread(
+                        self.history.abandon, plan.run_id, RunStatus.ERROR, str(error)
+                    )
+                raise
+            except asyncio.CancelledError:
+                with contextlib.suppress(WorkbenchError):
+                    self.history.abandon(
+                        plan.run_id, RunStatus.CANCELLED, "The run's task was cancelled."
+                    )
+                raise
+            notes = before.notes + cleanup + _log_notes(result)
+            try:
+                after_path = run_dir / AFTER_SNAPSHOT
+                after = await asyncio.to_thread(self._snapshot, plan.workspace, before, after_path)
+                changes, notes = diff_snapshots(before, after), notes + after.notes
+            except WorkbenchError as error:  # the disk full, say: the run's outcome still stands
+                changes, notes = (), (*notes, f"The workspace's changes are unknown: {error}")
+            result = replace(
+                result,
+                changes=changes,
+                warnings=result.warnings or tuple(assess(plan.posture)),
             )
-        except WorkbenchError as error:
-            with contextlib.suppress(WorkbenchError):  # the history may be what failed
-                await asyncio.to_thread(
-                    self.history.abandon, plan.run_id, RunStatus.ERROR, str(error)
-                )
-            raise
-        except asyncio.CancelledError:
-            with contextlib.suppress(WorkbenchError):
-                self.history.abandon(
-                    plan.run_id, RunStatus.CANCELLED, "The run's task was cancelled."
-                )
-            raise
-        notes = before.notes + cleanup + _log_notes(result)
-        try:
-            after_path = run_dir / AFTER_SNAPSHOT
-            after = await asyncio.to_thread(self._snapshot, plan.workspace, before, after_path)
-            changes, notes = diff_snapshots(before, after), notes + after.notes
-        except WorkbenchError as error:  # the disk full, say: the run's outcome still stands
-            changes, notes = (), (*notes, f"The workspace's changes are unknown: {error}")
-        result = replace(
-            result,
-            changes=changes,
-            warnings=result.warnings or tuple(assess(plan.posture)),
-        )
-        notes = tuple(dict.fromkeys(notes))
-        diagnosis = await asyncio.to_thread(diagnose, result, plan.workspace, plan.skill_name)
-        record = await asyncio.to_thread(self._finish, plan, run_dir, result, notes, diagnosis)
-        return CompletedRun(result, record)
+            notes = tuple(dict.fromkeys(notes))
+            diagnosis = await asyncio.to_thread(diagnose, result, plan.workspace, plan.skill_name)
+            record = await asyncio.to_thread(self._finish, plan, run_dir, result, notes, diagnosis)
+            return CompletedRun(result, record)
+        finally:
+            os.close(lock)  # a sweep of the kept files may go on
 
     def _finish(
         self,
@@ -187,13 +194,21 @@ class RunService:
             diagnosis=diagnosis,
         )
 
-    def _begin(self, plan: RunPlan, run_dir: Path) -> None:
+    def _begin(self, plan: RunPlan, run_dir: Path) -> int:
+        """Make the run's folders, take the run lock (no sweep of the kept files while the
+        run goes: `runs.retention`) and record the run as started; returns the lock's fd."""
         try:
             run_dir.mkdir(parents=True)
             plan.workspace.mkdir(parents=True, exist_ok=True)
+            lock = self.layout.hold_run_lock()
         except OSError as error:
             raise WorkspaceError(f"Cannot prepare the run's folders: {error}") from None
-        self.history.start(_record(plan, run_dir, started_at=time.time()))
+        try:
+            self.history.start(_record(plan, run_dir, started_at=time.time()))
+        except BaseException:
+            os.close(lock)
+            raise
+        return lock
 
     def _snapshot_before(self, workspace: Path, run_dir: Path) -> Snapshot:
         """The "before" snapshot, reusing the hashes of the last run in the same workspace."""
@@ -282,6 +297,8 @@ def _record(plan: RunPlan, run_dir: Path, started_at: float) -> RunRecord:
         run_dir=run_dir,
         started_at=started_at,
         rerun_of=plan.rerun_of,
+        origin=plan.origin,
+        session=plan.session,
     )
 
 

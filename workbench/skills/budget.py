@@ -3,7 +3,8 @@
 An agent holds every skill's metadata (name and description) all the time, so the spec advises
 about `ADVISED_METADATA_TOKENS` tokens of it; it loads the body when the skill activates (advice:
 under 500 lines and 5,000 tokens, the same limits `check_body` warns about); and it reads the
-files of `references/`, `assets/` and `scripts/` only when needed, so those are sizes, not costs.
+skill's other files (`references/`, `assets/`, `scripts/`, a `reference.md` beside SKILL.md:
+whatever their names) only when needed, so those are sizes, not costs.
 `budget` measures all three and, when the body is over, names its largest sections by heading as
 the ones to move into `references/`. Tokens are estimated at about four characters a token.
 """
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from workbench.skills.files import FileKind, FileNode
 from workbench.skills.model import Skill
+from workbench.skills.reading import SKILL_MD_NAMES
 from workbench.skills.rules import (
     ADVISED_BODY_LINES,
     ADVISED_BODY_TOKENS,
@@ -21,8 +23,8 @@ from workbench.skills.rules import (
 )
 
 ADVISED_METADATA_TOKENS = 100
-RESOURCE_FOLDERS = ("references", "assets", "scripts")
 SECTIONS_TO_NAME = 3
+TOP_LEVEL = "files beside SKILL.md"  # the resource entry of the skill's loose files
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _FENCE = re.compile(r"^ {0,3}(```|~~~)")
@@ -40,9 +42,10 @@ class Section:
 
 @dataclass(frozen=True, slots=True)
 class ResourceSize:
-    """A resource folder's total size in bytes and its file count (0, 0 when it is missing)."""
+    """The total size in bytes and the file count of a top-level folder of the skill (`name`
+    is `references/`, say) or of its other files beside SKILL.md (`TOP_LEVEL`)."""
 
-    folder: str
+    name: str
     size: int
     files: int
 
@@ -104,12 +107,11 @@ def budget(skill: Skill) -> Budget:
             f"The body is {skill.body_lines:,} lines, about {skill.body_tokens:,} tokens, with "
             "no headings; split it into sections and move the detail into references/."
         )
-    resources = tuple(_resource(skill.files, folder) for folder in RESOURCE_FOLDERS)
     return Budget(
         metadata_tokens,
         skill.body_lines,
         skill.body_tokens,
-        resources,
+        resources(skill.files),
         largest,
         tuple(advice),
     )
@@ -141,13 +143,19 @@ def body_sections(body: str, first_line: int = 1) -> list[Section]:
     return sections
 
 
-def _resource(tree: FileNode, folder: str) -> ResourceSize:
-    node = next(
-        (c for c in tree.children if c.name == folder and c.kind is FileKind.DIRECTORY), None
-    )
-    if node is None:
-        return ResourceSize(folder, 0, 0)
-    return ResourceSize(folder, node.size, _count_files(node))
+def resources(tree: FileNode) -> tuple[ResourceSize, ...]:
+    """Every top-level folder of the skill's file tree, whatever its name, then the files
+    beside SKILL.md (if any): what an agent may read when needed."""
+    folders = [c for c in tree.children if c.kind is FileKind.DIRECTORY]
+    loose = [
+        c
+        for c in tree.children
+        if c.kind is not FileKind.DIRECTORY and c.name not in SKILL_MD_NAMES
+    ]
+    found = [ResourceSize(f"{c.name}/", c.size, _count_files(c)) for c in folders]
+    if loose:
+        found.append(ResourceSize(TOP_LEVEL, sum(c.size for c in loose), len(loose)))
+    return tuple(found)
 
 
 def _count_files(node: FileNode) -> int:

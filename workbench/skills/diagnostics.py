@@ -1,12 +1,11 @@
 """Diagnostics: every problem the catalog reports about a skill, with a stable code.
 
-Each `Code` has one fixed policy (`_ERRORS`, `_SPEC_WARNINGS`, and advice for the rest): its
-severity and whether it breaks the Agent Skills spec. The two answer different questions. An
-*error* means the skill cannot be used at all (a client would fail to load it); a *warning*
-means it loads anyway. A *spec violation* makes `validate` call the skill invalid, as the
-reference validator `skills-ref` does, even where a lenient client would load it (a name that
-does not match its folder is a warning and a spec violation). Every error is also a spec
-violation, so a valid skill is always usable.
+Each `Code` has one fixed policy. A problem that breaks the Agent Skills spec is an *error*
+(`skills validate` calls the skill invalid, as the reference validator `skills-ref` does);
+everything else is a *warning*: advice on portability, size and hygiene, never a verdict.
+Some errors also leave the skill *unusable* (`UNUSABLE`: its SKILL.md cannot be read, or it
+has no description, so no client would load it); the others (a name that does not match its
+folder, say) still let the workbench run it.
 """
 
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from pathlib import Path
 
 
 class DiagnosticSeverity(StrEnum):
-    """`error`: the skill cannot be used. `warning`: it can, but something is wrong or unwise."""
+    """`error`: the skill breaks the spec. `warning`: advice; the skill conforms all the same."""
 
     ERROR = "error"
     WARNING = "warning"
@@ -24,7 +23,7 @@ class DiagnosticSeverity(StrEnum):
 class Code(StrEnum):
     """Stable identifiers of the problems the catalog finds (scripts and tests match on them)."""
 
-    # The skill cannot be read or parsed: errors.
+    # Errors that leave the skill unusable: it cannot be read or parsed, or says nothing.
     NOT_A_FOLDER = "not-a-folder"
     MISSING_SKILL_MD = "missing-skill-md"
     NOT_A_REGULAR_FILE = "not-a-regular-file"
@@ -39,9 +38,11 @@ class Code(StrEnum):
     DUPLICATE_KEY = "duplicate-key"
     NOT_A_MAPPING = "front-matter-not-a-mapping"
     DESCRIPTION_MISSING = "description-missing"
-    # Usable, but against the spec: warnings that make `validate` fail.
+    DESCRIPTION_NOT_TEXT = "description-not-text"
+    # Errors: against the spec, but the workbench can still run the skill.
     INVALID_UTF8 = "invalid-utf8"
     NAME_MISSING = "name-missing"
+    NAME_NOT_TEXT = "name-not-text"
     NAME_TOO_LONG = "name-too-long"
     NAME_CASE = "name-case"
     NAME_CHARACTERS = "name-characters"
@@ -52,7 +53,7 @@ class Code(StrEnum):
     COMPATIBILITY_INVALID = "compatibility-invalid"
     METADATA_INVALID = "metadata-invalid"
     ALLOWED_TOOLS_INVALID = "allowed-tools-invalid"
-    # Advice and portability: warnings within the spec.
+    # Warnings: advice and portability, within the spec.
     LOWERCASE_FILENAME = "skill-md-lowercase"
     SKILL_MD_TOO_LARGE = "skill-md-too-large"
     YAML_FLOW_STYLE = "yaml-flow-style"
@@ -79,7 +80,7 @@ UNREADABLE_FRONT_MATTER = frozenset(
         Code.NOT_A_MAPPING,
     }
 )
-_ERRORS = UNREADABLE_FRONT_MATTER | {
+UNUSABLE = UNREADABLE_FRONT_MATTER | {
     Code.NOT_A_FOLDER,
     Code.MISSING_SKILL_MD,
     Code.NOT_A_REGULAR_FILE,
@@ -87,23 +88,23 @@ _ERRORS = UNREADABLE_FRONT_MATTER | {
     Code.UNREADABLE,
     Code.DUPLICATE_KEY,
     Code.DESCRIPTION_MISSING,
+    Code.DESCRIPTION_NOT_TEXT,
 }
-_SPEC_WARNINGS = frozenset(
-    {
-        Code.INVALID_UTF8,
-        Code.NAME_MISSING,
-        Code.NAME_TOO_LONG,
-        Code.NAME_CASE,
-        Code.NAME_CHARACTERS,
-        Code.NAME_HYPHENS,
-        Code.NAME_MISMATCH,
-        Code.UNKNOWN_KEY,
-        Code.DESCRIPTION_TOO_LONG,
-        Code.COMPATIBILITY_INVALID,
-        Code.METADATA_INVALID,
-        Code.ALLOWED_TOOLS_INVALID,
-    }
-)
+_ERRORS = UNUSABLE | {
+    Code.INVALID_UTF8,
+    Code.NAME_MISSING,
+    Code.NAME_NOT_TEXT,
+    Code.NAME_TOO_LONG,
+    Code.NAME_CASE,
+    Code.NAME_CHARACTERS,
+    Code.NAME_HYPHENS,
+    Code.NAME_MISMATCH,
+    Code.UNKNOWN_KEY,
+    Code.DESCRIPTION_TOO_LONG,
+    Code.COMPATIBILITY_INVALID,
+    Code.METADATA_INVALID,
+    Code.ALLOWED_TOOLS_INVALID,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +116,11 @@ class Diagnostic:
     message: str
     file: Path
     line: int | None = None
-    spec_violation: bool = False
+
+    @property
+    def is_error(self) -> bool:
+        """True when the problem breaks the spec (the skill is then invalid)."""
+        return self.severity is DiagnosticSeverity.ERROR
 
     def __str__(self) -> str:
         """`path:line: severity: message`, the form compilers and editors understand."""
@@ -124,7 +129,6 @@ class Diagnostic:
 
 
 def diagnostic(code: Code, message: str, file: Path, line: int | None = None) -> Diagnostic:
-    """A diagnostic with the severity and spec verdict that `code` always has."""
+    """A diagnostic with the severity that `code` always has."""
     severity = DiagnosticSeverity.ERROR if code in _ERRORS else DiagnosticSeverity.WARNING
-    spec_violation = code in _ERRORS or code in _SPEC_WARNINGS
-    return Diagnostic(severity, code, message, file, line, spec_violation)
+    return Diagnostic(severity, code, message, file, line)

@@ -24,6 +24,8 @@ MAX_NODES = 10_000
 _CORE_TAG_PREFIX = "tag:yaml.org,2002:"
 _DELIMITER = re.compile(r"^---[ \t]*\r?$", re.MULTILINE)
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # only its parser is used
+# What the scanner or parser was reading when it failed: an opened construct never closed.
+_OPENED = ("quoted scalar", "simple key", "flow sequence", "flow mapping")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +74,8 @@ def parse_skill_md(text: str, path: Path) -> SkillDocument:
     try:
         builder = _build(yaml_text)
     except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = mark.line + 2 if mark is not None else None
-        message = f"The front matter is not valid YAML: {error.problem or error.context}."
+        line, what = _syntax_error(error)
+        message = f"The front matter is not valid YAML: {what}."
         return _with(document, diagnostic(Code.YAML_SYNTAX, message, path, line))
     except yaml.YAMLError as error:
         message = f"The front matter is not valid YAML: {error}."
@@ -88,6 +89,8 @@ def parse_skill_md(text: str, path: Path) -> SkillDocument:
     warnings = [
         diagnostic(code, message, path, line + 2) for code, message, line in builder.warnings
     ]
+    if builder.flow_lines:
+        warnings.insert(0, _flow_style_warning([line + 2 for line in builder.flow_lines], path))
     return SkillDocument(
         front_matter=builder.root,
         key_lines={key: line + 2 for key, line in builder.key_lines.items()},
@@ -95,6 +98,39 @@ def parse_skill_md(text: str, path: Path) -> SkillDocument:
         body_start_line=body_start_line,
         diagnostics=tuple(warnings),
     )
+
+
+def _syntax_error(error: yaml.MarkedYAMLError) -> tuple[int | None, str]:
+    """The file line where a YAML syntax error starts, and the error in words.
+
+    An unclosed quote, bracket or key is reported where the scanner gave up, often lines
+    later; its start (the error's context mark) is where the problem is, so both are said.
+    """
+    problem, context = error.problem_mark, error.context_mark
+    opened = context is not None and any(kind in (error.context or "") for kind in _OPENED)
+    if opened and context is not None and problem is not None and problem.line != context.line:
+        return (
+            context.line + 2,
+            f"{error.problem} on line {problem.line + 2} {error.context} that starts here",
+        )
+    mark = problem or context
+    return (mark.line + 2 if mark is not None else None), str(error.problem or error.context)
+
+
+def _flow_style_warning(lines: list[int], path: Path) -> Diagnostic:
+    """One warning for every flow-style collection, at the first of their lines."""
+    where = f"Line {lines[0]} uses" if len(lines) == 1 else f"Lines {_and(lines)} use"
+    message = (
+        f"{where} YAML flow style ([...] or {{...}}). The spec allows it, but the reference "
+        "validator skills-ref rejects it; block style ('- item') works everywhere."
+    )
+    return diagnostic(Code.YAML_FLOW_STYLE, message, path, lines[0])
+
+
+def _and(numbers: list[int]) -> str:
+    """`4 and 7`, `2, 4 and 7`."""
+    head, last = numbers[:-1], numbers[-1]
+    return f"{', '.join(map(str, head))} and {last}" if head else str(last)
 
 
 def _with(document: SkillDocument, problem: Diagnostic) -> SkillDocument:
@@ -126,6 +162,7 @@ class _Builder:
         self.anchors: dict[str, tuple[object, int]] = {}
         self.key_lines: dict[str, int] = {}
         self.warnings: list[tuple[Code, str, int]] = []
+        self.flow_lines: list[int] = []  # the lines with a flow-style collection
 
     def feed(self, event: yaml.Event) -> None:
         line = event.start_mark.line if event.start_mark is not None else 0
@@ -150,13 +187,8 @@ class _Builder:
             if len(self.stack) >= MAX_DEPTH:
                 message = f"The front matter nests deeper than {MAX_DEPTH} levels; it is refused."
                 raise _YamlProblem(Code.YAML_TOO_COMPLEX, message, line)
-            if event.flow_style:
-                message = (
-                    "This line uses YAML flow style ([...] or {...}). The spec allows it, but the "
-                    "reference validator skills-ref rejects it; block style ('- item') works "
-                    "everywhere."
-                )
-                self.warnings.append((Code.YAML_FLOW_STYLE, message, line))
+            if event.flow_style and line not in self.flow_lines:
+                self.flow_lines.append(line)
             container: dict[str, object] | list[object] = (
                 {} if isinstance(event, yaml.MappingStartEvent) else []
             )

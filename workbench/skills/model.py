@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.skills.diagnostics import Diagnostic, DiagnosticSeverity
+from workbench.skills.diagnostics import UNUSABLE, Diagnostic
 from workbench.skills.files import FileNode
 from workbench.skills.rules import count_lines, estimate_tokens
 
@@ -16,8 +16,8 @@ class Skill:
 
     `name` is the front matter's name, or the folder's name when that is missing. `skill_md` is
     the manifest file (even when it could not be read); `body_start_line` is the 1-based line of
-    SKILL.md where the Markdown body begins. A skill is `usable` when it has no errors, and
-    `valid` when it has no spec violations (what `workbench skills validate` checks).
+    SKILL.md where the Markdown body begins. A skill is `valid` when it has no errors (what
+    `workbench skills validate` checks), and `usable` unless an error keeps it from loading.
     """
 
     name: str
@@ -33,12 +33,12 @@ class Skill:
     @property
     def usable(self) -> bool:
         """True unless a problem keeps any client from loading the skill."""
-        return not any(d.severity is DiagnosticSeverity.ERROR for d in self.diagnostics)
+        return not any(d.code in UNUSABLE for d in self.diagnostics)
 
     @property
     def valid(self) -> bool:
-        """True when the skill conforms to the Agent Skills spec."""
-        return not any(d.spec_violation for d in self.diagnostics)
+        """True when the skill conforms to the Agent Skills spec: it has no errors."""
+        return not any(d.is_error for d in self.diagnostics)
 
     @property
     def body_lines(self) -> int:

@@ -62,17 +62,18 @@ def check_front_matter(
         )
         found.append(problem(Code.COMPATIBILITY_INVALID, message, "compatibility"))
     metadata = front_matter.get("metadata")
-    if metadata is not None and not (
-        isinstance(metadata, dict) and all(isinstance(v, str) for v in metadata.values())
-    ):
-        message = "metadata must map keys to text values (key: value lines, nothing nested)."
+    if metadata is not None and (why := _metadata_problem(metadata)):
+        message = f"metadata must map keys to text values (key: value lines); {why}."
         found.append(problem(Code.METADATA_INVALID, message, "metadata"))
     tools = front_matter.get("allowed-tools")
     if tools is not None and not (
         isinstance(tools, str)
         or (isinstance(tools, list) and all(isinstance(t, str) for t in tools))
     ):
-        message = "allowed-tools must be a space-separated string or a list of tool names."
+        message = (
+            "allowed-tools must be a space-separated string or a list of tool names; "
+            f"it is {_kind(tools)}."
+        )
         found.append(problem(Code.ALLOWED_TOOLS_INVALID, message, "allowed-tools"))
     return found
 
@@ -112,6 +113,12 @@ def suggest_name(name: str) -> str:
 
 
 def _name_problems(raw: object, folder_name: str) -> list[tuple[Code, str]]:
+    if isinstance(raw, list | dict):
+        message = (
+            f"The name is {_kind(raw)}, not text; write it on one line, like "
+            f"'name: {suggest_name(folder_name)}'."
+        )
+        return [(Code.NAME_NOT_TEXT, message)]
     if not isinstance(raw, str) or not raw.strip():
         suggestion = suggest_name(folder_name)
         message = (
@@ -154,6 +161,12 @@ def _name_problems(raw: object, folder_name: str) -> list[tuple[Code, str]]:
 
 
 def _description_problems(raw: object) -> list[tuple[Code, str]]:
+    if isinstance(raw, list | dict):
+        message = (
+            f"The description is {_kind(raw)}, not text. Write it on one line, or as a folded "
+            "block: 'description: >' with the text on indented lines below."
+        )
+        return [(Code.DESCRIPTION_NOT_TEXT, message)]
     if not isinstance(raw, str) or not raw.strip():
         message = (
             "The skill has no description. Agents pick a skill by its description: "
@@ -188,4 +201,21 @@ def _is_text(value: object, limit: int) -> bool:
 
 
 def _length(value: object) -> str:
-    return f" (it has {len(value):,})" if isinstance(value, str) else " (it is not text)"
+    return f" (it has {len(value):,})" if isinstance(value, str) else f" (it is {_kind(value)})"
+
+
+def _metadata_problem(metadata: object) -> str:
+    """Why `metadata` is not a mapping of keys to text ("" when it is)."""
+    if not isinstance(metadata, dict):
+        return f"it is {_kind(metadata)}"
+    nested = [f"'{key}' holds {_kind(v)}" for key, v in metadata.items() if not isinstance(v, str)]
+    return ", ".join(nested)
+
+
+def _kind(value: object) -> str:
+    """What a YAML value is, in words: `text`, `a list of 2 items`, `a mapping of 1 key`."""
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'s' * (len(value) != 1)}"
+    if isinstance(value, dict):
+        return f"a mapping of {len(value)} key{'s' * (len(value) != 1)}"
+    return "text"

@@ -26,6 +26,7 @@ from PySide6.QtCore import (
     QCoreApplication,
     QMessageLogContext,
     QSettings,
+    QSize,
     QtMsgType,
     qInstallMessageHandler,
 )
@@ -49,6 +50,7 @@ from workbench.ui.services import PostureProbe, Services
 from workbench.ui.theme import apply_theme
 
 log = logging.getLogger("workbench")
+SCREENSHOT_SIZE = QSize(1280, 800)  # the README's screenshots, and the size the layout holds at
 
 _Hook = Callable[[type[BaseException], BaseException, TracebackType | None], object]
 
@@ -132,7 +134,7 @@ async def _main(
         if screenshot is None:
             window.restore_state()
         else:
-            window.resize(1400, 860)
+            window.resize(SCREENSHOT_SIZE)
         window.show()
         await window.load()
         if problem is not None:

@@ -42,7 +42,7 @@ from workbench.ui.skills.view import SkillView
 from workbench.ui.statusline import StatusLine
 from workbench.ui.theme import icon
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # the layout of this version: older saved sizes do not apply
 TITLE = "Skill Workbench"
 FIRST_SIZE = QSize(1400, 860)  # the first launch's size, cut to the screen's free area
 
@@ -75,7 +75,7 @@ class MainWindow(QMainWindow):
         self.view.tabs().insertTab(1, self.editor, "Edit")
         self.run_panel = RunPanel(services.runs, settings, self)
         self.postures = PosturePicker(self)
-        self.history = HistoryView(services.runs, self)
+        self.history = HistoryView(services.runs, settings, self)
         self.compare = CompareView(services.runs, self)
         self.lab = LabView(services.runs, self)
         self.pages = QTabWidget(self)
@@ -88,13 +88,13 @@ class MainWindow(QMainWindow):
         self._center.setChildrenCollapsible(False)
         self._center.addWidget(self.view)
         self._center.addWidget(self.run_panel)
-        self._center.setStretchFactor(0, 1)
-        self._center.setStretchFactor(1, 1)
-        self._center.setSizes([405, 455])  # SKILL.md readable, and the run its output
+        self._center.setStretchFactor(0, 2)
+        self._center.setStretchFactor(1, 3)
+        self._center.setSizes([270, 430])  # SKILL.md readable, and the run the larger part
         for widget, stretch in ((self.browser, 0), (self._center, 1), (self.postures, 0)):
             self._splitter.addWidget(widget)
             self._splitter.setStretchFactor(self._splitter.indexOf(widget), stretch)
-        self._splitter.setSizes([300, 720, 380])
+        self._splitter.setSizes([230, 750, 300])  # the center gets what a wider window adds
         central = QWidget(self)
         layout = QVBoxLayout(central)
         layout.setContentsMargins(8, 8, 8, 4)
@@ -187,10 +187,14 @@ class MainWindow(QMainWindow):
     # Start-up and state -----------------------------------------------------------------
 
     async def load(self) -> None:
-        """Load the catalog and probe the postures, both off the GUI thread; a failure of
-        either shows in the message bar and leaves the other working."""
+        """Load the catalog, probe the postures and prune the history as its Keep setting
+        says, all off the GUI thread; a failure of one shows in the message bar and leaves the
+        others working."""
         results = await asyncio.gather(
-            self.reload_catalog(), self._probe_postures(), return_exceptions=True
+            self.reload_catalog(),
+            self._probe_postures(),
+            self.history.apply_retention(),
+            return_exceptions=True,
         )
         for result in results:
             if isinstance(result, Exception):
@@ -364,6 +368,7 @@ class MainWindow(QMainWindow):
         QApplication.alert(self)
         self.statusBar().showMessage(f"Run {done.record.run_id}: {done.result.status}", 8000)
         self._prime_pool()
+        self.tasks.spawn(self.history.apply_retention())
 
     def on_engine_check_requested(self) -> None:
         """Probe anew on "Check again", or after a refused run (its engine may have gone)."""

@@ -3,15 +3,16 @@
 Each content is kept once, keyed by its sha256: small blobs in one sqlite3 database, larger ones as
 files renamed into place, always copied, never hard-linked. Use a `session()` (one sqlite
 connection, one thread) for many operations in a row; the store's own `read` opens a session for a
-single call.
+single call; `sweep` removes the blobs no snapshot names any more (retention).
 """
 
+import contextlib
 import hashlib
 import os
 import sqlite3
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -67,6 +68,23 @@ class BlobStore:
         """The blob's bytes, or None when it is not kept or larger than `max_bytes`."""
         with self.session() as blobs:
             return blobs.read(digest, max_bytes)
+
+    def sweep(self, keep: Collection[str]) -> int:
+        """Remove every blob whose digest is not in `keep`; returns the bytes freed. The
+        caller makes sure nothing is being kept meanwhile (see `runs.retention`)."""
+        freed: int = 0
+        with self.session() as blobs:
+            rows = blobs.db.execute("SELECT digest, length(data) FROM blobs").fetchall()
+            gone: list[tuple[str, int]] = [(d, n) for d, n in rows if d not in keep]
+            blobs.db.executemany("DELETE FROM blobs WHERE digest = ?", [(d,) for d, _ in gone])
+            freed += sum(size for _, size in gone)
+        for path in self.root.glob("??/*"):
+            if path.name not in keep and not path.name.startswith("."):
+                with contextlib.suppress(OSError):
+                    size = path.stat().st_size
+                    path.unlink()
+                    freed += size
+        return freed
 
 
 class BlobSession:

@@ -24,7 +24,15 @@ RLIMITS: list[dict[str, Any]] = [  # what the engine reports for the rlimits of 
     {"Name": "cpu", "Soft": 60, "Hard": 60},
 ]
 SESSION = SessionSpec(Path("/skills/demo"), "demo", Path("/work/ws"), Path("/work/runs"))
-LIMITS = Limits(timeout_s=5, memory_bytes=64 * MIB, cpus=0.5, pids=32)
+LIMITS = Limits(  # the rlimits given, not the defaults: RLIMITS is what the engine reports
+    timeout_s=5,
+    memory_bytes=64 * MIB,
+    cpus=0.5,
+    pids=32,
+    cpu_seconds=60,
+    open_files=256,
+    file_size_bytes=256 * MIB,
+)
 POSTURE = Posture(PostureId.DOCKER, limits=LIMITS)
 
 

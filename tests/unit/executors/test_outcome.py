@@ -53,6 +53,9 @@ def outcome(
         ),
         (outcome(returncode=-9, cpu=10.2), LIMITS, (RunStatus.LIMIT_EXCEEDED, "RLIMIT_CPU 10 s")),
         (outcome(returncode=-9, cpu=1.0), LIMITS, (RunStatus.FAILED, "killed by signal SIGKILL")),
+        # `sh -c` reports a child SIGKILL killed (hard = soft CPU limit) as exit code 137
+        (outcome(returncode=137, cpu=10.2), LIMITS, (RunStatus.LIMIT_EXCEEDED, "RLIMIT_CPU 10 s")),
+        (outcome(returncode=137, cpu=1.0), LIMITS, (RunStatus.FAILED, "exited with code 137")),
         (
             outcome(returncode=-signal.SIGSEGV),
             LIMITS,

@@ -12,6 +12,8 @@ import psutil
 import pytest
 
 from workbench.executors import build_executor
+from workbench.executors.hardened import limits_exec
+from workbench.executors.hardened.executor import WRAPPER
 from workbench.executors.process.runner import _AdoptedSampler
 from workbench.executors.types import CancelToken, OutputChunk, RunRequest, SessionSpec
 from workbench.monitor.process import ProcessTreeSampler, run_tag
@@ -21,10 +23,11 @@ from workbench.monitor.process_table import (
     TABLE_INTERVAL_S,
     Reading,
     TableBuilder,
-    own_worker,
+    own_process,
     plain_text,
 )
 from workbench.monitor.sample import ProcessTable, ResourceSample
+from workbench.platform.interpreter import INTERNAL_FLAG, child_argv
 from workbench.postures.model import Posture, PostureId
 
 
@@ -196,7 +199,19 @@ def test_the_workbenchs_own_worker_is_named_not_shown_with_its_settings() -> Non
         "workbench.executors.quickjs.worker.main",
         '{"rlimits": {"CORE": [0]}}',
     ]
-    assert own_worker(worker) == "QuickJS worker (workbench.executors.quickjs.worker.main)"
-    assert own_worker([sys.executable, "-m", "http.server"]) == ""  # not one of ours
-    assert own_worker(["/usr/bin/python3", "-m", "workbench.executors.quickjs.worker.main"]) == ""
-    assert own_worker(["sh", "-c", "true"]) == ""
+    assert own_process(worker) == "QuickJS worker (workbench.executors.quickjs.worker.main)"
+    assert own_process([sys.executable, "-m", "http.server"]) == ""  # not one of ours
+    assert own_process(["/usr/bin/python3", "-m", "workbench.executors.quickjs.worker.main"]) == ""
+    assert own_process(["sh", "-c", "true"]) == ""
+
+
+def test_the_hardened_exec_wrapper_shows_the_command_it_is_about_to_become() -> None:
+    spec = limits_exec.spec_args({"CPU": (30, 31)}, 12345, 7, ["PATH", "LANG"])
+    command = ["sh", "-c", 'python3 "$SKILL_DIR/run.py"']
+    wrapper = [*child_argv(limits_exec.__name__, WRAPPER), *spec, *command]
+    assert "env=PATH" in wrapper and "--" in wrapper  # what the table showed before
+    assert own_process(wrapper) == 'sh -c python3 "$SKILL_DIR/run.py"'
+    frozen = [sys.executable, INTERNAL_FLAG, limits_exec.__name__, *spec, *command]
+    assert own_process(frozen) == own_process(wrapper)
+    other = [sys.executable, "-I", "-S", "/tmp/limits_exec.py", *spec, *command]
+    assert own_process(other) == ""  # not the workbench's file

@@ -16,8 +16,8 @@ from workbench.errors import UsageError
 from workbench.executors.types import RunResult, RunStatus
 from workbench.postures.model import PostureId
 from workbench.runs.diagnosis import Change, Diagnosis, Evidence, Kind
-from workbench.runs.history import RunHistory
-from workbench.runs.record import RunRecord, RunState, record_to_dict
+from workbench.runs.history import RunFilter, RunHistory
+from workbench.runs.record import RunOrigin, RunRecord, RunState, record_to_dict
 from workbench.workspace.changes import ChangeKind, EntryType, FileChange
 
 MakeRecord = Callable[..., RunRecord]
@@ -147,6 +147,8 @@ def test_a_database_of_an_older_version_opens_and_gains_the_new_columns(
 
     old = history.get("20250101-000000-aaaaaa")
     assert (old.outcome, old.cause, old.diagnosis, old.rerun_of) == ("failed", "boom", None, None)
+    assert (old.origin, old.session) == (RunOrigin.RUN, None)  # a run of its own
+    assert history.count(RunFilter(origin=RunOrigin.RUN)) == 1
     history.start(replace(record_factory("20260101-000000-bbbbbb"), rerun_of=old.run_id))
     diagnosis = Diagnosis(
         Kind.MISSING_TOOL,
@@ -166,3 +168,43 @@ def test_a_database_of_an_older_version_opens_and_gains_the_new_columns(
         "line": 2,
     }
     assert document["diagnosis"]["change"]["posture"] == "hardened"
+
+
+def test_filters_keep_a_skill_posture_outcome_origin_or_session(
+    history: RunHistory, record_factory: MakeRecord, result: RunResult
+) -> None:
+    plain = record_factory("20260101-000000-aaaaaa", 1.0)
+    compared = replace(
+        record_factory("20260101-000000-bbbbbb", 2.0),
+        posture="hardened",
+        origin=RunOrigin.COMPARE,
+        session="s1",
+    )
+    probe = replace(
+        record_factory("20260101-000000-cccccc", 3.0),
+        skill_name="probe-read",
+        origin=RunOrigin.LAB,
+        session="s2",
+    )
+    for record in (plain, compared, probe):
+        history.start(record)
+    history.finish(plain.run_id, result)  # failed
+    history.finish(compared.run_id, replace(result, status=RunStatus.LIMIT_EXCEEDED))
+
+    def ids(where: RunFilter) -> list[str]:
+        return [r.run_id[-1] for r in history.recent(where=where)]
+
+    assert ids(RunFilter()) == ["c", "b", "a"]
+    assert ids(RunFilter(skill="probe-read")) == ["c"]
+    assert ids(RunFilter(posture="hardened")) == ["b"]
+    assert ids(RunFilter(outcome="limit_exceeded")) == ["b"]
+    assert ids(RunFilter(outcome="running")) == ["c"]  # this process runs it still
+    assert ids(RunFilter(outcome="interrupted")) == []
+    assert ids(RunFilter(origin=RunOrigin.RUN)) == ["a"]
+    assert ids(RunFilter(origin=RunOrigin.LAB, session="s2")) == ["c"]
+    assert history.count(RunFilter(origin=RunOrigin.COMPARE)) == 1
+    assert history.count(RunFilter(outcome="running")) == 1
+    assert history.get(probe.run_id).session == "s2"
+    assert history.values("skill_name") == ["demo", "probe-read"]
+    history.delete([plain.run_id, probe.run_id])
+    assert ids(RunFilter()) == ["b"]

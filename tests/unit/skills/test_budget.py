@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from workbench.skills import load_skill
-from workbench.skills.budget import body_sections, budget
+from workbench.skills.budget import TOP_LEVEL, body_sections, budget
 
 
 def write_skill(folder: Path, description: str, body: str) -> Path:
@@ -23,8 +23,19 @@ def test_a_small_skill_is_within_budget_and_gets_no_advice(tmp_path: Path) -> No
     measured = budget(load_skill(folder))
     assert (measured.metadata_over, measured.body_over, measured.advice) == (False, False, ())
     assert measured.body_lines == 3
-    sizes = {r.folder: (r.size, r.files) for r in measured.resources}
-    assert sizes == {"references": (1024, 2), "assets": (0, 0), "scripts": (0, 0)}
+    sizes = {r.name: (r.size, r.files) for r in measured.resources}
+    assert sizes == {"references/": (1024, 2)}
+
+
+def test_resources_count_every_folder_and_the_files_beside_skill_md(tmp_path: Path) -> None:
+    folder = write_skill(tmp_path / "loose", "Loose.", "Body.\n")
+    (folder / "reference").mkdir()
+    (folder / "reference" / "guide.md").write_text("g" * 100)
+    (folder / "reference.md").write_text("r" * 40)
+    (folder / "forms.md").write_text("f" * 2)
+    measured = budget(load_skill(folder))
+    sizes = {r.name: (r.size, r.files) for r in measured.resources}
+    assert sizes == {"reference/": (100, 1), TOP_LEVEL: (42, 2)}
 
 
 def test_long_metadata_is_over_and_advised(tmp_path: Path) -> None:

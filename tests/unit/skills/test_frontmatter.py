@@ -99,3 +99,28 @@ def test_missing_delimiters() -> None:
     [no_open] = parse_skill_md("# Title\n", FILE).diagnostics
     [no_close] = parse_skill_md("---\nname: a\n", FILE).diagnostics
     assert (no_open.code, no_close.code) == (Code.NO_FRONT_MATTER, Code.UNCLOSED_FRONT_MATTER)
+
+
+def test_an_unclosed_quote_is_blamed_on_the_line_that_opens_it() -> None:
+    text = '---\nname: a\ndescription: "never closed\nlicense: MIT\nmetadata: x\n---\n'
+    [problem] = parse_skill_md(text, FILE).diagnostics
+    assert (problem.code, problem.line) == (Code.YAML_SYNTAX, 3)
+    assert "on line 6" in problem.message  # where the scanner gave up, said too
+
+
+def test_an_unclosed_bracket_is_blamed_on_the_line_that_opens_it() -> None:
+    text = "---\nname: a\nallowed-tools: [Read, Write\nlicense: MIT\n---\n"
+    [problem] = parse_skill_md(text, FILE).diagnostics
+    assert (problem.code, problem.line) == (Code.YAML_SYNTAX, 3)
+
+
+def test_a_stray_line_after_a_mapping_is_blamed_on_itself() -> None:
+    [problem] = parse_skill_md("---\nname: a\ndescription: b\n- item\n---\n", FILE).diagnostics
+    assert (problem.code, problem.line) == (Code.YAML_SYNTAX, 4)
+
+
+def test_flow_style_is_warned_about_once_naming_every_line() -> None:
+    text = "---\nname: a\nallowed-tools: [Read, [Write]]\nmetadata: {a: b}\n---\n"
+    [warning] = parse_skill_md(text, FILE).diagnostics
+    assert (warning.code, warning.line) == (Code.YAML_FLOW_STYLE, 3)
+    assert warning.message.startswith("Lines 3 and 4 use YAML flow style")

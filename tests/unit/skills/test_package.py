@@ -86,6 +86,17 @@ def test_export_is_deterministic_and_leaves_out_junk(skill: Path, tmp_path: Path
     assert "round-trip/.env" not in names
 
 
+def test_export_refuses_an_invalid_skill_unless_forced(skill: Path, tmp_path: Path) -> None:
+    md = skill / "SKILL.md"
+    md.write_text(md.read_text().replace("name: round-trip", "name: Round-Trip"))
+    with pytest.raises(PackageError, match=r"the skill breaks the spec.*capital letters"):
+        export_skill(skill, tmp_path)
+    assert not list(tmp_path.glob("*.skill"))
+    package = export_skill(skill, tmp_path, force=True)
+    with pytest.raises(PackageError, match=r"the package.s SKILL\.md is not valid"):
+        import_skill(package, tmp_path / "dest")
+
+
 def test_export_refuses_links_and_a_destination_inside_the_skill(
     skill: Path, tmp_path: Path
 ) -> None:

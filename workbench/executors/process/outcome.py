@@ -1,9 +1,10 @@
 """Turning what happened to a process into a `RunStatus` and a cause sentence.
 
 `classify` names the control that ended the run: the wall-clock timeout, the user's Stop, or the
-rlimit the kernel enforced, recognised from the signal (CPU, file size) or, when the command failed,
-from the error it printed (memory, processes); when a command succeeded with such signs in its
-stderr it stays `ok` with a cause that says a limit may have stopped part of the work.
+rlimit the kernel enforced, recognised from the signal (CPU, file size; also as a shell's exit
+code 128+N) or, when the command failed, from the error it printed (memory, processes); when a
+command succeeded with such signs in its stderr it stays `ok` with a cause that says a limit may
+have stopped part of the work.
 `left_behind_warnings` is the caution, for every posture, that an `ok` run left background processes
 that were killed.
 """
@@ -125,7 +126,9 @@ def classify(
         return RunStatus.TIMED_OUT, cause
     rc = outcome.returncode
     sig = -rc if rc is not None and rc < 0 else None
-    if rc != 0 and limits is not None and (hit := _limit_hit(outcome, limits, sig)):
+    # A shell (`sh -c`) reports the child a signal killed as 128+N: a limit's kill all the same.
+    child_sig = sig or (rc - 128 if rc is not None and 128 < rc < 128 + signal.NSIG else None)
+    if rc != 0 and limits is not None and (hit := _limit_hit(outcome, limits, child_sig)):
         return hit
     if rc == 0:
         status, cause = RunStatus.OK, "exited with code 0"

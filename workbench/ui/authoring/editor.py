@@ -107,14 +107,15 @@ class SkillEditor(QWidget):
         column.setSpacing(2)
         column.addWidget(self.text, 1)
         column.addWidget(self.problems)
-        column.addLayout(status_row)
         self._splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self._splitter.setChildrenCollapsible(False)
         right = QWidget(self)
         pane = QVBoxLayout(right)
         pane.setContentsMargins(0, 0, 0, 0)
+        pane.setSpacing(2)
         pane.addWidget(self.preview, 1)
         pane.addWidget(self.budget)
+        pane.addLayout(status_row)
         for stretch, widget in ((3, left), (2, right), (2, self.disk_text)):
             self._splitter.addWidget(widget)
             self._splitter.setStretchFactor(self._splitter.indexOf(widget), stretch)
@@ -333,8 +334,7 @@ class SkillEditor(QWidget):
             item.setData(LINE_ROLE, problem.line)
             item.setToolTip(tooltip(problem.message))
             self.problems.addItem(item)
-        if not diagnostics:
-            self.problems.addItem("No problems found.")
+        self.problems.setVisible(bool(diagnostics))  # "valid" on the state line says the rest
 
     def _show_state(self) -> None:
         """Whether the text is unchanged, saved or edited, and the verdict on it as the

@@ -42,7 +42,7 @@ def name_problems(root: Path, name: str, description: str) -> list[str]:
     """What the validator says against this name and description, and a folder in the way."""
     fields = {"name": name, "description": description}
     problems = check_front_matter(fields, {}, Path(name or "skill"), Path("SKILL.md"))
-    messages = [problem.message for problem in problems if problem.spec_violation]
+    messages = [problem.message for problem in problems if problem.is_error]
     if name and (root / name).exists():
         messages.append(f"{root / name} already exists; choose another name.")
     return messages

@@ -18,7 +18,7 @@ def plural(count: int, noun: str) -> str:
 
 def diagnostic_counts(skill: Skill) -> tuple[int, int]:
     """The number of errors and warnings among a skill's diagnostics."""
-    errors = sum(1 for d in skill.diagnostics if str(d.severity) == "error")
+    errors = sum(1 for d in skill.diagnostics if d.is_error)
     return errors, len(skill.diagnostics) - errors
 
 
@@ -28,8 +28,6 @@ def badge_text(skill: Skill) -> str:
     parts = [plural(n, noun) for n, noun in ((errors, "error"), (warnings, "warning")) if n]
     if skill.valid:
         parts.insert(0, "valid")
-    elif not errors:
-        parts.insert(0, "not valid")
     return " · ".join(parts)
 
 

@@ -1,9 +1,15 @@
-"""Tiny widget helpers shared by the views: literal labels, status colouring, questions."""
+"""Tiny widget helpers shared by the views: literal labels, one-line elided labels, status
+colouring, questions, and splitters that remember their sizes."""
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel, QMessageBox, QWidget
+from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, Signal
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QLabel, QMessageBox, QSplitter, QWidget
+
+from workbench.ui.common.text import tooltip
+
+MIN_ELIDED_CHARS = 12  # an elided label never gets narrower than this many characters
 
 
 def plain_label(text: str = "", parent: QWidget | None = None, wrap: bool = False) -> QLabel:
@@ -45,3 +51,82 @@ def ask(
     box.finished.connect(finished)
     box.open()
     return box
+
+
+def remember_sizes(splitter: QSplitter, settings: QSettings, key: str) -> None:
+    """Give `splitter` the sizes saved under `key` (if any), and save them whenever the user
+    moves it."""
+    state = settings.value(key)
+    if isinstance(state, QByteArray):
+        splitter.restoreState(state)
+    splitter.splitterMoved.connect(lambda *_: settings.setValue(key, splitter.saveState()))
+
+
+class ElidedLabel(QLabel):
+    """One line of plain text, elided to the label's width, the whole text in its tool tip;
+    or, once `set_wrapped(True)`, the whole text wrapped over as many lines as it needs.
+
+    Signals:
+        elided_changed(bool): whether the text shown is cut short, when that changes.
+    """
+
+    elided_changed = Signal(bool)
+
+    def __init__(self, mode: Qt.TextElideMode, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self._mode = mode
+        self._full = ""
+        self._was_elided = False
+        self._wrapped = False
+
+    def set_full_text(self, text: str) -> None:
+        """Show `text`, elided when it does not fit."""
+        self._full = " ".join(text.split())  # one line, whatever the skill wrote
+        self.setToolTip(tooltip(text))
+        self.updateGeometry()
+        self._elide()
+
+    def full_text(self) -> str:
+        """The text before eliding."""
+        return self._full
+
+    def is_elided(self) -> bool:
+        """Whether the text shown is cut short."""
+        return self.text() != self._full
+
+    def set_wrapped(self, wrapped: bool) -> None:
+        """Show the whole text wrapped (True) or one elided line (False)."""
+        self._wrapped = wrapped
+        self.setWordWrap(wrapped)
+        self.updateGeometry()
+        self._elide()
+
+    def sizeHint(self) -> QSize:
+        if self._wrapped:
+            return super().sizeHint()
+        margins = self.contentsMargins()
+        width = self.fontMetrics().horizontalAdvance(self._full) + margins.left() + margins.right()
+        return QSize(width + 2, super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        if self._wrapped:
+            return super().minimumSizeHint()
+        width = self.fontMetrics().averageCharWidth() * MIN_ELIDED_CHARS
+        return QSize(min(width, self.sizeHint().width()), super().minimumSizeHint().height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        room = self.contentsRect().width()
+        shown = self._full if self._wrapped else self._elided(room)
+        if self.text() != shown:
+            self.setText(shown)
+        if self.is_elided() != self._was_elided:
+            self._was_elided = self.is_elided()
+            self.elided_changed.emit(self._was_elided)
+
+    def _elided(self, room: int) -> str:
+        return self.fontMetrics().elidedText(self._full, self._mode, room)

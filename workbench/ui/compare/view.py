@@ -11,7 +11,7 @@ posture's warnings. Activating a cell opens that run in the history.
 import asyncio
 from dataclasses import replace
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDoubleSpinBox,
@@ -85,8 +85,7 @@ class CompareView(PostureJobPage):
     FAILED = "Not compared"
 
     def __init__(self, service: RunService, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._service = service
+        super().__init__(service, parent)
         self._skill: Skill | None = None
         self._records: list[RunRecord] = []
 
@@ -111,7 +110,6 @@ class CompareView(PostureJobPage):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setWordWrap(True)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.status = plain_label(HINT, self, wrap=True)
         set_status(self.status, "muted")
 
@@ -125,7 +123,7 @@ class CompareView(PostureJobPage):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(command_row)
         layout.addWidget(self.postures)
-        layout.addWidget(self.table, 1)
+        layout.addWidget(self._results(), 1)
         layout.addWidget(self.status)
         self._connect_signals()
         self._update_buttons()
@@ -203,13 +201,14 @@ class CompareView(PostureJobPage):
         self.table.setHorizontalHeaderLabels(titles)
         for column in range(len(request.runs)):
             for row in range(len(FIGURES)):
-                self.table.setItem(row, column, QTableWidgetItem("waiting…" if row == 0 else ""))
+                self.table.setItem(row, column, _cell("waiting…" if row == 0 else ""))
         if self._skill is not None:
             store = self._service.layout.environment_store()
             postures = [posture for posture, _ in request.runs]
             environments = await asyncio.to_thread(built_for, self._skill, postures, store)
             request = replace(request, environments=environments)
         self._set_head(0, "running…")
+        self._fit_table()
         self._show(f"Comparing under {plural(len(request.runs), 'posture')}…", "muted")
         records = await run_compare(self._service, request, cancel, self._on_record)
         stopped = len(records) < len(request.runs)
@@ -226,6 +225,7 @@ class CompareView(PostureJobPage):
     def _on_record(self, record: RunRecord) -> None:
         column = len(self._records)
         self._records.append(record)
+        self._run_records[record.run_id] = record
         row = compare_row(record, self._records)
         wall = "-" if not row.wall_seconds else f"{row.wall_seconds:.2f} s"
         memory = "-" if not row.peak_rss_bytes else format_size(row.peak_rss_bytes)
@@ -248,7 +248,7 @@ class CompareView(PostureJobPage):
             said,
         )
         for index, value in enumerate(values):
-            item = QTableWidgetItem(value)
+            item = _cell(value)
             item.setData(RUN_ID, row.run_id)
             item.setToolTip(f"Run {row.run_id}: double-click or press Enter to open it")
             if index == 0:
@@ -257,6 +257,7 @@ class CompareView(PostureJobPage):
         if column + 1 < self.table.columnCount():
             self._set_head(column + 1, "running…")
         self._show_differences()
+        self._fit_table()
 
     def _set_head(self, column: int, text: str) -> None:
         """Say `text` in the first row of `column` (a posture waiting, running or skipped)."""
@@ -286,6 +287,13 @@ class CompareView(PostureJobPage):
         self.stop_button.setEnabled(running)
         self.command.setReadOnly(running)
         self.timeout.setEnabled(not running)
+
+
+def _cell(text: str) -> QTableWidgetItem:
+    """A cell whose lines read from its top left, as a card's do."""
+    item = QTableWidgetItem(text)
+    item.setTextAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+    return item
 
 
 def _warning_line(warning: dict[str, str]) -> str:

@@ -1,10 +1,11 @@
 """How the history list words a run: status and posture as the Run page says them, a cause for
-every run (with the control its diagnosis names), which runs the probe lab made, and which runs
-a filter text keeps.
+every run (with the control its diagnosis names), the row of a session (a comparison's or a
+probe-lab run's runs, grouped under it), and which runs a filter text keeps.
 
 The status is the Run page banner's lead ("Finished", "Stopped", "Timed out", ...), the posture
 its title ("Hardened local"); a run whose workbench ended before it did reads "Interrupted"
-with a sentence saying so. Lab runs are the probe skills run from the lab's temporary folder.
+with a sentence saying so. A cause is shown on one line, elided at the column's edge, and
+whole in its tool tip.
 """
 
 from datetime import datetime
@@ -15,16 +16,17 @@ from PySide6.QtWidgets import QTreeWidgetItem
 
 from workbench.executors.types import RunStatus
 from workbench.postures.description import posture_title
-from workbench.probes.site import LAB_FOLDER_PREFIX
-from workbench.runs.record import RunRecord, RunState
+from workbench.runs.record import RunOrigin, RunRecord, RunState
 from workbench.runs.reports import INTERRUPTED_CAUSE
 from workbench.ui.common.text import tooltip
 from workbench.ui.run.banner import LEADS, STATUS_LOOK, why_sentence
 from workbench.ui.theme import StatusColors
 
 COLUMNS = ("Started", "Status", "Cause", "Posture", "Skill", "Changes")
-RUN_ID = Qt.ItemDataRole.UserRole
+RUN_ID = Qt.ItemDataRole.UserRole  # a run's id; a session row holds None
+SESSION = Qt.ItemDataRole.UserRole + 1  # a session row's session id
 RUNNING_CAUSE = "Still running in another workbench window or command."
+ORIGIN_TITLES = {RunOrigin.RUN: "Runs", RunOrigin.COMPARE: "Comparison", RunOrigin.LAB: "Probe lab"}
 
 
 def status_word(record: RunRecord) -> str:
@@ -60,11 +62,6 @@ def cause_text(record: RunRecord) -> str:
     return RUNNING_CAUSE if record.state is RunState.RUNNING else "-"
 
 
-def is_lab_run(record: RunRecord) -> bool:
-    """Whether the probe lab made this run (its skill is the lab's copy of a probe skill)."""
-    return any(part.startswith(LAB_FOLDER_PREFIX) for part in record.skill_dir.parts)
-
-
 def matches(record: RunRecord, words: list[str]) -> bool:
     """Whether every word (casefolded) is in the run's skill, posture, status or cause."""
     haystack = " ".join(
@@ -84,9 +81,13 @@ def matches(record: RunRecord, words: list[str]) -> bool:
 
 def run_item(record: RunRecord, colours: StatusColors) -> QTreeWidgetItem:
     """The list row of `record`; its run id is the first column's `RUN_ID` data."""
-    started = datetime.fromtimestamp(record.started_at).strftime("%Y-%m-%d %H:%M:%S")
     cause = cause_text(record)
-    values = (started, status_word(record), " ".join(cause.split()), posture_title(record.posture))
+    values = (
+        _time(record.started_at),
+        status_word(record),
+        " ".join(cause.split()),
+        posture_title(record.posture),
+    )
     item = QTreeWidgetItem([*values, record.skill_name, str(len(record.changes))])
     item.setData(0, RUN_ID, record.run_id)
     item.setForeground(COLUMNS.index("Status"), status_colour(record, colours))
@@ -96,3 +97,32 @@ def run_item(record: RunRecord, colours: StatusColors) -> QTreeWidgetItem:
     item.setToolTip(COLUMNS.index("Cause"), tooltip(cause + why + rerun))
     item.setTextAlignment(COLUMNS.index("Changes"), Qt.AlignmentFlag.AlignRight)
     return item
+
+
+def session_item(records: list[RunRecord]) -> QTreeWidgetItem:
+    """The row of one session (its runs, newest first, become its children): when it began,
+    what it was, how its runs ended, under which postures, for which skills."""
+    first, origin = records[-1], records[-1].origin
+    ok = sum(1 for record in records if record.outcome == RunStatus.OK)
+    title = ORIGIN_TITLES.get(RunOrigin(origin), origin) if origin in set(RunOrigin) else origin
+    postures = ", ".join(dict.fromkeys(posture_title(r.posture) for r in records))
+    skills = ", ".join(dict.fromkeys(r.skill_name for r in records))
+    changes = sum(len(record.changes) for record in records)
+    runs = f"{len(records)} run{'s' * (len(records) != 1)}"
+    summary = f"{title}: {runs}, {ok} ended ok"
+    item = QTreeWidgetItem([_time(first.started_at), runs, summary, postures, skills, str(changes)])
+    item.setData(0, RUN_ID, None)
+    item.setData(0, SESSION, first.session)
+    for column, text in ((COLUMNS.index("Posture"), postures), (COLUMNS.index("Skill"), skills)):
+        item.setToolTip(column, tooltip(text))
+    item.setToolTip(COLUMNS.index("Cause"), tooltip(f"{summary} (session {first.session})"))
+    item.setTextAlignment(COLUMNS.index("Changes"), Qt.AlignmentFlag.AlignRight)
+    font = item.font(0)
+    font.setBold(True)
+    for column in range(len(COLUMNS)):
+        item.setFont(column, font)
+    return item
+
+
+def _time(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")

@@ -1,11 +1,14 @@
 """The history view: past runs, one run's record, re-run, export a report, restore a workspace.
 
-`HistoryView` lists the newest runs a page at a time with a word filter (probe lab runs hidden
-unless asked for), shows the selected run's report (its diagnosis included), and offers Re-run
-(same command, posture, limits and workspace, streamed into the record pane, Stop with Ctrl+.,
-linked to the run it re-ran), Re-run as suggested (with the change a diagnosis suggests), Export
-(HTML, Markdown or JSON) and Restore (asking first when the workspace changed since); blocking
-work runs in threads in its `Tasks`, and its `WorkbenchError`s show in the view's status line.
+`HistoryView` lists the newest runs a page at a time, those `RunFilters` keep (skill, posture,
+status and origin, asked of the history, and words), a comparison's or lab run's runs folded under
+their session's row; it shows the selected run's report (its diagnosis included), and offers
+Re-run (same command, posture, limits and workspace, streamed into the record pane, Stop with
+Ctrl+., linked to the run it re-ran), Re-run as suggested (with the change a diagnosis suggests),
+Export (HTML, Markdown or JSON), Restore (asking first when the workspace changed since) and the
+`KeepControls` retention setting (`apply_retention()`, which the window calls at start and after
+each run); blocking work runs in threads in its `Tasks`, and its `WorkbenchError`s show in the
+view's status line.
 """
 
 import asyncio
@@ -13,14 +16,12 @@ import codecs
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtGui import QFontDatabase, QKeySequence, QShortcut, QTextCursor
 from PySide6.QtWidgets import (
-    QCheckBox,
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
-    QLineEdit,
     QMessageBox,
     QPlainTextEdit,
     QPushButton,
@@ -35,21 +36,26 @@ from workbench.errors import WorkbenchError, WorkspaceError
 from workbench.executors.types import CancelToken, OutputChunk
 from workbench.postures.description import posture_title
 from workbench.runs.diagnosis import Change
-from workbench.runs.record import RunRecord, RunState, plain_text
+from workbench.runs.history import RunFilter
+from workbench.runs.record import RunRecord, RunState, by_session, plain_text
 from workbench.runs.reports import ExportFormat, export_record
 from workbench.runs.rerun import rerun_plan
+from workbench.runs.retention import prune
 from workbench.runs.service import RunService
 from workbench.runs.undo import restore_run
 from workbench.ui.common.tasks import Tasks
 from workbench.ui.common.text import plural
-from workbench.ui.common.widgets import ask, plain_label, set_status
+from workbench.ui.common.widgets import ask, plain_label, remember_sizes, set_status
+from workbench.ui.history.filters import RunFilters
+from workbench.ui.history.keep import KeepControls
 from workbench.ui.history.rows import (
     COLUMNS,
     RUN_ID,
+    SESSION,
     cause_text,
-    is_lab_run,
     matches,
     run_item,
+    session_item,
     status_look,
     status_word,
 )
@@ -66,12 +72,15 @@ PAGE = 200  # runs read from the history at a time
 class HistoryView(QWidget):
     """Past runs on the left, the selected run's record on the right, actions above."""
 
-    def __init__(self, service: RunService, parent: QWidget | None = None) -> None:
+    def __init__(
+        self, service: RunService, settings: QSettings, parent: QWidget | None = None
+    ) -> None:
         super().__init__(parent)
         self._service = service
         self._records: dict[str, RunRecord] = {}
         self._loaded: list[RunRecord] = []
-        self._total = 0
+        self._total = 0  # runs in the history
+        self._matching = 0  # of them, those the filters' choices keep
         self._limit = PAGE
         self.tasks = Tasks(self, explain=self.on_tasks_explain)
         self._dialog: QFileDialog | None = None
@@ -96,25 +105,24 @@ class HistoryView(QWidget):
         self.restore_button = QPushButton("Restore workspace…", self)
         self.restore_button.setAccessibleName("Restore workspace")
         self.restore_button.setToolTip("Put the workspace back as it was before this run")
-        self.filter = QLineEdit(self)
-        self.filter.setAccessibleName("Filter runs")
-        self.filter.setPlaceholderText("Filter: skill, posture, status or cause")
-        self.filter.setClearButtonEnabled(True)
-        self.show_lab = QCheckBox("Show Lab runs", self)
-        self.show_lab.setToolTip("List the runs the probe lab made too")
+        self.filters = RunFilters(self)
+        self.keep = KeepControls(settings, self)
         self.older_button = QPushButton(f"Show {PAGE} older runs", self)
         self.older_button.setToolTip("Read older runs from the history too")
         self._stop_shortcut = QShortcut(QKeySequence("Ctrl+."), self)
         self.runs = QTreeWidget(self)
         self.runs.setAccessibleName("Past runs")
         self.runs.setHeaderLabels(list(COLUMNS))
-        self.runs.setRootIsDecorated(False)
         self.runs.setUniformRowHeights(True)
+        self.runs.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.runs.setAlternatingRowColors(True)
         header = self.runs.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(COLUMNS.index("Cause"), QHeaderView.ResizeMode.Stretch)
+        for column in ("Posture", "Skill"):  # a session's lists would widen them without end
+            header.setSectionResizeMode(COLUMNS.index(column), QHeaderView.ResizeMode.Interactive)
+            header.resizeSection(COLUMNS.index(column), 120)
         self.details = QPlainTextEdit(self)
         self.details.setReadOnly(True)
         self.details.setAccessibleName("Run record")
@@ -133,20 +141,21 @@ class HistoryView(QWidget):
             self.restore_button,
         ):
             buttons.addWidget(button)
-        buttons.addSpacing(12)
-        buttons.addWidget(self.filter, 1)
-        buttons.addWidget(self.show_lab)
+        buttons.addStretch(1)
         footer = QHBoxLayout()
         footer.addWidget(self.status, 1)
         footer.addWidget(self.older_button)
+        footer.addWidget(self.keep)
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
         splitter.setChildrenCollapsible(False)
         splitter.addWidget(self.runs)
         splitter.addWidget(self.details)
-        splitter.setSizes([640, 560])
+        splitter.setSizes([760, 500])
+        remember_sizes(splitter, settings, "history/splitter")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(buttons)
+        layout.addWidget(self.filters)
         layout.addWidget(splitter, 1)
         layout.addLayout(footer)
         self._connect_signals()
@@ -158,8 +167,9 @@ class HistoryView(QWidget):
         self.fix_button.clicked.connect(self.on_fix_button_clicked)
         self.stop_button.clicked.connect(self.stop)
         self._stop_shortcut.activated.connect(self.stop)
-        self.filter.textChanged.connect(self.on_filter_changed)
-        self.show_lab.toggled.connect(self.on_filter_changed)
+        self.filters.changed.connect(self.on_filters_changed)
+        self.filters.words_changed.connect(self.on_filters_words_changed)
+        self.keep.prune_requested.connect(self.on_keep_prune_requested)
         self.older_button.clicked.connect(self.on_older_button_clicked)
         self.export_button.clicked.connect(self.on_export_button_clicked)
         self.restore_button.clicked.connect(self.on_restore_button_clicked)
@@ -169,37 +179,62 @@ class HistoryView(QWidget):
     # Public API -------------------------------------------------------------------------
 
     async def refresh(self) -> None:
-        """Read the newest runs from the history again, keeping the selected run selected."""
-        history = self._service.history
-        self._loaded = await asyncio.to_thread(history.recent, self._limit)
-        self._total = await asyncio.to_thread(history.count)
+        """Read the newest runs the filters keep from the history again, keeping the selected
+        run selected."""
+        history, where, limit = self._service.history, self.filters.where(), self._limit
+
+        def read() -> tuple[list[RunRecord], int, int, list[str], list[str]]:
+            return (
+                history.recent(limit, where),
+                history.count(where),
+                history.count(),
+                history.values("skill_name"),
+                history.values("posture"),
+            )
+
+        loaded, matching, total, skills, postures = await asyncio.to_thread(read)
+        self._loaded, self._matching, self._total = loaded, matching, total
+        self.filters.set_choices(skills, postures)
         self._show_runs()
 
     async def show_run(self, run_id: str) -> None:
-        """Read the history again and select the run `run_id` (listing Lab runs if it is one)."""
+        """Read the history again and select the run `run_id` (dropping the filters that
+        would hide it)."""
         await self.refresh()
-        record = self._records.get(run_id) or next(
-            (r for r in self._loaded if r.run_id == run_id), None
-        )
-        if record is not None and is_lab_run(record) and not self.show_lab.isChecked():
-            self.show_lab.setChecked(True)
-        if not self.select_run(run_id) and record is not None:
-            self.filter.clear()
+        if not self.select_run(run_id) and self.filters.is_filtering():
+            self.filters.blockSignals(True)
+            self.filters.clear()
+            self.filters.blockSignals(False)
+            await self.refresh()
             self.select_run(run_id)
 
     def select_run(self, run_id: str) -> bool:
-        """Select the run `run_id` if it is listed; returns whether it is."""
-        for index in range(self.runs.topLevelItemCount()):
-            item = self.runs.topLevelItem(index)
-            if item is not None and item.data(0, RUN_ID) == run_id:
+        """Select the run `run_id` if it is listed (unfolding its session); returns whether
+        it is."""
+        for item in self._items():
+            if item.data(0, RUN_ID) == run_id:
+                if (session := item.parent()) is not None:
+                    session.setExpanded(True)
                 self.runs.setCurrentItem(item)
                 return True
         return False
 
     def current_record(self) -> RunRecord | None:
-        """The selected run's record."""
+        """The selected run's record (None for a session's row)."""
         item = self.runs.currentItem()
-        return None if item is None else self._records.get(item.data(0, RUN_ID))
+        run_id = None if item is None else item.data(0, RUN_ID)
+        return None if run_id is None else self._records.get(run_id)
+
+    async def apply_retention(self) -> None:
+        """Prune the history as the Keep setting says (nothing when it keeps every run)."""
+        retention = self.keep.retention()
+        if retention.keeps_all:
+            return
+        layout, history = self._service.layout, self._service.history
+        report = await asyncio.to_thread(prune, layout, history, retention)
+        if report.removed:
+            await self.refresh()
+            self._say(f"Keeping {retention.describe()}: {report.sentence()}", "muted")
 
     async def rerun(self, record: RunRecord, change: Change | None = None) -> RunRecord:
         """Run `record`'s command again under its posture and limits (with `change` made), in
@@ -287,13 +322,23 @@ class HistoryView(QWidget):
         self._limit += PAGE
         self.tasks.spawn(self.refresh())
 
-    def on_filter_changed(self, *_args: object) -> None:
+    def on_filters_changed(self) -> None:
+        self._limit = PAGE
+        self.tasks.spawn(self.refresh())
+
+    def on_filters_words_changed(self) -> None:
         self._show_runs()
+
+    def on_keep_prune_requested(self) -> None:
+        self.tasks.spawn(self.apply_retention())
 
     def on_runs_current_item_changed(self, item: QTreeWidgetItem | None) -> None:
         record = self.current_record() if item is not None else None
         if self._rerun_cancel is None:  # else the pane shows the re-run's output
-            text = "" if record is None else export_record(record, ExportFormat.TEXT)
+            if record is not None:
+                text = export_record(record, ExportFormat.TEXT)
+            else:
+                text = _session_text(item) if item is not None else ""
             self.details.setPlainText(text)
         self._update_buttons()
 
@@ -368,34 +413,47 @@ class HistoryView(QWidget):
         )
 
     def _show_runs(self) -> None:
-        """List the loaded runs the filter keeps, keeping the selected run selected."""
+        """List the loaded runs the words keep, each session's under its row, keeping the
+        selected run (and the sessions unfolded) as they were."""
         selected = self.current_record()
-        words = self.filter.text().casefold().split()
-        with_lab = self.show_lab.isChecked()
-        lab_hidden = 0 if with_lab else sum(1 for r in self._loaded if is_lab_run(r))
-        shown = [
-            record
-            for record in self._loaded
-            if (with_lab or not is_lab_run(record)) and matches(record, words)
-        ]
+        unfolded = {item.data(0, SESSION) for item in self._items() if item.isExpanded()} - {None}
+        words = self.filters.words()
+        shown = [record for record in self._loaded if matches(record, words)]
         self._records = {record.run_id: record for record in shown}
         self.runs.clear()
         colours = status_colors(self.palette())
-        self.runs.addTopLevelItems([run_item(record, colours) for record in shown])
+        for session, records in by_session(shown):
+            if session is None:
+                self.runs.addTopLevelItem(run_item(records[0], colours))
+                continue
+            group = session_item(records)
+            self.runs.addTopLevelItem(group)
+            group.addChildren([run_item(record, colours) for record in records])
+            group.setExpanded(session in unfolded)
         if selected is None or not self.select_run(selected.run_id):
             self.on_runs_current_item_changed(None)
-        self._say(self._count_sentence(len(shown), lab_hidden), "muted")
-        self.older_button.setVisible(len(self._loaded) < self._total)
+        self._say(self._count_sentence(len(shown)), "muted")
+        self.older_button.setVisible(len(self._loaded) < self._matching)
 
-    def _count_sentence(self, shown: int, lab_hidden: int) -> str:
-        """`Showing 12 of the newest 200 of 368 runs in the history. 52 Lab runs hidden.`"""
-        loaded, total = len(self._loaded), plural(self._total, "run")
-        listed = f"the newest {loaded:,} of {total}" if loaded < self._total else total
-        if shown == loaded:
-            sentence = f"{listed[0].upper()}{listed[1:]} in the history."
+    def _count_sentence(self, shown: int) -> str:
+        """`Showing 12 of the newest 200 of 368 runs in the history.`; with filters, `Showing
+        3 of 40 runs that match, of 368 in the history.`"""
+        loaded, matching = len(self._loaded), plural(self._matching, "run")
+        listed = f"the newest {loaded:,} of {matching}" if loaded < self._matching else matching
+        if self.filters.where() != RunFilter():
+            listed += f" that match, of {self._total:,} in the history"
         else:
-            sentence = f"Showing {shown:,} of {listed} in the history."
-        return sentence + (f" {plural(lab_hidden, 'Lab run')} hidden." if lab_hidden else "")
+            listed += " in the history"
+        if shown == loaded:
+            return f"{listed[0].upper()}{listed[1:]}."
+        return f"Showing {shown:,} of {listed}."
+
+    def _items(self) -> list[QTreeWidgetItem]:
+        """Every row: the top-level ones and the runs under each session's row."""
+        found = []
+        for item in _children(self.runs.invisibleRootItem()):
+            found += [item, *_children(item)]
+        return found
 
     def _ask(self, title: str, text: str, accept: str, then: Callable[[], object]) -> None:
         if self._question is None:
@@ -431,6 +489,19 @@ def _suggested(record: RunRecord | None) -> Change | None:
     diagnosis = None if record is None else record.diagnosis
     change = None if diagnosis is None else diagnosis.change
     return None if change is None or change.build_env else change
+
+
+def _session_text(item: QTreeWidgetItem) -> str:
+    """What a session's row says, then one line per run under it."""
+    lines = [item.text(COLUMNS.index("Cause")), f"Session {item.data(0, SESSION)}", ""]
+    for run in _children(item):
+        cells = [run.text(COLUMNS.index(name)) for name in ("Started", "Posture", "Status")]
+        lines.append(f"{'  '.join(cells)}  {run.text(COLUMNS.index('Cause'))}")
+    return "\n".join([*lines, "", "Select a run to see its record."])
+
+
+def _children(item: QTreeWidgetItem) -> list[QTreeWidgetItem]:
+    return [child for i in range(item.childCount()) if (child := item.child(i)) is not None]
 
 
 class _OutputSink:

@@ -7,6 +7,7 @@ or evidence, `summary_sentence` counts each kind, and activating a cell opens it
 history.
 """
 
+import asyncio
 from pathlib import Path
 
 from PySide6.QtCore import Signal
@@ -65,8 +66,7 @@ class LabView(PostureJobPage):
     def __init__(
         self, service: RunService, parent: QWidget | None = None, lab_parent: Path | None = None
     ) -> None:
-        super().__init__(parent)
-        self._service = service
+        super().__init__(service, parent)
         self._lab_parent = lab_parent
         self._board: Scoreboard | None = None
         self._columns: list[PostureId] = []
@@ -103,7 +103,7 @@ class LabView(PostureJobPage):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.postures)
         layout.addLayout(buttons_row)
-        layout.addWidget(self.table, 1)
+        layout.addWidget(self._results(), 1)
         layout.addWidget(self.status)
         self._connect_signals()
         self._update_buttons()
@@ -130,12 +130,17 @@ class LabView(PostureJobPage):
         self.table.clearContents()
         self.table.setColumnCount(len(postures))
         self.table.setHorizontalHeaderLabels([POSTURE_INFO[p].title for p in postures])
+        self._fit_table()
         self._show_progress()
         self._show(f"Probing under {plural(len(postures), 'posture')}…", "muted")
         board = await run_lab(
             postures, self._service, cancel=cancel, on_cell=self._on_cell, parent=self._lab_parent
         )
         self._board = board
+        history = self._service.history
+        ids = [cell.run_id for cell in board.cells]
+        self._run_records = await asyncio.to_thread(lambda: {i: history.get(i) for i in ids})
+        self._show_record()
         unexpected = len(board.unexpected())
         summary = f"{summary_sentence(board)} {_HINT}"
         self._show(

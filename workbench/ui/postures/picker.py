@@ -1,18 +1,20 @@
 """The posture picker: one card per executor posture, and the choice between them.
 
 `PosturePicker` shows a `PostureCard` per posture (what it is, whether it can run here, what it
-guarantees and does not, its `assess()` warnings), chooses the strongest available one by default,
-asks before `local` is chosen, and follows the selected skill (`set_skill`: postures that cannot
-start its command say so, and until the user chooses, the choice moves to the strongest one that
-can). Once `set_pools()` hands over the warm pools, the docker, gvisor and quickjs cards show and
-size theirs, and `prime()` readies the chosen posture's pool for the skill the user stops at; pool
-calls run in the picker's `Tasks` until `shutdown()`.
+guarantees and does not, its `assess()` warnings), folded to a few lines but for the chosen one,
+which unfolds and is kept scrolled into view (six cards fit an 800-pixel-high window); it chooses
+the strongest available posture by default, asks before `local` is chosen, and follows the
+selected skill (`set_skill`: postures that cannot start its command say so, and until the user
+chooses, the choice moves to the strongest one that can). Once `set_pools()` hands over the warm
+pools, the docker, gvisor and quickjs cards show and size theirs, and `prime()` readies the
+chosen posture's pool for the skill the user stops at; pool calls run in the picker's `Tasks`
+until `shutdown()`.
 """
 
 from collections.abc import Mapping
 
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QKeyEvent, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractButton,
     QButtonGroup,
@@ -43,7 +45,7 @@ from workbench.runs.layout import DataLayout
 from workbench.skills import Skill
 from workbench.ui.common.tasks import Tasks
 from workbench.ui.common.text import tooltip
-from workbench.ui.common.widgets import plain_label, set_status
+from workbench.ui.common.widgets import ElidedLabel, plain_label, set_status
 from workbench.ui.postures.pool import PoolControls
 
 CARD_ORDER = (
@@ -60,7 +62,13 @@ PRIME_DELAY_MS = 300
 
 
 class PostureCard(QFrame):
-    """Everything a user should know about one posture, with a radio button to choose it."""
+    """Everything a user should know about one posture, with a radio button to choose it.
+
+    Folded (the default for a posture not chosen), a card is its title, whether it can run here
+    and, for a posture with a DANGER warning, the first of those, each on one line; unfolded
+    (the chosen posture's, or any the user opens with its arrow), the whole availability, what
+    the posture is, every warning, the warm pool and "Guarantees and limits".
+    """
 
     def __init__(self, posture_id: PostureId, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -75,20 +83,54 @@ class PostureCard(QFrame):
         self.radio.setFont(font)
         self.radio.setEnabled(False)
         self.radio.setAccessibleName(f"Posture: {info.title}")
-        self.availability = plain_label("checking…", self, wrap=True)
+        self.fold_button = QToolButton(self)
+        self.fold_button.setObjectName("foldToggle")
+        self.fold_button.setCheckable(True)
+        self.fold_button.setAutoRaise(True)
+        self.fold_button.setArrowType(Qt.ArrowType.RightArrow)
+        self.fold_button.setAccessibleName(f"Show everything about {info.title}")
+        self.fold_button.setToolTip("Show or hide what this posture is, its warnings and limits")
+        self.availability = ElidedLabel(Qt.TextElideMode.ElideRight, self)
+        self.availability.set_full_text("checking…")
         set_status(self.availability, "muted")
-        self.unrunnable = plain_label("", self, wrap=True)
+        self.unrunnable = ElidedLabel(Qt.TextElideMode.ElideRight, self)
         self.unrunnable.setObjectName("unrunnable")
         self.unrunnable.hide()
+        warnings = assess(Posture(posture_id))
+        danger = next((w for w in warnings if w.severity is Severity.DANGER), None)
+        self.danger = ElidedLabel(Qt.TextElideMode.ElideRight, self)
+        self.danger.set_full_text(f"⚠ DANGER: {danger.text}" if danger else "")
+        set_status(self.danger, "danger")
+        self.danger.setVisible(danger is not None)
 
-        self.details_button = QToolButton(self)
+        self.body = QWidget(self)
+        body = QVBoxLayout(self.body)
+        body.setContentsMargins(0, 0, 0, 0)
+        body.setSpacing(3)
+        body.addWidget(plain_label(info.summary, self.body, wrap=True))
+        for warning in warnings:
+            status = _WARNING_STATUS[warning.severity]
+            if warning.severity is Severity.INFO:
+                row = _bullet("ℹ", status, warning.text, status, self.body)
+            else:
+                text = f"{warning.severity.upper()}: {warning.text}"
+                row = _bullet("⚠", status, text, status, self.body)
+            row.setObjectName(f"warning_{warning.severity}")
+            body.addWidget(row)
+        noun = "worker" if posture_id is PostureId.QUICKJS else "container"
+        self.pool = PoolControls(info.title, noun, self.body)
+        self.pool.hide()
+        self._pooled = False  # the posture has a warm pool (shown while the posture can run)
+        self._available = False
+        body.addWidget(self.pool)
+        self.details_button = QToolButton(self.body)
         self.details_button.setObjectName("detailsToggle")
         self.details_button.setText("Guarantees and limits")
         self.details_button.setCheckable(True)
         self.details_button.setAutoRaise(True)
         self.details_button.setArrowType(Qt.ArrowType.RightArrow)
         self.details_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        self.details = QWidget(self)
+        self.details = QWidget(self.body)
         details = QVBoxLayout(self.details)
         details.setContentsMargins(0, 0, 0, 0)
         details.setSpacing(3)
@@ -98,39 +140,48 @@ class PostureCard(QFrame):
             does_not = f"Does not {text[0].lower()}{text[1:]}"
             details.addWidget(_bullet("✗", "danger", does_not, "", self.details))
         self.details.hide()
+        body.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignLeft)
+        body.addWidget(self.details)
+        self.body.hide()
 
+        title_row = QHBoxLayout()
+        title_row.setSpacing(4)
+        title_row.addWidget(self.radio, 1)
+        title_row.addWidget(self.fold_button)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(10, 8, 10, 8)
-        layout.setSpacing(3)
-        layout.addWidget(self.radio)
+        layout.setContentsMargins(10, 6, 6, 6)
+        layout.setSpacing(2)
+        layout.addLayout(title_row)
         layout.addWidget(self.availability)
         layout.addWidget(self.unrunnable)
-        layout.addWidget(plain_label(info.summary, self, wrap=True))
-        for warning in assess(Posture(posture_id)):
-            status = _WARNING_STATUS[warning.severity]
-            if warning.severity is Severity.INFO:
-                row = _bullet("ℹ", status, warning.text, status, self)
-            else:
-                text = f"{warning.severity.upper()}: {warning.text}"
-                row = _bullet("⚠", status, text, status, self)
-            row.setObjectName(f"warning_{warning.severity}")
-            layout.addWidget(row)
-        noun = "worker" if posture_id is PostureId.QUICKJS else "container"
-        self.pool = PoolControls(info.title, noun, self)
-        self.pool.hide()
-        self._pooled = False  # the posture has a warm pool (shown while the posture can run)
-        self._available = False
-        layout.addWidget(self.pool)
-        layout.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignLeft)
-        layout.addWidget(self.details)
+        layout.addWidget(self.danger)
+        layout.addWidget(self.body)
         self._connect_signals()
 
     def _connect_signals(self) -> None:
+        self.fold_button.toggled.connect(self.on_fold_button_toggled)
         self.details_button.toggled.connect(self.on_details_button_toggled)
+
+    def set_unfolded(self, unfolded: bool) -> None:
+        """Show everything about the posture (True), or just its title and state."""
+        self.fold_button.setChecked(unfolded)
+
+    def is_unfolded(self) -> bool:
+        """Whether the card shows everything about the posture."""
+        return self.fold_button.isChecked()
 
     def set_expanded(self, expanded: bool) -> None:
         """Show or hide the guarantees and non-guarantees."""
         self.details_button.setChecked(expanded)
+
+    def on_fold_button_toggled(self, checked: bool) -> None:
+        self.body.setVisible(checked)
+        self.danger.setVisible(not checked and bool(self.danger.full_text()))
+        for label in (self.availability, self.unrunnable):
+            label.set_wrapped(checked)
+        self.fold_button.setArrowType(
+            Qt.ArrowType.DownArrow if checked else Qt.ArrowType.RightArrow
+        )
 
     def on_details_button_toggled(self, checked: bool) -> None:
         self.details.setVisible(checked)
@@ -141,7 +192,7 @@ class PostureCard(QFrame):
         """Show whether the posture can run here, and allow choosing it only if it can."""
         state = "Available" if availability.available else "Unavailable"
         reason = availability.reason
-        self.availability.setText(
+        self.availability.set_full_text(
             reason if state.lower() in reason.lower() else f"{state} — {reason}"
         )
         set_status(self.availability, "ok" if availability.available else "muted")
@@ -159,7 +210,7 @@ class PostureCard(QFrame):
         in the danger colour, on the chosen posture's card; briefly (why in the tool tip) on
         the others."""
         warning = f"Cannot run {skill_name}" + (f": {reason}." if chosen else ".")
-        self.unrunnable.setText(warning if reason else "")
+        self.unrunnable.set_full_text(warning if reason else "")
         self.unrunnable.setToolTip(tooltip(reason) if reason else "")
         self.unrunnable.setVisible(bool(reason))
         set_status(self.unrunnable, "danger" if chosen else "warning")
@@ -194,6 +245,9 @@ class PosturePicker(QScrollArea):
         self._prime_timer.setSingleShot(True)
         self._prime_timer.setInterval(PRIME_DELAY_MS)
         self._primed: tuple[WarmPool, Posture, SessionSpec] | None = None
+        self._reveal_timer = QTimer(self)  # the chosen card stays in view
+        self._reveal_timer.setSingleShot(True)
+        self._reveal_timer.setInterval(0)
 
         inner = QWidget(self)
         layout = QVBoxLayout(inner)
@@ -225,6 +279,7 @@ class PosturePicker(QScrollArea):
         self._group.buttonClicked.connect(self.on_group_button_clicked)
         self._pool_timer.timeout.connect(self.on_pool_timer_timeout)
         self._prime_timer.timeout.connect(self.on_prime_timer_timeout)
+        self._reveal_timer.timeout.connect(self._reveal_chosen)
         for card in self._cards.values():
             card.pool.size_box.valueChanged.connect(self.on_pool_size_value_changed)
 
@@ -267,6 +322,11 @@ class PosturePicker(QScrollArea):
         card = self._cards[posture_id]
         if card.radio.isEnabled():
             self.on_group_button_clicked(card.radio)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        """Keep the chosen card in view when the column changes size."""
+        super().resizeEvent(event)
+        self._reveal_timer.start()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         """Arrow keys on a posture's radio button choose the next or previous posture that
@@ -376,8 +436,6 @@ class PosturePicker(QScrollArea):
         for posture_id, card in self._cards.items():
             chosen = posture_id is self._chosen
             card.show_unrunnable(name, self._unrunnable.get(posture_id, ""), chosen)
-            if chosen and card.unrunnable.text():
-                self.ensureWidgetVisible(card.unrunnable)
         if self._default is None:
             return  # the hint says why no posture can be chosen
         if self._chosen in (self._default, None) or self._user_chose or self._skill is None:
@@ -431,12 +489,20 @@ class PosturePicker(QScrollArea):
                 Qt.FocusPolicy.StrongFocus if tab_stop else Qt.FocusPolicy.ClickFocus
             )
             if changed:
-                card.set_expanded(card_id is posture_id)
+                card.set_unfolded(card_id is posture_id)
             card.setProperty("chosen", card_id is posture_id)
             card.style().unpolish(card)
             card.style().polish(card)
         if changed and posture_id is not None:
             self.posture_changed.emit(posture_id)
+        self._reveal_timer.start()  # once the unfolded card has its size
+
+    def _reveal_chosen(self) -> None:
+        """Scroll the chosen card into view, its title first when the whole does not fit."""
+        if self._chosen is not None:
+            card = self._cards[self._chosen]
+            self.ensureWidgetVisible(card, 0, 8)
+            self.ensureWidgetVisible(card.radio, 0, 8)
 
 
 _ARROW_STEPS = {Qt.Key.Key_Down: 1, Qt.Key.Key_Right: 1, Qt.Key.Key_Up: -1, Qt.Key.Key_Left: -1}

@@ -7,10 +7,11 @@ diagnosis follows: why it failed and the control that did it, the evidence line 
 output view highlights), the suggestion, and a button that re-runs the command with the
 suggested change (`rerun_requested`). Below: wall time, CPU seconds, peak memory and processes
 (or that the host cannot count them, as under gVisor), what was left running, and the run's
-posture warnings. Every text is plain (causes and evidence quote the command's own output).
+posture warnings on one line (whole in its tool tip; the card beside says them in full). Every
+text is plain (causes and evidence quote the command's own output).
 """
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QFrame,
@@ -24,7 +25,7 @@ from PySide6.QtWidgets import (
 from workbench.executors.types import RunResult, RunStatus
 from workbench.runs.diagnosis import Change, Diagnosis
 from workbench.ui.common.text import format_size
-from workbench.ui.common.widgets import plain_label, set_status
+from workbench.ui.common.widgets import ElidedLabel, plain_label, set_status
 from workbench.ui.theme import status_colors
 
 LEADS = {
@@ -108,7 +109,7 @@ class OutcomeBanner(QFrame):
         self.rerun_button = QPushButton("", self)
         self.rerun_button.setAccessibleName("Re-run with the suggested change")
         self.details = plain_label("", self, wrap=True)
-        self.warnings = plain_label("", self, wrap=True)
+        self.warnings = ElidedLabel(Qt.TextElideMode.ElideRight, self)  # whole in the tool tip
         advice = QHBoxLayout()
         advice.setContentsMargins(0, 0, 0, 0)
         advice.addWidget(self.suggestion, 1)
@@ -150,7 +151,7 @@ class OutcomeBanner(QFrame):
         leftover = result.leftover_processes > 0
         set_status(self.details, "danger" if leftover else "")
         texts = [w.text for w in result.warnings if w.severity != "info"]
-        self.warnings.setText("⚠ " + "  ·  ".join(texts) if texts else "")
+        self.warnings.set_full_text("⚠ " + "  ·  ".join(texts) if texts else "")
         self.warnings.setVisible(bool(texts))
         set_status(self.warnings, "warning")
         self._paint(STATUS_LOOK.get(result.status, "danger"))

@@ -40,7 +40,7 @@ from workbench.runs.diagnosis import Change
 from workbench.runs.service import CompletedRun, RunPlan, RunService
 from workbench.skills import Skill
 from workbench.ui.common.tasks import Tasks
-from workbench.ui.common.widgets import ask, plain_label, set_status
+from workbench.ui.common.widgets import ask, plain_label, remember_sizes, set_status
 from workbench.ui.run.banner import OutcomeBanner
 from workbench.ui.run.card import CardView
 from workbench.ui.run.changes import ChangesView
@@ -121,20 +121,23 @@ class RunPanel(QWidget):
         self.charts = ResourceCharts(self)
         self.processes = ProcessTreeView(self)
         self.tabs = QTabWidget(self)
-        watched = QSplitter(Qt.Orientation.Vertical, self)
-        watched.setChildrenCollapsible(False)
-        watched.addWidget(self.output)
-        watched.addWidget(self.processes)
-        watched.setStretchFactor(0, 3)
-        watched.setStretchFactor(1, 2)
-        live = QSplitter(Qt.Orientation.Horizontal, self)
-        live.setChildrenCollapsible(False)
-        live.addWidget(watched)
-        live.addWidget(self.charts)
-        live.setStretchFactor(0, 3)
-        live.setStretchFactor(1, 1)
-        live.setSizes([720, 240])
-        self.tabs.addTab(live, "Output and resources")
+        self.watched = QSplitter(Qt.Orientation.Vertical, self)
+        self.watched.setChildrenCollapsible(False)
+        self.watched.addWidget(self.output)
+        self.watched.addWidget(self.processes)
+        self.watched.setStretchFactor(0, 3)
+        self.watched.setStretchFactor(1, 1)
+        self.watched.setSizes([300, 100])
+        self.live = QSplitter(Qt.Orientation.Horizontal, self)
+        self.live.setChildrenCollapsible(False)
+        self.live.addWidget(self.watched)
+        self.live.addWidget(self.charts)
+        self.live.setStretchFactor(0, 3)
+        self.live.setStretchFactor(1, 1)
+        self.live.setSizes([520, 200])
+        remember_sizes(self.watched, settings, "run/outputSplitter")
+        remember_sizes(self.live, settings, "run/chartsSplitter")
+        self.tabs.addTab(self.live, "Output and resources")
         self.tabs.addTab(self.changes, "Workspace changes")
         self.tabs.addTab(self.card_view, "Posture card")
         self.tabs.addTab(self.network, "Network")

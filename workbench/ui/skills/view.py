@@ -5,22 +5,24 @@ and its environment (`EnvironmentPanel`).
 Everything shown here comes from the skill's own files and is untrusted. Labels are plain
 text, the body is rendered as Markdown with HTML turned off, links are never opened and
 images are never loaded (a link to a file inside the skill selects it in the Files tab).
-The name and path in the header are elided to the width they get (whole in their tool tips),
-so a long name never widens the window.
+The name, path and description in the header are elided to one line each (whole in their
+tool tips; "More" shows the whole description), so a long name or a 1,000-character
+description never widens the window or squeezes SKILL.md. Code blocks in SKILL.md wrap, so no
+line of it needs a horizontal scroll bar.
 """
 
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from PySide6.QtCore import QSize, Qt, QUrl, Signal
-from PySide6.QtGui import QFont, QResizeEvent, QTextDocument
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QFont, QTextBlockFormat, QTextCursor, QTextDocument
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QTabWidget,
     QTextBrowser,
+    QToolButton,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -33,14 +35,13 @@ from workbench.postures.description import POSTURE_INFO
 from workbench.skills import Skill
 from workbench.skills.diagnostics import UNREADABLE_FRONT_MATTER
 from workbench.ui.common.text import badge_text, diagnostic_counts, plural, tooltip
-from workbench.ui.common.widgets import plain_label, set_status
+from workbench.ui.common.widgets import ElidedLabel, plain_label, set_status
 from workbench.ui.skills.environment import EnvironmentPanel
 from workbench.ui.skills.files import FileBrowser
 from workbench.ui.theme import icon
 
 ADVISED_LINES = 500
 ADVISED_TOKENS = 5000
-MIN_ELIDED_CHARS = 12  # an elided label never gets narrower than this many characters
 _MARKDOWN = QTextDocument.MarkdownFeature(
     QTextDocument.MarkdownFeature.MarkdownDialectGitHub.value
     | QTextDocument.MarkdownFeature.MarkdownNoHTML.value
@@ -64,51 +65,22 @@ class MarkdownView(QTextBrowser):
         self.anchorClicked.connect(self.link_activated)
 
     def set_markdown(self, text: str) -> None:
-        """Render `text` as GitHub-flavoured Markdown, any HTML in it shown literally."""
-        self.document().setMarkdown(text, _MARKDOWN)
+        """Render `text` as GitHub-flavoured Markdown, any HTML in it shown literally, with
+        code blocks wrapped at the view's width."""
+        document = self.document()
+        document.setMarkdown(text, _MARKDOWN)
+        block = document.begin()
+        while block.isValid():
+            if block.blockFormat().nonBreakableLines():
+                wrapped = QTextBlockFormat()
+                wrapped.setNonBreakableLines(False)
+                QTextCursor(block).mergeBlockFormat(wrapped)
+            block = block.next()
 
     def loadResource(self, type: int, name: QUrl | str) -> Any:
         """Never fetch images or style sheets named by untrusted text."""
         del type, name
         return None
-
-
-class ElidedLabel(QLabel):
-    """One line of plain text, elided to the label's width, the whole text in its tool tip."""
-
-    def __init__(self, mode: Qt.TextElideMode, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setTextFormat(Qt.TextFormat.PlainText)
-        self._mode = mode
-        self._full = ""
-
-    def set_full_text(self, text: str) -> None:
-        """Show `text`, elided when it does not fit."""
-        self._full = " ".join(text.split())  # one line, whatever the skill wrote
-        self.setToolTip(tooltip(text))
-        self.updateGeometry()
-        self._elide()
-
-    def full_text(self) -> str:
-        """The text before eliding."""
-        return self._full
-
-    def sizeHint(self) -> QSize:
-        margins = self.contentsMargins()
-        width = self.fontMetrics().horizontalAdvance(self._full) + margins.left() + margins.right()
-        return QSize(width + 2, super().sizeHint().height())
-
-    def minimumSizeHint(self) -> QSize:
-        width = self.fontMetrics().averageCharWidth() * MIN_ELIDED_CHARS
-        return QSize(min(width, self.sizeHint().width()), super().minimumSizeHint().height())
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._elide()
-
-    def _elide(self) -> None:
-        room = self.contentsRect().width()
-        self.setText(self.fontMetrics().elidedText(self._full, self._mode, room))
 
 
 class SkillView(QWidget):
@@ -123,6 +95,7 @@ class SkillView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._skill: Skill | None = None
+        self._described: Path | None = None  # the skill whose description More applies to
         self._name = ElidedLabel(Qt.TextElideMode.ElideRight, self)
         font = QFont(self._name.font())
         font.setPointSizeF(font.pointSizeF() * 1.35)
@@ -132,10 +105,18 @@ class SkillView(QWidget):
         self._badge = plain_label("", self)
         self._path = ElidedLabel(Qt.TextElideMode.ElideMiddle, self)
         self._path.setAccessibleName("Skill folder")
-        self._description = plain_label("", self)
-        self._description.setWordWrap(True)
+        set_status(self._path, "muted")
+        self._description = ElidedLabel(Qt.TextElideMode.ElideRight, self)
+        self._description.setAccessibleName("Skill description")
         self._description.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self._budget = plain_label("", self, wrap=True)
+        self.more_button = QToolButton(self)
+        self.more_button.setText("More")
+        self.more_button.setCheckable(True)
+        self.more_button.setAutoRaise(True)
+        self.more_button.setAccessibleName("Show the whole description")
+        self.more_button.setToolTip("Show the whole description")
+        self.more_button.hide()
+        self._budget = plain_label("", self)
 
         self._body = MarkdownView(self)
         self._body.setAccessibleName("SKILL.md body")
@@ -208,14 +189,18 @@ class SkillView(QWidget):
         title_row.addWidget(self._name)
         title_row.addWidget(self._badge)
         title_row.addStretch(1)
+        title_row.addWidget(self._budget)
+        description_row = QHBoxLayout()
+        description_row.setSpacing(4)
+        description_row.addWidget(self._description, 1)
+        description_row.addWidget(self.more_button)
         self._header = QFrame(self)
         header = QVBoxLayout(self._header)
-        header.setContentsMargins(4, 2, 4, 6)
-        header.setSpacing(4)
+        header.setContentsMargins(4, 0, 4, 2)
+        header.setSpacing(2)
         header.addLayout(title_row)
+        header.addLayout(description_row)
         header.addWidget(self._path)
-        header.addWidget(self._description)
-        header.addWidget(self._budget)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(6)
@@ -224,6 +209,8 @@ class SkillView(QWidget):
         layout.addWidget(self._placeholder, 1)
 
     def _connect_signals(self) -> None:
+        self._description.elided_changed.connect(self.on_description_elided_changed)
+        self.more_button.toggled.connect(self.on_more_button_toggled)
         self._body.link_activated.connect(self.on_body_link_activated)
         self._diagnostics.itemActivated.connect(self.on_diagnostics_item_activated)
         self._diagnostics.currentItemChanged.connect(self.on_diagnostics_current_changed)
@@ -232,7 +219,8 @@ class SkillView(QWidget):
     # Public API -------------------------------------------------------------------------
 
     def show_skill(self, skill: Skill | None) -> None:
-        """Show `skill`, or the empty-state hint for None."""
+        """Show `skill`, or the empty-state hint for None (the same skill read again keeps its
+        description folded or whole)."""
         self._skill = skill
         has_skill = skill is not None
         self._header.setVisible(has_skill)
@@ -244,7 +232,12 @@ class SkillView(QWidget):
             return
         self._name.set_full_text(reveal_bidi(skill.name))
         self._path.set_full_text(reveal_bidi(str(skill.path)))
-        self._description.setText(reveal_bidi(skill.description) or "(no description)")
+        description = reveal_bidi(skill.description) or "(no description)"
+        self._description.set_full_text(description)
+        if skill.path != self._described:  # the same skill read again keeps More as it was
+            self._described = skill.path
+            self.more_button.setChecked(False)
+        self.on_description_elided_changed(self._description.is_elided())
         self._show_badge(skill)
         self._show_budget(skill)
         self._body.set_markdown(skill.body)
@@ -296,6 +289,16 @@ class SkillView(QWidget):
 
     # Slots ------------------------------------------------------------------------------
 
+    def on_description_elided_changed(self, elided: bool) -> None:
+        self.more_button.setVisible(elided or self.more_button.isChecked())
+
+    def on_more_button_toggled(self, checked: bool) -> None:
+        self._description.set_wrapped(checked)
+        self.more_button.setText("Less" if checked else "More")
+        self.more_button.setToolTip(
+            "Show the description on one line" if checked else "Show the whole description"
+        )
+
     def on_body_link_activated(self, url: QUrl) -> None:
         if self._skill is not None and url.isRelative() and url.path():
             relative = Path(PurePosixPath(url.path()))
@@ -334,9 +337,12 @@ class SkillView(QWidget):
         lines, tokens = skill.body_lines, skill.body_tokens
         over = lines > ADVISED_LINES or tokens > ADVISED_TOKENS
         self._budget.setText(
-            f"Body: {plural(lines, 'line')} of {ADVISED_LINES} advised  ·  "
-            f"about {plural(tokens, 'token')} of {ADVISED_TOKENS:,} advised"
-            + ("  —  over the advice: move detail into references/" if over else "")
+            f"Body {lines:,}/{ADVISED_LINES} lines · ~{tokens:,}/{ADVISED_TOKENS:,} tokens"
+        )
+        self._budget.setToolTip(
+            f"The body has {plural(lines, 'line')} and about {plural(tokens, 'token')}; the spec "
+            f"advises under {ADVISED_LINES} lines and {ADVISED_TOKENS:,} tokens"
+            + (". It is over the advice: move detail into references/." if over else ".")
         )
         set_status(self._budget, "warning" if over else "muted")
 
