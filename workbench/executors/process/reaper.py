@@ -182,16 +182,13 @@ def escapees(scope: RunScope, others: set[int]) -> set[int]:
 
 def _still_spawning(pid: int) -> bool:
     """True when `pid` looks like a root being spawned: a fork of the app before its exec (the
-    app's program and command line), or during it (no command line yet)."""
+    app's command line; its program cannot be read once the app made itself non-dumpable), or
+    during it (no command line yet)."""
     try:
         command = _command(pid)
-        return not command or (command == _command("self") and _program(pid) == _program("self"))
     except OSError:
         return False
-
-
-def _program(pid: int | str) -> str:
-    return os.readlink(f"/proc/{pid}/exe")  # noqa: PTH115 - hot path
+    return not command or command == _command("self")
 
 
 def _command(pid: int | str) -> bytes:
