@@ -53,13 +53,19 @@ def run(built: Built, posture: Posture, argv: tuple[str, ...], env: SkillEnviron
     return asyncio.run(service.run_once(plan, lambda _chunk: None, CancelToken()))
 
 
-def assert_ran_with(result: RunResult, env_id: str, seen_at: str) -> None:
+def assert_ran_with(result: RunResult, env_id: str, seen_at: str, read_only: bool) -> None:
     assert result.status is RunStatus.OK, result.stderr.text
     lines = result.stdout.text.splitlines()
     assert lines[0] == "six: 1.17.0" or lines[0].startswith("six: ")
     assert lines[1].startswith(f"yaml from {seen_at}")
-    assert lines[2] == "environment read-only" or os.geteuid() == 0
+    assert lines[2] == ("environment read-only" if read_only else "environment writable")
     assert result.card.environment == env_id
+
+
+def runs_as_its_owner(posture_id: PostureId) -> bool:
+    """Whether the command runs as the environment's owner (or root), who may change it: local
+    always, hardened unless the workbench runs as root (then a throwaway uid runs it)."""
+    return posture_id is PostureId.LOCAL or (posture_id is PostureId.HARDENED and os.geteuid() != 0)
 
 
 @pytest.mark.parametrize("posture_id", [PostureId.LOCAL, PostureId.HARDENED, PostureId.BUBBLEWRAP])
@@ -73,7 +79,8 @@ def test_process_postures_put_the_environment_on_the_path(
             pytest.skip(available.reason)
     environment = built.for_posture(posture)
     done = run(built, posture, PYTHON_PROBE, environment.for_run())
-    assert_ran_with(done.result, environment.env_id, str(environment.path / "python"))
+    read_only = not runs_as_its_owner(posture_id)
+    assert_ran_with(done.result, environment.env_id, str(environment.path / "python"), read_only)
     record = built.layout.history_path
     assert record.exists()
     assert done.record.result is not None
@@ -88,7 +95,7 @@ def test_a_rerun_from_history_takes_the_skills_environment(built: Built) -> None
     assert plan.environment is not None and plan.rerun_of == first.run_id
     service = RunService(built.layout, RunHistory(built.layout.history_path), build_executor)
     again = asyncio.run(service.run_once(plan, lambda _chunk: None, CancelToken()))
-    assert_ran_with(again.result, environment.env_id, str(environment.path / "python"))
+    assert_ran_with(again.result, environment.env_id, str(environment.path / "python"), False)
 
 
 @pytest.mark.docker
@@ -104,7 +111,7 @@ def test_container_postures_mount_the_environment_read_only(
     environment = built.image()
     for_run = environment.for_run()
     done = run(built, Posture(posture_id), PYTHON_PROBE, for_run)
-    assert_ran_with(done.result, environment.env_id, "/opt/skill-env/python/yaml")
+    assert_ran_with(done.result, environment.env_id, "/opt/skill-env/python/yaml", True)
     assert done.result.stdout.text.splitlines()[2] == "environment read-only"
     checks = dict(done.result.card.checks)
     assert checks["Skill environment mounted read-only at /opt/skill-env"] is True
