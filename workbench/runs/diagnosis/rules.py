@@ -64,9 +64,11 @@ CONTAINER_WORKSPACE = "/workspace"
 CONTAINER_MOUNTS = (CONTAINER_WORKSPACE, "/mnt/skills", "/tmp", "/proc", "/dev")
 BIGGER = 4  # a re-run's limit: this many times the one that stopped the run
 WAITING_SHARE = 0.1  # below this share of one CPU over the run, it was waiting, not working
-# A hardened run's private HOME (`.../workbench-RUN-xxxx/home/...`); a container user's home.
+# A hardened run's private HOME (`.../runs/RUN/home/...`, or as root
+# `.../workbench-RUN-xxxx/home/...`); a container user's home.
 _PRIVATE_HOME = re.compile(
-    r".*/workbench-(?P<run>[0-9]{8}-[0-9]{6}-[0-9a-f]+)-[^/]+/home/(?P<rest>.+)"
+    r".*/(?:workbench-[0-9]{8}-[0-9]{6}-[0-9a-f]+-[^/]+|runs/[0-9]{8}-[0-9]{6}-[0-9a-f]+)"
+    r"/home/(?P<rest>.+)"
 )
 _BWRAP_HOME = re.compile(r"^/tmp/home/(?P<rest>.+)")
 _BWRAP_VISIBLE = ("/usr/", "/tmp/", "/proc/", "/dev/")
