@@ -314,7 +314,12 @@ class DockerExecutor:
         before = session.cgroup.counters() if session.cgroup else None
         t0 = time.monotonic()
         sampler = ContainerSampler(
-            session.cgroup, self._stats, session.baseline_tasks, request.on_sample, t0
+            session.cgroup,
+            self._stats,
+            session.baseline_tasks,
+            request.on_sample,
+            t0,
+            gvisor=self.runtime == "runsc",
         )
         monitor = asyncio.create_task(sampler.run())
         guard = asyncio.create_task(watch.guard())

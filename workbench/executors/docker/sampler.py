@@ -167,7 +167,8 @@ class ContainerSampler:
     command starts (see the module doc). `baseline_tasks` is the number of tasks the idle
     session holds, subtracted from the engine's task count when only its stats can be read.
     `stats` is a callable returning one engine stats document (docker-py's
-    `stats(stream=False, one_shot=True)`), used when `files` is None.
+    `stats(stream=False, one_shot=True)`), used when `files` is None. Under `gvisor` the
+    cgroup holds gVisor's sandbox, not the container's processes: no tree, no count.
     """
 
     def __init__(
@@ -177,6 +178,7 @@ class ContainerSampler:
         baseline_tasks: int,
         on_sample: Callable[[ResourceSample], None] | None,
         started: float,
+        gvisor: bool = False,
     ) -> None:
         self._files = files
         self._stats = stats
@@ -189,7 +191,7 @@ class ContainerSampler:
         self._tables = TableBuilder(started, "container")
         self._procs: dict[int, psutil.Process] = {}
         self._session = set(_members(files)) if files is not None else set()
-        self._gvisor = _runs_gvisor(self._session)  # the cgroup holds gVisor's sandbox
+        self._gvisor = gvisor
 
     @property
     def source(self) -> str:
@@ -324,18 +326,6 @@ def _members(files: CgroupFiles) -> list[int]:
         return files.processes()
     except (OSError, ValueError):
         return []
-
-
-def _runs_gvisor(members: set[int]) -> bool:
-    """True when the cgroup's members are gVisor's sandbox (`runsc`), not the container's
-    own processes."""
-    for pid in members:
-        try:
-            if Path(f"/proc/{pid}/exe").readlink().name.startswith("runsc"):
-                return True
-        except OSError:
-            continue
-    return False
 
 
 def _usage_from_stats(stats: dict[str, Any]) -> CgroupUsage | None:
