@@ -19,7 +19,6 @@ from workbench.monitor.process import (
     descendants,
     process_clock,
     run_tag,
-    tag_verdict,
     tagged_processes,
 )
 from workbench.monitor.sample import ResourceSample
@@ -33,9 +32,9 @@ def tagged_tree() -> Iterator[subprocess.Popen[bytes]]:
     proc = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30 & wait"], env=env)
     deadline = time.monotonic() + 5
 
-    def started() -> bool:  # three processes, each past its exec (its environment readable)
-        tree = descendants([proc.pid])
-        return len(tree) == 3 and all(tag_verdict(pid, b"") is not None for pid in tree)
+    def started() -> bool:  # three processes, each past its exec: during it, a process has
+        tree = descendants([proc.pid])  # neither command line nor environment to read
+        return len(tree) == 3 and all(_command(pid) for pid in tree)
 
     while not started() and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -45,6 +44,13 @@ def tagged_tree() -> Iterator[subprocess.Popen[bytes]]:
     proc.wait()
     time.sleep(0.05)
     reap_orphans(since)  # the sleeps may have been adopted by this (subreaper) process
+
+
+def _command(pid: int) -> list[str]:
+    try:
+        return psutil.Process(pid).cmdline()
+    except psutil.Error:
+        return []
 
 
 def test_tree_and_tag_helpers(tagged_tree: subprocess.Popen[bytes]) -> None:
