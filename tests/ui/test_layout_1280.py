@@ -86,6 +86,8 @@ def test_a_long_description_leaves_the_run_page_whole(
     window.view.more_button.click()
     _settle(run, window)
     assert description.text() == " ".join(long.split())  # the whole text, on demand
+    run(window.reload_catalog())  # as the folder watcher does: the skill is read again
+    assert window.view.more_button.isChecked() and not description.is_elided()
 
 
 def test_every_posture_chosen_in_turn_keeps_its_card_in_view(

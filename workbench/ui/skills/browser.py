@@ -98,18 +98,26 @@ class SkillBrowser(QWidget):
     # Public API -------------------------------------------------------------------------
 
     def set_skills(self, skills: list[Skill]) -> None:
-        """Replace the whole list (the current skill stays current when it is still there;
-        when it is gone, the first skill becomes current and `skill_gone` says so)."""
+        """Replace the whole list, in place: the current skill stays current when it is still
+        there (shown again as read now, never passing through another one); when it is gone,
+        the first skill becomes current and `skill_gone` says so."""
         current = self.current_skill()
-        self._model.clear()
+        listed = {skill.path for skill in skills}
+        for row in reversed(range(self._model.rowCount())):
+            item = self._model.item(row)
+            if item is not None and item.data(SKILL_ROLE).path not in listed:
+                self._model.removeRow(row)
         self.add_skills(skills, select=False)
-        if current is None or self.select_path(current.path):
+        if current is None:
             return
-        if self._row_of(current.path) is None:
-            self.select_first()
-            shown = self.current_skill()
-            showing = f"showing {shown.name}" if shown is not None else "no skill is selected"
-            self.skill_gone.emit(f"{current.name} is gone from disk ({current.path}); {showing}.")
+        if self._row_of(current.path) is not None:
+            if (now := self.current_skill()) is not None and now.path == current.path:
+                self.skill_selected.emit(now)
+            return
+        self.select_first()
+        shown = self.current_skill()
+        showing = f"showing {shown.name}" if shown is not None else "no skill is selected"
+        self.skill_gone.emit(f"{current.name} is gone from disk ({current.path}); {showing}.")
 
     def add_skills(self, skills: list[Skill], select: bool = True) -> None:
         """Add or refresh skills (matched by folder); with `select`, make the first current."""
