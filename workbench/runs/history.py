@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from workbench.errors import HistoryError, UsageError
+from workbench.platform.sqlite_wal import set_up_wal
 from workbench.runs.diagnosis.model import Diagnosis, diagnosis_from_dict
 from workbench.runs.record import RunRecord, RunState, result_to_dict, to_jsonable
 
@@ -111,8 +112,7 @@ class RunHistory:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with self._transaction() as db:
-                db.execute("PRAGMA journal_mode=WAL")
-                db.executescript(_SCHEMA)
+                set_up_wal(db, path, _SCHEMA)
                 _add_columns(db)
         except OSError as error:
             raise HistoryError(f"Cannot create the run history at {path}: {error}") from None

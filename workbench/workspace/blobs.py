@@ -17,11 +17,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from workbench.errors import WorkspaceError
+from workbench.platform.sqlite_wal import set_up_wal
 
 HASH_NAME = "sha256"
 CHUNK_BYTES = 1024 * 1024
 SMALL_BLOB_BYTES = 256 * 1024
 _COMMIT_EVERY_BYTES = 32 * 1024 * 1024
+_SCHEMA = "CREATE TABLE IF NOT EXISTS blobs (digest TEXT PRIMARY KEY, data BLOB);"
 
 
 def hash_fd(fd: int) -> str:
@@ -48,18 +50,18 @@ class BlobStore:
     @contextmanager
     def session(self) -> Iterator["BlobSession"]:
         """A connection to the store for one thread; commits what it added on exit."""
+        path = self.root / "small.sqlite3"
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.root / "small.sqlite3", timeout=30)
+            db = sqlite3.connect(path, timeout=30)
         except (OSError, sqlite3.Error) as error:
             raise WorkspaceError(f"Cannot open the kept files at {self.root}: {error}") from None
         try:
-            db.execute("PRAGMA journal_mode=WAL")
+            set_up_wal(db, path, _SCHEMA)
             db.execute("PRAGMA synchronous=NORMAL")
-            db.execute("CREATE TABLE IF NOT EXISTS blobs (digest TEXT PRIMARY KEY, data BLOB)")
             yield BlobSession(self.root, db)
             db.commit()
-        except sqlite3.Error as error:
+        except (OSError, sqlite3.Error) as error:
             raise WorkspaceError(f"The kept files at {self.root} failed: {error}") from None
         finally:
             db.close()
