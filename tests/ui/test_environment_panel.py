@@ -75,3 +75,26 @@ def test_the_panel_proposes_builds_an_edit_and_resets(
     assert panel.status() is None
     assert "no environment" in panel.message.text()
     assert not panel.build_button.isEnabled()
+
+
+def test_a_skill_that_needs_nothing_shows_no_build_progress(
+    make_window: Callable[[], MainWindow],
+    extra_root: Path,
+    write_skill: Callable[..., Path],
+    run: Run,
+    environments: Path,
+) -> None:
+    folder = write_skill(extra_root, "plain", "name: plain\ndescription: Standard library.")
+    (folder / "scripts").mkdir()
+    (folder / "scripts" / "use.py").write_text("import json\n")
+    window = make_window()
+    run(window.load())
+    assert window.browser.select_path(folder)
+    window.view.tabs().setCurrentWidget(window.view.environment)
+    panel = window.view.environment
+    panel.set_posture(Posture(PostureId.HARDENED))
+    run(settled(window))
+    found = panel.status()
+    assert found is not None and found.state is EnvState.NOT_NEEDED
+    assert panel.progress.isHidden()
+    assert panel.state.text() == "Not needed"

@@ -326,7 +326,7 @@ class EnvironmentPanel(QWidget):
         self.reset_button.setEnabled(found.edited and not self._building)
         self.build_button.setEnabled(not self._building)  # one build at a time
         self.build_button.setText("Rebuild" if found.state is EnvState.OUT_OF_DATE else "Build")
-        self.progress.setVisible(True)
+        self.progress.setVisible(found.state is not EnvState.NOT_NEEDED)  # nothing to build
         self.progress.setRange(0, 1)
         self.progress.setValue(1 if found.state is EnvState.BUILT else 0)
         self.message.setText(_details(found))
