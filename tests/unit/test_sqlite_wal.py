@@ -30,11 +30,11 @@ def _open_history(root: Path) -> None:
     RunHistory(root / "history.sqlite3")
 
 
-def _open_together(open_: Callable[[Path], None], root: Path, start, errors) -> None:  # noqa: ANN001
+def _open_together(open_: Callable[[Path], None], root: Path, start, errors) -> None:
     start.wait()
     try:
         open_(root)
-    except Exception as error:  # noqa: BLE001 (the test reports every failure)
+    except Exception as error:  # every failure is reported
         errors.put(str(error))
 
 
