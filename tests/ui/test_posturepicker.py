@@ -115,6 +115,7 @@ def test_a_posture_the_user_chose_stays_and_its_card_warns(window: MainWindow) -
     window.browser.select_path(example_skills_dir() / "workspace-report")
     picker.choose(PostureId.HARDENED)  # already the default, so nothing changes
     picker.choose(PostureId.QUICKJS)
+    assert picker._hint.text().startswith("Your choice: QuickJS worker. Default: Hardened local")
     picker.choose(PostureId.HARDENED)
     window.browser.select_path(example_skills_dir() / "csv-to-markdown")
     assert picker.chosen() is PostureId.HARDENED

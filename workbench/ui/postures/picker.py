@@ -425,7 +425,6 @@ class PosturePicker(QScrollArea):
             if self._default in self._unrunnable and fitting:
                 chosen = fitting[0]
         self._set_chosen(chosen)
-        self._show_hint()
 
     def _can_choose(self, posture_id: PostureId) -> bool:
         availability = self._availability.get(posture_id)
@@ -438,8 +437,11 @@ class PosturePicker(QScrollArea):
             card.show_unrunnable(name, self._unrunnable.get(posture_id, ""), chosen)
         if self._default is None:
             return  # the hint says why no posture can be chosen
-        if self._chosen in (self._default, None) or self._user_chose or self._skill is None:
-            self._hint.setText(f"Default: {default_reason(self._availability)}")
+        default = f"Default: {default_reason(self._availability)}"
+        if self._chosen in (self._default, None):
+            self._hint.setText(default)
+        elif self._user_chose or self._skill is None:
+            self._hint.setText(f"Your choice: {POSTURE_INFO[self._chosen].title}. {default}")
         else:
             title = POSTURE_INFO[self._chosen].title
             why = self._unrunnable.get(self._default, "")
@@ -493,6 +495,7 @@ class PosturePicker(QScrollArea):
             card.setProperty("chosen", card_id is posture_id)
             card.style().unpolish(card)
             card.style().polish(card)
+        self._show_hint()
         if changed and posture_id is not None:
             self.posture_changed.emit(posture_id)
         self._reveal_timer.start()  # once the unfolded card has its size

@@ -391,7 +391,7 @@ def _details(found: EnvStatus) -> str:
     """The line under the panel: what is installed where, or what to do."""
     environment = found.environment
     if found.state is EnvState.NOT_NEEDED:
-        return "The skill needs nothing beyond the sandbox image."
+        return "Nothing to build: the skill needs no Python or Node packages."
     if found.state is EnvState.MISSING:
         return (
             "Not built: runs will lack these packages. Build installs them once; runs reuse them."
