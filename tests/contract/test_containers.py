@@ -3,13 +3,14 @@ memory limit, no container or volume left after the session, and the workspace's
 (on the remote engine, through the copies)."""
 
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
 
 from tests.contract.conftest import Harness
 from workbench.executors.docker.engine import engine_client
-from workbench.executors.docker.spec import COPIED, LABEL_APP, LABEL_SESSION
+from workbench.executors.docker.spec import COPIED, LABEL_APP, LABEL_SESSION, volume_name
 from workbench.executors.types import RunStatus
 from workbench.postures.model import MIB
 
@@ -18,12 +19,19 @@ pytestmark = pytest.mark.timeout(90)
 ODD = "odd\nname \\ é"
 
 
-def _session_leftovers(session_id: str) -> tuple[list[object], list[object]]:
+def _session_leftovers(session_id: str) -> tuple[list[object], list[dict[str, Any]]]:
+    """The session's containers (by label) and volumes (by name: a volume that lost its labels
+    would be left for good)."""
     client: docker.DockerClient = engine_client()
     try:
         filters = {"label": [LABEL_APP, f"{LABEL_SESSION}={session_id}"]}
         containers = client.api.containers(all=True, filters=filters)
-        volumes = client.api.volumes(filters=filters).get("Volumes") or []
+        names = {volume_name(session_id, role) for role in ("skill", "workspace")}
+        volumes = [
+            volume
+            for volume in client.api.volumes().get("Volumes") or []
+            if volume["Name"] in names
+        ]
     finally:
         client.close()
     return containers, volumes
@@ -40,11 +48,14 @@ def test_a_memory_bomb_is_oom_killed(container_harness: Harness) -> None:
 
 def test_nothing_of_the_session_is_left_after_stop(container_harness: Harness) -> None:
     executor = container_harness.start(container_harness.posture())
-    assert container_harness.run("sh", "-c", "sleep 60 &", executor=executor).result.status is (
-        RunStatus.OK
-    )
+    result = container_harness.run("sh", "-c", "sleep 60 &", executor=executor).result
+    assert result.status is RunStatus.OK
     session_id = executor.session_id  # type: ignore[attr-defined]
-    assert _session_leftovers(session_id) != ([], [])
+    containers, volumes = _session_leftovers(session_id)
+    assert len(containers) == 1
+    copied = (COPIED, True) in result.card.checks
+    assert len(volumes) == (2 if copied else 0)
+    assert all(v["Labels"].get(LABEL_SESSION) == session_id for v in volumes)
     container_harness.loop.run_until_complete(executor.stop())
     assert _session_leftovers(session_id) == ([], [])
 

@@ -226,6 +226,10 @@ class DockerSession:
         self._host = self.cgroup if host_kills else None
 
     def _create(self) -> str:
+        # The session's volumes are made first, with its labels: Podman drops the labels of a
+        # volume a mount creates, and `remove_volumes` finds a session's volumes by label.
+        for mount in self._options.get("mounts") or ():
+            self.api.create_volume(mount["Source"], labels=self._options["labels"])
         return str(self._client.containers.create(**self._options).id)
 
     async def inspect(self) -> dict[str, Any]:

@@ -126,13 +126,13 @@ def container_options(
         "security_opt": ["no-new-privileges"],
         "cap_drop": ["ALL"],
         "cgroupns": "private",
-        **_folders(posture, session, session_id, copied, labels),
+        **_folders(posture, session, session_id, copied),
         "labels": labels,
     }
 
 
 def _folders(
-    posture: Posture, session: SessionSpec, session_id: str, copied: bool, labels: dict[str, str]
+    posture: Posture, session: SessionSpec, session_id: str, copied: bool
 ) -> dict[str, Any]:
     """The skill folder (read-only) and the workspace: bind mounts, or the session's volumes."""
     if not copied:
@@ -146,8 +146,8 @@ def _folders(
     skill = volume_name(session_id, "skill")
     workspace = volume_name(session_id, "workspace")
     mounts = [
-        Mount(skill_mount(session), skill, read_only=True, labels=labels),
-        Mount(WORKSPACE_MOUNT, workspace, labels=labels),
+        Mount(skill_mount(session), skill, read_only=True),
+        Mount(WORKSPACE_MOUNT, workspace),
     ]
     return {"volumes": list(posture.extra_mounts), "mounts": mounts}
 
