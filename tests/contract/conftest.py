@@ -7,6 +7,7 @@ so every case also holds with the workspace copied in and out.
 """
 
 import asyncio
+import contextlib
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -67,12 +68,21 @@ class Harness:
         self.workspace.mkdir()
         self.session = SessionSpec(self.skill_dir, "skill", self.workspace, base / "runs")
         self._started: list[Executor] = []
-        self.executor = self.start(Posture(posture_id))
+        try:
+            self.executor = self.start(Posture(posture_id))
+        except BaseException:
+            self.loop.close()  # left open, it would fail a later test as an unraisable warning
+            raise
 
     def start(self, posture: Posture, session: SessionSpec | None = None) -> Executor:
         """Build and start an executor for `posture` in this harness's session (or `session`)."""
         executor = build_executor(posture)
-        self.loop.run_until_complete(executor.start(session or self.session))
+        try:
+            self.loop.run_until_complete(executor.start(session or self.session))
+        except BaseException:
+            with contextlib.suppress(Exception):  # its engine client and sockets
+                self.loop.run_until_complete(executor.stop())
+            raise
         self._started.append(executor)
         return executor
 

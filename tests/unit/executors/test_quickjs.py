@@ -374,15 +374,19 @@ def test_fs_writes_never_escape_through_a_folder_swapped_for_a_link(env: Env) ->
 
     swapper = threading.Thread(target=swap)
     swapper.start()
+    tries = []
     try:
-        result = run(env, RACE)
+        while len(tries) < 3:  # a loaded machine may starve one side of the race: race again
+            result = run(env, RACE)
+            assert result.status is RunStatus.OK, result.stderr.text
+            tries.append(json.loads(result.stdout.text))
+            assert list(env.outside.iterdir()) == [], tries
+            if tries[-1]["written"] > 0 and tries[-1]["refused"] > 0:
+                break
     finally:
         done.set()
         swapper.join()
-    assert result.status is RunStatus.OK, result.stderr.text
-    counts = json.loads(result.stdout.text)
-    assert counts["written"] > 0 and counts["refused"] > 0  # both sides of the race were hit
-    assert list(env.outside.iterdir()) == []
+    assert tries[-1]["written"] > 0 and tries[-1]["refused"] > 0, tries  # both sides were hit
 
 
 def test_fs_refuses_named_pipes_sockets_and_devices_without_blocking(env: Env) -> None:
