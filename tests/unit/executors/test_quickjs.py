@@ -374,7 +374,7 @@ def test_fs_writes_never_escape_through_a_folder_swapped_for_a_link(env: Env) ->
 
     swapper = threading.Thread(target=swap)
     swapper.start()
-    tries = []
+    tries: list[dict[str, int]] = []
     try:
         while len(tries) < 3:  # a loaded machine may starve one side of the race: race again
             result = run(env, RACE)
