@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import os
 import secrets
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
 ENGINE_TIMEOUT_S = 10
 CONTAINER_GONE = "the session container stopped during the run (removed or stopped from outside)"
 DRAIN_S = 2.0  # after the sweep, how long the output stream may take to close
+KILLED_SETTLE_S = 1.0  # for a container killed from outside to stop after its exec ended
 RESWEEP_S = 0.05  # first wait for the exec's end before sweeping again (then doubled)
 
 
@@ -372,15 +374,18 @@ class DockerExecutor:
             if abandoned:  # close the logs; nobody will read a result
                 for capture in captures.values():
                     capture.finish()
-        if not failure:  # an exec ends with 137 when its container is removed under it
+        after = session.cgroup.counters() if session.cgroup else None
+        if not failure:  # an exec ends with 137 when its container is removed or killed
+            oom = before is not None and after is not None and after.oom_kills > before.oom_kills
+            killed = ended_by is EndedBy.EXIT and code == 128 + signal.SIGKILL and not oom
             with contextlib.suppress(DockerException, OSError):
-                failure = "" if await session.running() else CONTAINER_GONE
+                running = await session.running(KILLED_SETTLE_S if killed else 0.0)
+                failure = "" if running else CONTAINER_GONE
         if self._files is not None:
             say = _in_loop(request.on_progress)
             warnings += await asyncio.to_thread(
                 self._files.bring_back, WORKSPACE_MOUNT, run_dir, say
             )
-        after = session.cgroup.counters() if session.cgroup else None
         outputs = dict(zip(captures, await finish_logs(captures.values()), strict=True))
         stderr = captures[Stream.STDERR]
         end = ExecEnd(

@@ -237,12 +237,21 @@ class DockerSession:
         self.attrs = await asyncio.to_thread(self.api.inspect_container, self.container_id)
         return self.attrs
 
-    async def running(self) -> bool:
-        """True when the container still exists and runs.
+    async def running(self, settle_s: float = 0.0) -> bool:
+        """True when the container still exists and runs (and still did `settle_s` later).
 
         Where the host sees the container's cgroup, it exists while the container runs and
-        holds at least the init: no engine call is needed.
+        holds at least the init: no engine call is needed. A container killed from outside ends
+        its exec before its init has gone: an exec that died of SIGKILL asks with a settle time.
         """
+        deadline = time.monotonic() + settle_s
+        while await self._running_now():
+            if time.monotonic() >= deadline:
+                return True
+            await asyncio.sleep(EXIT_POLL_S)
+        return False
+
+    async def _running_now(self) -> bool:
         if self._host is not None:
             try:
                 return self._host.tasks() > 0
