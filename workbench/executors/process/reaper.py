@@ -217,8 +217,10 @@ def collect(
     candidates = {p.pid: p for p in seen if alive(p)}
     if root is not None and alive(root):
         candidates[root.pid] = root
-    if scope.contained:  # its orphans go to the namespace's init, inside the tree
-        return {pid: process for pid, process in _alive_in(descendants(candidates), candidates)}
+    if scope.contained:  # its orphans go to the namespace's init, inside the tree; a full scan
+        # also finds a sandbox's init whose parent was killed before it could ask to die with it
+        starts = set(candidates) | (tagged_processes(scope.tag) if full_scan else set())
+        return dict(_alive_in(descendants(starts) - {os.getpid()}, candidates))
     others = _others(scope, candidates) - candidates.keys()
     starts = set(candidates) | escapees(scope, others)
     if full_scan:
@@ -277,12 +279,15 @@ async def kill_run(
         commands += _commands(fresh, KEEP_COMMANDS - len(commands))
         _signal((victims[pid] for pid in fresh), signal.SIGTERM)
         signalled |= fresh
-    for _ in range(_KILL_ROUNDS):
-        if not victims:
-            break
-        signalled |= victims.keys()
-        victims = _kill_round(root, scope, victims)
-        await asyncio.sleep(_POLL_S / 2)
+    for full_scan in (False, True):
+        if full_scan:  # e.g. a child whose parent was killed before it could ask to die with it
+            victims = collect(root, scope, seen, full_scan=True)
+        for _ in range(_KILL_ROUNDS):
+            if not victims:
+                break
+            signalled |= victims.keys()
+            victims = _kill_round(root, scope, victims)
+            await asyncio.sleep(_POLL_S / 2)
     reap_orphans(scope.since)
     leftover = collect(root, scope, seen, full_scan=True)
     shown = tuple(command for command in commands if command)[:KEEP_COMMANDS]
