@@ -34,6 +34,22 @@ async def settled(window: MainWindow, state: EnvState | None = None) -> None:
         await asyncio.sleep(0.05)
 
 
+def shown_with_script(
+    make_window: Callable[[], MainWindow], run: Run, folder: Path, script: str
+) -> MainWindow:
+    """A window on the skill at `folder` (given `scripts/use.py`), its Environment tab shown for
+    hardened and settled."""
+    (folder / "scripts").mkdir()
+    (folder / "scripts" / "use.py").write_text(script)
+    window = make_window()
+    run(window.load())
+    assert window.browser.select_path(folder)
+    window.view.tabs().setCurrentWidget(window.view.environment)
+    window.view.environment.set_posture(Posture(PostureId.HARDENED))
+    run(settled(window))
+    return window
+
+
 def test_the_panel_proposes_builds_an_edit_and_resets(
     make_window: Callable[[], MainWindow],
     extra_root: Path,
@@ -43,15 +59,9 @@ def test_the_panel_proposes_builds_an_edit_and_resets(
     tmp_path: Path,
 ) -> None:
     folder = write_skill(extra_root, "needs-six", "name: needs-six\ndescription: Uses six.")
-    (folder / "scripts").mkdir()
-    (folder / "scripts" / "use.py").write_text("import six\nimport yaml  # <b>markup</b>\n")
-    window = make_window()
-    run(window.load())
-    assert window.browser.select_path(folder)
-    window.view.tabs().setCurrentWidget(window.view.environment)
+    script = "import six\nimport yaml  # <b>markup</b>\n"
+    window = shown_with_script(make_window, run, folder, script)
     panel = window.view.environment
-    panel.set_posture(Posture(PostureId.HARDENED))
-    run(settled(window))
     found = panel.status()
     assert found is not None and found.state is EnvState.MISSING
     assert panel.python.toPlainText() == "PyYAML\nsix"
@@ -85,15 +95,7 @@ def test_a_skill_that_needs_nothing_shows_no_build_progress(
     environments: Path,
 ) -> None:
     folder = write_skill(extra_root, "plain", "name: plain\ndescription: Standard library.")
-    (folder / "scripts").mkdir()
-    (folder / "scripts" / "use.py").write_text("import json\n")
-    window = make_window()
-    run(window.load())
-    assert window.browser.select_path(folder)
-    window.view.tabs().setCurrentWidget(window.view.environment)
-    panel = window.view.environment
-    panel.set_posture(Posture(PostureId.HARDENED))
-    run(settled(window))
+    panel = shown_with_script(make_window, run, folder, "import json\n").view.environment
     found = panel.status()
     assert found is not None and found.state is EnvState.NOT_NEEDED
     assert panel.progress.isHidden()
