@@ -14,7 +14,6 @@ from pathlib import Path
 
 import docker
 import pytest
-from docker.errors import NotFound
 
 import workbench.executors.warm.container_checks as docker_clean
 import workbench.executors.warm.containers as containers_module
@@ -31,7 +30,7 @@ from tests.docker.test_pool import (
     started,
 )
 from workbench.executors.docker.owner import owner
-from workbench.executors.docker.session import DockerSession
+from workbench.executors.docker.session import DockerSession, remove_container
 from workbench.executors.warm.container_claims import (
     CLAIM_LOCK_NAME,
     LABEL_POOL_MOUNTS,
@@ -339,8 +338,8 @@ def test_two_claiming_processes_never_share_a_container(
                 with contextlib.suppress(ProcessLookupError):
                     claimer.kill()
                 await claimer.wait()
-            with contextlib.suppress(NotFound):  # claimed: renamed, the pool no longer has it
-                client.api.remove_container(container, force=True)
+            # claimed: renamed, and its claimer may be removing it (gone or in progress is fine)
+            remove_container(client.api, container)
             await pool.close()
 
     container, claimed = asyncio.run(go())
