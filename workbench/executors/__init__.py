@@ -5,7 +5,7 @@
 when one of these names is first used: importing `workbench.executors.types` stays cheap.
 """
 
-from typing import TYPE_CHECKING
+TYPE_CHECKING = False  # not typing's: importing typing would slow every QuickJS worker's start
 
 if TYPE_CHECKING:
     from workbench.executors.contract import Executor

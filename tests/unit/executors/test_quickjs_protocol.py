@@ -1,11 +1,13 @@
 """Units of the quickjs posture that need no worker: framing, script resolution, fs policy."""
 
+import json
 from pathlib import Path
 
 import pytest
 
 from workbench.executors.quickjs.executor import resolve_entry_script
 from workbench.executors.quickjs.run import limit_checks, uid_check, worker_rlimits
+from workbench.executors.quickjs.worker import jsonwire
 from workbench.executors.quickjs.worker.fs import MAX_FILES_CREATED, FsRefused, WorkspaceFs
 from workbench.executors.quickjs.worker.main import clean_stack
 from workbench.executors.quickjs.worker.protocol import (
@@ -154,3 +156,36 @@ def test_clean_stack_names_the_script_and_drops_host_frames() -> None:
     assert clean_stack(text, "job.js") == (
         "Error: nope\n    at main (job.js:3)\n    at <eval> (job.js:5)"
     )
+
+
+JSON_VALUES = [
+    {"type": "result", "outcome": "ok", "n": -0.0, "big": 10**30, "f": 1e300, "none": None},
+    ['é\u2028\ud800 \x00\x1f"\\', [], {}, True, False, 2.5],
+    float("inf"),
+    "",
+]
+
+
+@pytest.mark.parametrize("value", JSON_VALUES, ids=range(len(JSON_VALUES)))
+def test_the_wire_json_writes_and_reads_as_json_does(value: object) -> None:
+    text = json.dumps(value)
+    assert jsonwire.dumps(value) == text
+    assert repr(jsonwire.loads(f" {text}\n")) == repr(json.loads(text))
+
+
+@pytest.mark.parametrize("text", ["", " ", "{", "[1,]", "1 2", "{'a': 1}", "NaNa"])
+def test_the_wire_json_refuses_what_json_refuses(text: str) -> None:
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text)
+    with pytest.raises(json.JSONDecodeError):
+        jsonwire.loads(text)
+
+
+def test_the_wire_json_refuses_what_json_cannot_write() -> None:
+    looped: list[object] = []
+    looped.append(looped)
+    with pytest.raises(ValueError, match="Circular"):
+        jsonwire.dumps(looped)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        jsonwire.dumps({"x": object()})
+    assert jsonwire.dumps([1]) == "[1]"  # the failures left no marks behind

@@ -6,15 +6,19 @@ a planted or swapped link cannot lead out; it enforces the per-run caps on reads
 and listings, and raises `FsRefused`, whose text the script sees.
 """
 
+from __future__ import annotations
+
 import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
-from typing import Any
 
 from workbench.executors.quickjs.worker.protocol import write_all
+
+TYPE_CHECKING = False  # not typing's (see jsonwire: the worker's start stays lean)
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
 
 MIB = 1024 * 1024
 MAX_READ_BYTES = 16 * MIB  # one fs.readText, and the entry script
@@ -47,7 +51,7 @@ class WorkspaceFs:
     as a warm worker receives it) until `close()` or the end of the process.
     """
 
-    def __init__(self, root: Path | int) -> None:
+    def __init__(self, root: str | os.PathLike[str] | int) -> None:
         if isinstance(root, int):
             self.root_fd = root
         else:
@@ -90,7 +94,7 @@ class WorkspaceFs:
 
         With `create`, missing folders on the way are made. The workspace itself is ".".
         """
-        parts = checked(rel).parts
+        parts = checked(rel)
         fd = os.dup(self.root_fd)
         try:
             for name in parts[:-1]:
@@ -133,16 +137,17 @@ class WorkspaceFs:
         self.bytes_written += len(data)
 
 
-def checked(rel: str) -> PurePosixPath:
-    """`rel` as a relative path without `..`; `FsRefused` otherwise."""
+def checked(rel: str) -> tuple[str, ...]:
+    """The names of `rel`, a relative path without `..` (empty and `.` names dropped, as
+    pathlib does); `FsRefused` otherwise."""
     if not rel or "\0" in rel:
         raise FsRefused(f"invalid path {rel!r}")
-    pure = PurePosixPath(rel)
-    if pure.is_absolute():
+    if rel.startswith("/"):
         raise FsRefused(f"absolute path {rel!r} refused: paths are relative to the workspace")
-    if ".." in pure.parts:
+    parts = tuple(name for name in rel.split("/") if name not in ("", "."))
+    if ".." in parts:
         raise FsRefused(f"path {rel!r} refused: '..' is not allowed")
-    return pure
+    return parts
 
 
 def refuse_link(dir_fd: int, name: str, rel: str) -> None:

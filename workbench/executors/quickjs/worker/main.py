@@ -9,17 +9,21 @@ output goes to stdout/stderr (capped per run), everything else is a control mess
 sent as `result`.
 """
 
+from __future__ import annotations
+
 import importlib
-import json
 import os
 import resource
 import sys
-from pathlib import Path
-from typing import Any, NamedTuple
 
+from workbench.executors.quickjs.worker import jsonwire
 from workbench.executors.quickjs.worker.fs import MIB, FsRefused, WorkspaceFs, read_capped
 from workbench.executors.quickjs.worker.protocol import encode_message, write_all
 from workbench.executors.quickjs.worker.rejections import RejectionTracker
+
+TYPE_CHECKING = False  # not typing's: the worker imports neither typing, json nor pathlib
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_OUTPUT_BYTES = 64 * MIB  # console output of a run; the rest is dropped (the notice says)
 
@@ -100,7 +104,7 @@ class Host:
         """Write console text, JSON [stream, text], to stdout (stream 1) or stderr (2); cut it
         where the run's output reaches `MAX_OUTPUT_BYTES`, and say where on stderr."""
         try:
-            stream, text = json.loads(payload)
+            stream, text = jsonwire.loads(payload)
             fd = 2 if stream == 2 else 1
             data = str(text).encode("utf-8", errors="replace")
             room = MAX_OUTPUT_BYTES - self.output_bytes
@@ -126,14 +130,14 @@ class Host:
         """One fs call, JSON [op, path, data], answered as {"v": value} or {"e": message}."""
         op = rel = "?"
         try:
-            op, rel, data = json.loads(payload)
-            return json.dumps({"v": self.fs.call(str(op), str(rel), data)})
+            op, rel, data = jsonwire.loads(payload)
+            return jsonwire.dumps({"v": self.fs.call(str(op), str(rel), data)})
         except FsRefused as error:
-            return json.dumps({"e": f"fs.{op}: {error}"})
+            return jsonwire.dumps({"e": f"fs.{op}: {error}"})
         except OSError as error:
-            return json.dumps({"e": f"fs.{op}({rel!r}): {error.strerror or error}"})
+            return jsonwire.dumps({"e": f"fs.{op}({rel!r}): {error.strerror or error}"})
         except Exception as error:  # never let an exception reach the binding
-            return json.dumps({"e": f"fs.{op}({rel!r}) failed: {error!r}"})
+            return jsonwire.dumps({"e": f"fs.{op}({rel!r}) failed: {error!r}"})
 
 
 def clean_stack(text: str, display_name: str) -> str:
@@ -148,15 +152,18 @@ def clean_stack(text: str, display_name: str) -> str:
     return "\n".join(lines)
 
 
-class Opened(NamedTuple):
+class Opened:
     """What a run opens before the worker gives up root: the workspace and the script.
 
     `open_run` also imports `fetch` (when the run may fetch) for the same reason.
     """
 
-    fs: WorkspaceFs
-    source: str | None  # None when the script could not be read, and then why
-    error: str
+    __slots__ = ("error", "fs", "source")
+
+    def __init__(self, fs: WorkspaceFs, source: str | None, error: str) -> None:
+        self.fs = fs
+        self.source = source  # None when the script could not be read, and then why
+        self.error = error
 
 
 def open_run(request: dict[str, Any]) -> Opened:
@@ -164,7 +171,7 @@ def open_run(request: dict[str, Any]) -> Opened:
     display = str(request["display_name"])
     if request["fetch"] is not None:  # its modules, while the standard library is readable
         importlib.import_module("workbench.executors.quickjs.worker.fetch")
-    fs = WorkspaceFs(Path(request["workspace"]))
+    fs = WorkspaceFs(str(request["workspace"]))
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # a FIFO cannot block
     try:
         return Opened(fs, read_capped(os.open(request["script_path"], flags), display).decode(), "")
@@ -187,7 +194,8 @@ def run(request: dict[str, Any], control_fd: int, opened: Opened | None = None) 
         return {"type": "result", "outcome": "no_engine", "error": text}
 
     display = str(request["display_name"])
-    fs, source, problem = open_run(request) if opened is None else opened
+    opened = open_run(request) if opened is None else opened
+    fs, source, problem = opened.fs, opened.source, opened.error
     if source is None:
         return {"type": "result", "outcome": "bad_script", "error": problem}
     host = Host(fs)
@@ -212,7 +220,7 @@ def run(request: dict[str, Any], control_fd: int, opened: Opened | None = None) 
         fetcher = Fetcher(request["fetch"], request["started_at"], request["deadline"], report)
         context.add_callable("__workbench_fetch_call", fetcher.call)
     prelude = PRELUDE.replace("CAP_UNITS", str(MAX_OUTPUT_BYTES + 1))
-    context.eval(prelude.replace("ARGS", json.dumps(json.dumps(request["args"]))))
+    context.eval(prelude.replace("ARGS", jsonwire.dumps(jsonwire.dumps(request["args"]))))
     try:  # memory_high: an engine crash from then on is the memory limit
         tracker = RejectionTracker(quickjs, context, lambda: report({"type": "memory_high"}))
     except RuntimeError as error:  # another binding version
@@ -274,15 +282,23 @@ def apply_rlimits(rlimits: dict[str, list[int]]) -> None:
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (soft, hard))
 
 
+def proc_texts() -> dict[str, str]:
+    """This process's /proc `limits` and `status`, as the `ready` message carries them."""
+    texts = {}
+    for name in ("limits", "status"):
+        with open(f"/proc/self/{name}", encoding="utf-8") as f:  # noqa: PTH123 - no pathlib here
+            texts[name] = f.read()
+    return texts
+
+
 def main(argv: list[str]) -> int:
     """Open what the run needs, drop root, apply the limits, say ready, run, report."""
-    spec = json.loads(argv[1])
+    spec = jsonwire.loads(argv[1])
     control_fd = int(spec["control_fd"])
     opened = open_run(spec["run"])
     drop_privileges(spec.get("run_as"))
     apply_rlimits(spec["rlimits"])
-    proc = {name: Path(f"/proc/self/{name}").read_text() for name in ("limits", "status")}
-    write_all(control_fd, encode_message({"type": "ready", **proc}))
+    write_all(control_fd, encode_message({"type": "ready", **proc_texts()}))
     result = run(spec["run"], control_fd, opened)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     result["cpu_seconds"] = usage.ru_utime + usage.ru_stime

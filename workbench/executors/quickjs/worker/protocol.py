@@ -6,10 +6,16 @@ travel on a dedicated pipe or socket the script cannot write to, never on stdout
 before the engine.
 """
 
-import json
+from __future__ import annotations
+
 import os
 import struct
-from typing import Any
+
+from workbench.executors.quickjs.worker import jsonwire
+
+TYPE_CHECKING = False  # not typing's (see jsonwire: the worker's start stays lean)
+if TYPE_CHECKING:
+    from typing import Any
 
 HEADER = struct.Struct(">I")
 MAX_MESSAGE = 1024 * 1024
@@ -21,7 +27,7 @@ class ProtocolError(Exception):
 
 def encode_message(message: dict[str, Any]) -> bytes:
     """One framed control message."""
-    payload = json.dumps(message).encode()
+    payload = jsonwire.dumps(message).encode()
     if len(payload) > MAX_MESSAGE:
         raise ProtocolError(f"control message of {len(payload)} bytes exceeds {MAX_MESSAGE}")
     return HEADER.pack(len(payload)) + payload
@@ -54,8 +60,8 @@ class MessageDecoder:
             payload = bytes(self._buffer[HEADER.size : end])
             del self._buffer[:end]
             try:
-                message = json.loads(payload)
-            except ValueError as error:
+                message = jsonwire.loads(payload.decode())
+            except ValueError as error:  # UnicodeDecodeError too
                 raise ProtocolError(f"control message is not JSON: {error}") from None
             if not isinstance(message, dict):
                 raise ProtocolError("control message is not a JSON object")

@@ -8,9 +8,14 @@ which fail the run. It also tracks the peak of the engine's heap from the interr
 `memory_high`).
 """
 
+from __future__ import annotations
+
 import ctypes
-from collections.abc import Callable
-from typing import Any, NamedTuple
+
+TYPE_CHECKING = False  # not typing's (see jsonwire: the worker's start stays lean)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 OUT_OF_MEMORY_SHARE = 0.75  # of the heap limit reached: then a `null` is the engine's
 MALLOC_STATE = 4 * 8  # JSRuntime starts with 4 allocator functions, then count, size, limit
@@ -45,17 +50,25 @@ TRACKER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, JSValue, JSValue, ctypes.c_int
 INTERRUPT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 
 
-class Rejection(NamedTuple):
+class Rejection:
     """An unhandled rejection: the reason as text (with its stack), and whether the engine's
     memory limit caused it."""
 
-    text: str
-    out_of_memory: bool
+    __slots__ = ("out_of_memory", "text")
+
+    def __init__(self, text: str, out_of_memory: bool) -> None:
+        self.text = text
+        self.out_of_memory = out_of_memory
 
 
-class Tracked(NamedTuple):
-    promise: JSValue
-    reason: JSValue
+class Tracked:
+    """A rejected promise no handler has taken yet, and its reason (both duplicated)."""
+
+    __slots__ = ("promise", "reason")
+
+    def __init__(self, promise: JSValue, reason: JSValue) -> None:
+        self.promise = promise
+        self.reason = reason
 
 
 class RejectionTracker:

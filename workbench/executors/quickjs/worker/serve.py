@@ -17,11 +17,16 @@ import os
 import resource
 import socket
 import sys
-from pathlib import Path
 from typing import Any
 
 from workbench.executors.quickjs.worker.fs import FsRefused, WorkspaceFs, read_capped
-from workbench.executors.quickjs.worker.main import Opened, apply_rlimits, drop_privileges, run
+from workbench.executors.quickjs.worker.main import (
+    Opened,
+    apply_rlimits,
+    drop_privileges,
+    proc_texts,
+    run,
+)
 from workbench.executors.quickjs.worker.protocol import (
     HEADER,
     MAX_MESSAGE,
@@ -98,8 +103,7 @@ def serve_one(message: dict[str, Any], fds: list[int], first: bool, spec: dict[s
     if isinstance(cpu, str):
         fs.close()
         return {"type": "result", "outcome": "error", "error": cpu}
-    proc = {name: Path(f"/proc/self/{name}").read_text() for name in ("limits", "status")}
-    write_all(control_fd, encode_message({"type": "ready", "cpu_limit": cpu, **proc}))
+    write_all(control_fd, encode_message({"type": "ready", "cpu_limit": cpu, **proc_texts()}))
     try:
         return run(request, control_fd, opened)
     finally:
