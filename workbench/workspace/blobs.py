@@ -50,21 +50,29 @@ class BlobStore:
     @contextmanager
     def session(self) -> Iterator["BlobSession"]:
         """A connection to the store for one thread; commits what it added on exit."""
-        path = self.root / "small.sqlite3"
+        db = self._connect()
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(path, timeout=30)
-        except (OSError, sqlite3.Error) as error:
-            raise WorkspaceError(f"Cannot open the kept files at {self.root}: {error}") from None
-        try:
-            set_up_wal(db, path, _SCHEMA)
-            db.execute("PRAGMA synchronous=NORMAL")
             yield BlobSession(self.root, db)
             db.commit()
-        except (OSError, sqlite3.Error) as error:
+        except sqlite3.Error as error:  # the caller's own OSErrors stay theirs
             raise WorkspaceError(f"The kept files at {self.root} failed: {error}") from None
         finally:
             db.close()
+
+    def _connect(self) -> sqlite3.Connection:
+        """The store's database, open and set up."""
+        path = self.root / "small.sqlite3"
+        db = None
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(path, timeout=30)
+            set_up_wal(db, path, _SCHEMA)
+            db.execute("PRAGMA synchronous=NORMAL")
+        except (OSError, sqlite3.Error) as error:
+            if db is not None:
+                db.close()
+            raise WorkspaceError(f"Cannot open the kept files at {self.root}: {error}") from None
+        return db
 
     def read(self, digest: str, max_bytes: int) -> bytes | None:
         """The blob's bytes, or None when it is not kept or larger than `max_bytes`."""
