@@ -29,6 +29,7 @@ ONE_OF_EACH_KIND = (
     "cli-start",
     "bubblewrap-spawn",
     "workspace-10k",
+    "env-cache-hit",
     "app-start",
     "docker-round-trip",
     "docker-first-chunk",

@@ -20,7 +20,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from workbench.bench import app_rows, bubblewrap_rows, docker_rows, local_rows, workspace_rows
+from workbench.bench import (
+    app_rows,
+    bubblewrap_rows,
+    docker_rows,
+    environment_rows,
+    local_rows,
+    workspace_rows,
+)
 from workbench.bench.rows import BenchContext, Group, Need, Outcome, RowResult
 from workbench.errors import UsageError
 from workbench.executors import implemented_postures
@@ -33,6 +40,7 @@ GROUPS: tuple[Group, ...] = (
     *local_rows.GROUPS,
     *bubblewrap_rows.GROUPS,
     *workspace_rows.GROUPS,
+    *environment_rows.GROUPS,
     *app_rows.GROUPS,
     *docker_rows.GROUPS,
 )

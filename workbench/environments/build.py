@@ -173,7 +173,17 @@ def _steps(inputs: Inputs) -> list[tuple[str, str]]:
 
 
 def _install_python(inputs: Inputs, folder: Path, step: _StepProgress) -> tuple[str, ...]:
-    requirements = folder.parent / "requirements.txt"
+    argv = python_install_argv(inputs, folder, folder.parent / "requirements.txt")
+    _run_tool("installing the Python packages (uv)", argv, step)
+    found = {
+        f"{dist.metadata['Name']} {dist.version}" for dist in distributions(path=[str(folder)])
+    }
+    return tuple(sorted(found, key=str.lower))
+
+
+def python_install_argv(inputs: Inputs, folder: Path, requirements: Path) -> list[str]:
+    """The uv command that installs `inputs`' Python requirements into `folder` (writes them to
+    `requirements` first): wheels only, for the target's Python, none of the user's uv config."""
     requirements.write_text("".join(f"{line}\n" for line in inputs.python))
     target = inputs.target
     where = (
@@ -181,15 +191,10 @@ def _install_python(inputs: Inputs, folder: Path, step: _StepProgress) -> tuple[
         if target.kind is TargetKind.IMAGE
         else ["--python", target.interpreter]
     )
-    argv = [
+    return [
         _uv(), "pip", "install", "--no-config", "--only-binary", ":all:",
         "--target", str(folder), *where, "-r", str(requirements),
     ]  # fmt: skip
-    _run_tool("installing the Python packages (uv)", argv, step)
-    found = {
-        f"{dist.metadata['Name']} {dist.version}" for dist in distributions(path=[str(folder)])
-    }
-    return tuple(sorted(found, key=str.lower))
 
 
 def _uv() -> str:
