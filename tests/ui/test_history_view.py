@@ -1,8 +1,10 @@
 """The history view: the list of past runs, a run's record, export, restore and re-run."""
 
+import asyncio
 import json
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +17,7 @@ from tests.ui.conftest import Run, activate, items
 from tests.waiting import until
 from workbench.executors.types import CancelToken, RunStatus
 from workbench.postures.model import Posture, PostureId
+from workbench.runs.history import RunFilter
 from workbench.runs.record import RunOrigin, RunRecord
 from workbench.runs.reports import INTERRUPTED_CAUSE
 from workbench.runs.service import RunPlan
@@ -322,6 +325,33 @@ def test_the_keep_setting_is_remembered_and_prunes_old_runs(
     run(until(lambda: view.runs.topLevelItemCount() == 2 and not view.tasks.busy()))
     assert view.status.text().startswith("Keeping the last 2 runs: Removed 2 runs")
     assert services.runs.history.count() == 2
+
+
+def test_a_slower_older_read_never_replaces_a_newer_one(
+    window: MainWindow, services: Services, run: Run, tmp_path: Path, monkeypatch: Any
+) -> None:
+    _write_record(services, tmp_path / "report", "hardened", RunStatus.OK, "exited")
+    _write_record(
+        services, tmp_path / "probe", "docker", RunStatus.OK, "exited", RunOrigin.LAB, "lab"
+    )
+    view = _open_history(window, run)
+    history, held, released = services.runs.history, threading.Event(), threading.Event()
+    recent = history.recent
+
+    def held_when_unfiltered(limit: int, where: RunFilter) -> list[RunRecord]:
+        if where == RunFilter():
+            held.set()
+            released.wait(10)
+        return recent(limit, where)
+
+    monkeypatch.setattr(history, "recent", held_when_unfiltered)
+    view.tasks.spawn(view.refresh())  # e.g. the page shown again: a read that takes long
+    run(until(lambda: held.is_set()))
+    _choose(view.filters.origin, "Runs")  # asks for a newer read while it runs
+    run(asyncio.sleep(0.5))  # time for the newer read to finish, were it not held up
+    released.set()
+    run(view.tasks.settle(10))
+    assert view.runs.topLevelItemCount() == 1  # the newer read's answer: runs only
 
 
 def _choose(combo: Any, text: str) -> None:

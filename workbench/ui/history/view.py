@@ -82,6 +82,7 @@ class HistoryView(QWidget):
         self._total = 0  # runs in the history
         self._matching = 0  # of them, those the filters' choices keep
         self._limit = PAGE
+        self._reading = asyncio.Lock()  # one refresh at a time (see `refresh`)
         self.tasks = Tasks(self, explain=self.on_tasks_explain)
         self._dialog: QFileDialog | None = None
         self._question: QMessageBox | None = None
@@ -180,22 +181,24 @@ class HistoryView(QWidget):
 
     async def refresh(self) -> None:
         """Read the newest runs the filters keep from the history again, keeping the selected
-        run selected."""
-        history, where, limit = self._service.history, self.filters.where(), self._limit
+        run selected. Refreshes run one after another, each with the filters as they are when
+        it starts, so an older, slower read never replaces a newer one."""
+        async with self._reading:
+            history, where, limit = self._service.history, self.filters.where(), self._limit
 
-        def read() -> tuple[list[RunRecord], int, int, list[str], list[str]]:
-            return (
-                history.recent(limit, where),
-                history.count(where),
-                history.count(),
-                history.values("skill_name"),
-                history.values("posture"),
-            )
+            def read() -> tuple[list[RunRecord], int, int, list[str], list[str]]:
+                return (
+                    history.recent(limit, where),
+                    history.count(where),
+                    history.count(),
+                    history.values("skill_name"),
+                    history.values("posture"),
+                )
 
-        loaded, matching, total, skills, postures = await asyncio.to_thread(read)
-        self._loaded, self._matching, self._total = loaded, matching, total
-        self.filters.set_choices(skills, postures)
-        self._show_runs()
+            loaded, matching, total, skills, postures = await asyncio.to_thread(read)
+            self._loaded, self._matching, self._total = loaded, matching, total
+            self.filters.set_choices(skills, postures)
+            self._show_runs()
 
     async def show_run(self, run_id: str) -> None:
         """Read the history again and select the run `run_id` (dropping the filters that
