@@ -27,7 +27,7 @@ from workbench.bench.rows import (
 from workbench.bench.stats import Case, interleave, timed_call
 from workbench.executors.bubblewrap.availability import find_bwrap
 from workbench.executors.bubblewrap.executor import rlimits
-from workbench.executors.bubblewrap.loader import loader_argv
+from workbench.executors.bubblewrap.loader import loader_launch
 from workbench.executors.bubblewrap.sandbox import SandboxSpec, bwrap_args, landlock_rules
 from workbench.executors.bubblewrap.seccomp import program
 from workbench.executors.hardened.executor import RUN_UID_BASE
@@ -67,13 +67,15 @@ async def spawn_rows(
         os.close(write_fd)
         spec = SandboxSpec(session.skill_dir, session.workspace, DEFAULT_LIMITS.disk_bytes, read_fd)
         options = bwrap_args(spec)
-        loader = loader_argv(status_write, rlimits(DEFAULT_LIMITS), landlock_rules(spec), None)
+        loader, env = loader_launch(
+            status_write, rlimits(DEFAULT_LIMITS), landlock_rules(spec), None, dict(os.environ)
+        )
         argv = [str(bwrap.path), *options, "--", *loader, "true"]
         if not posture:  # the same sandbox without the filter and the loader
             argv = [str(bwrap.path), *options[: options.index("--seccomp")], "--", "true"]
         try:
             subprocess.run(
-                argv, check=True, pass_fds=(read_fd, status_write), user=uid, group=uid,
+                argv, check=True, pass_fds=(read_fd, status_write), user=uid, group=uid, env=env,
                 extra_groups=None if uid is None else [],
             )  # fmt: skip
         finally:

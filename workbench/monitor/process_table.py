@@ -7,8 +7,8 @@ most `MAX_ROWS` processes, chosen breadth-first from the roots so the tree keeps
 (a fork bomb's table says how many more there were). Names and command lines are shortened
 and control characters replaced: they come from the skill and are shown as plain text. The
 workbench's own worker processes (the QuickJS worker) are named for what they are, not by their
-interpreter's argv and its settings document, and the hardened posture's exec wrapper, caught
-before it becomes the user's command, shows that command, not its own argv. When the host
+interpreter's argv and its settings document, and a perl helper (the hardened exec wrapper, the
+bubblewrap loader) shows the command it is about to become, not its own argv. When the host
 cannot see the processes (gVisor, a remote engine) the table says why instead.
 """
 
@@ -17,12 +17,12 @@ import time
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import psutil
 
 from workbench.monitor.sample import ProcessRow, ProcessTable
 from workbench.platform.interpreter import INTERNAL_FLAG
+from workbench.platform.perl import helper_command
 
 MAX_ROWS = 300
 CMDLINE_CHARS = 240
@@ -33,7 +33,6 @@ REPLACEMENT = "\N{REPLACEMENT CHARACTER}"
 OWN_WORKERS = {
     "workbench.executors.quickjs.worker.main": "QuickJS worker"
 }  # module run with `-m`: its name
-EXEC_WRAPPERS = ("workbench.executors.hardened.limits_exec",)  # exec what follows "--"
 
 
 def plain_text(text: str, limit: int) -> str:
@@ -156,25 +155,20 @@ def _cmdline(process: psutil.Process) -> str:
 def own_process(argv: list[str]) -> str:
     """What to show for a process of the workbench's own: `QuickJS worker
     (workbench.executors.quickjs.worker.main)` for a worker, the command it is about to exec
-    for the exec wrapper; "" for any other process."""
+    for a perl helper (the exec wrapper, the bubblewrap loader); "" for any other process."""
     module = _own_module(argv)
     if module in OWN_WORKERS:
         return f"{OWN_WORKERS[module]} ({module})"
-    if module in EXEC_WRAPPERS and "--" in argv:
-        return " ".join(argv[argv.index("--") + 1 :])
-    return ""
+    command = helper_command(argv)
+    return "" if command is None else " ".join(command)
 
 
 def _own_module(argv: list[str]) -> str | None:
-    """The module this interpreter runs in `argv` (`-m MODULE`, the frozen app's
-    `INTERNAL_FLAG MODULE`, or a wrapper's file run by path), else None."""
+    """The module this interpreter runs in `argv` (`-m MODULE` or the frozen app's
+    `INTERNAL_FLAG MODULE`), else None."""
     if argv[:1] != [sys.executable] or len(argv) < 3:
         return None
     for flag in ("-m", INTERNAL_FLAG):
         if flag in argv[1:3] and argv.index(flag) + 1 < len(argv):
             return argv[argv.index(flag) + 1]
-    files = {Path(arg).as_posix() for arg in argv[1:4] if arg.endswith(".py")}
-    return next(
-        (m for m in EXEC_WRAPPERS if any(f.endswith(m.replace(".", "/") + ".py") for f in files)),
-        None,
-    )
+    return None

@@ -11,22 +11,15 @@ calls `clean_frozen_environment()`, so the bootloader's variables never reach a 
 import runpy
 import sys
 from collections.abc import MutableMapping
-from pathlib import Path
 
 INTERNAL_FLAG = "--workbench-internal-module"
 
 
-def child_argv(module: str, script: Path | None = None) -> tuple[str, ...]:
-    """The argv prefix that runs `module` as `__main__`; the module's own arguments follow.
-
-    Given `script`, the module's file (for a module that imports only the standard library), a
-    source install runs that file with `-S`: no `workbench` package or site import, a faster
-    start. A frozen build runs every module by name.
-    """
+def child_argv(module: str) -> tuple[str, ...]:
+    """The argv prefix that runs `module` as `__main__`, isolated (a frozen build through
+    itself); the module's own arguments follow."""
     if getattr(sys, "frozen", False):
         return (sys.executable, INTERNAL_FLAG, module)
-    if script is not None:
-        return (sys.executable, "-I", "-S", str(script))
     return (sys.executable, "-I", "-m", module)
 
 

@@ -12,8 +12,8 @@ import psutil
 import pytest
 
 from workbench.executors import build_executor
+from workbench.executors.bubblewrap.loader import loader_launch
 from workbench.executors.hardened import limits_exec
-from workbench.executors.hardened.executor import WRAPPER
 from workbench.executors.process.runner import _AdoptedSampler
 from workbench.executors.types import CancelToken, OutputChunk, RunRequest, SessionSpec
 from workbench.monitor.process import ProcessTreeSampler, run_tag
@@ -27,7 +27,6 @@ from workbench.monitor.process_table import (
     plain_text,
 )
 from workbench.monitor.sample import ProcessTable, ResourceSample
-from workbench.platform.interpreter import INTERNAL_FLAG, child_argv
 from workbench.postures.model import Posture, PostureId
 
 
@@ -205,13 +204,12 @@ def test_the_workbenchs_own_worker_is_named_not_shown_with_its_settings() -> Non
     assert own_process(["sh", "-c", "true"]) == ""
 
 
-def test_the_hardened_exec_wrapper_shows_the_command_it_is_about_to_become() -> None:
-    spec = limits_exec.spec_args({"CPU": (30, 31)}, 12345, 7, ["PATH", "LANG"])
+def test_a_perl_helper_shows_the_command_it_is_about_to_become() -> None:
     command = ["sh", "-c", 'python3 "$SKILL_DIR/run.py"']
-    wrapper = [*child_argv(limits_exec.__name__, WRAPPER), *spec, *command]
+    wrapper, _ = limits_exec.wrapper_launch({"CPU": (30, 31)}, 12345, 7, ["PATH", "LANG"], {})
     assert "env=PATH" in wrapper and "--" in wrapper  # what the table showed before
-    assert own_process(wrapper) == 'sh -c python3 "$SKILL_DIR/run.py"'
-    frozen = [sys.executable, INTERNAL_FLAG, limits_exec.__name__, *spec, *command]
-    assert own_process(frozen) == own_process(wrapper)
-    other = [sys.executable, "-I", "-S", "/tmp/limits_exec.py", *spec, *command]
-    assert own_process(other) == ""  # not the workbench's file
+    assert own_process([*wrapper, *command]) == 'sh -c python3 "$SKILL_DIR/run.py"'
+    loader, _ = loader_launch(7, {"NOFILE": 64}, [("ro", "/usr")], None, {})
+    assert own_process([*loader, *command]) == own_process([*wrapper, *command])
+    other = ["/usr/bin/perl", "-e", "exec @ARGV", "--", *command]
+    assert own_process(other) == ""  # not one of the workbench's helpers

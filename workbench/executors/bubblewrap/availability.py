@@ -17,7 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.executors.bubblewrap.loader import PERL, SYSCALLS
+from workbench.platform.perl import PERL, supported_machine
 from workbench.postures.model import Availability
 
 MIN_VERSION = (0, 10, 0)
@@ -110,7 +110,7 @@ def userns_refusal() -> str:
 
 def check(run_uid: int | None) -> Availability:
     """Whether the posture can run here, as `run_uid` (None: as this process's own uid)."""
-    if os.uname().machine not in SYSCALLS:
+    if not supported_machine():
         return Availability(False, f"Not supported on {os.uname().machine} (x86_64, aarch64).")
     bwrap = find_bwrap()
     if bwrap is None:

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from workbench.errors import ExecutorError, UsageError
 from workbench.executors.bubblewrap.availability import Bwrap, check, find_bwrap
-from workbench.executors.bubblewrap.loader import PROXY_PORT, loader_argv
+from workbench.executors.bubblewrap.loader import PROXY_PORT, loader_launch
 from workbench.executors.bubblewrap.proxy import AllowList, EgressProxy
 from workbench.executors.bubblewrap.sandbox import HOME, SandboxSpec, bwrap_args, landlock_rules
 from workbench.executors.bubblewrap.seccomp import program
@@ -262,10 +262,14 @@ class BubblewrapExecutor(SubprocessExecutor):
         spec = SandboxSpec(
             session.skill_dir, session.workspace, limits.disk_bytes, seccomp_fd, environment
         )
-        loader = loader_argv(status_write, rlimits(limits), landlock_rules(spec), inside_fd)
+        loader, loader_env = loader_launch(
+            status_write, rlimits(limits), landlock_rules(spec), inside_fd, env.env
+        )
         argv = (str(self._bwrap.path), *bwrap_args(spec), "--", *loader, *context.request.argv)
         child_ends = (status_write, seccomp_fd, *(() if inside_fd is None else (inside_fd,)))
-        launch = Launch(argv, env.env, session.workspace, child_ends, user=run_uid, contained=True)
+        launch = Launch(
+            argv, loader_env, session.workspace, child_ends, user=run_uid, contained=True
+        )
         card = PostureCard(
             posture=self.posture,
             env_kept=env.kept,

@@ -3,10 +3,10 @@ TMPDIR, another uid when the app is root, and the whole-tree kill.
 
 `HardenedExecutor` prepares each run: it scrubs the environment (`environ`), picks the session's
 throwaway uid and lends it the workspace when the app is root (else makes the app non-dumpable),
-makes the private HOME and TMPDIR, and execs the command through `limits_exec.py`, which applies the
-rlimits and identity; it reads back from /proc what was applied into the posture card, and
-afterwards copies HOME and TMPDIR into the run folder, gives the workspace back and sweeps the uid's
-leftovers (`leftovers`). Design notes: docs/notes.md, "Hardened posture".
+makes the private HOME and TMPDIR, and execs the command through `limits_exec` (a perl wrapper),
+which applies the rlimits and identity; it reads back from /proc what was applied into the posture
+card, and afterwards copies HOME and TMPDIR into the run folder, gives the workspace back and sweeps
+the uid's leftovers (`leftovers`). Design notes: docs/notes.md, "Hardened posture".
 """
 
 import asyncio
@@ -46,13 +46,11 @@ from workbench.executors.process.runner import Launch
 from workbench.executors.process.session import PreparedRun, RunContext, SubprocessExecutor
 from workbench.executors.types import PostureCard, SessionSpec
 from workbench.monitor.process import RUN_TAG_ENV
-from workbench.platform.interpreter import child_argv
 from workbench.postures.model import Limits, PostureWarning, Severity
 from workbench.workspace.safe_walk import copy_plain, remove_tree
 
 RUN_UID_BASE = 0x60000000
 RUN_UID_SPAN = 1 << 28
-WRAPPER = Path(limits_exec.__file__)
 
 
 async def read_to_eof(fd: int) -> bytes:
@@ -217,11 +215,12 @@ class HardenedExecutor(SubprocessExecutor):
         wanted = requested_rlimits(limits, _own_tasks() if run_uid is None else 0)
         requested = wanted if run_uid is not None else _within_hard_limits(wanted)
         read_fd, write_fd = os.pipe()
-        spec = limits_exec.spec_args(requested, run_uid, write_fd, [*env.kept, RUN_TAG_ENV])
-        argv = (*child_argv(limits_exec.__name__, WRAPPER), *spec)
+        wrapper, wrapper_env = limits_exec.wrapper_launch(
+            requested, run_uid, write_fd, [*env.kept, RUN_TAG_ENV], env.env
+        )
         launch = Launch(
-            argv + context.request.argv,
-            env.env,
+            (*wrapper, *context.request.argv),
+            wrapper_env,
             session.workspace,
             pass_fds=(write_fd,),
             own_uid=run_uid,

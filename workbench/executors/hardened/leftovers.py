@@ -8,7 +8,7 @@ Deeper entries (in another user's world-writable folder inside /tmp, say) are no
 """
 
 import ctypes
-import stat
+import os
 from pathlib import Path
 
 from workbench.workspace.safe_walk import remove_tree
@@ -41,20 +41,21 @@ def sweep(uid: int) -> list[str]:
 
 
 def _sweep_folder(folder: Path, uid: int) -> int:
+    """Remove what `uid` owns directly in `folder`; how many entries. Every entry is looked at
+    (lstat), so this reads names and inodes only: a shared /tmp may hold thousands."""
     try:
-        paths = list(folder.iterdir())
+        entries = list(os.scandir(folder))
     except OSError:
         return 0
     count = 0
-    for path in paths:
+    for entry in entries:
         try:
-            st = path.lstat()
-            if st.st_uid != uid:
+            if entry.stat(follow_symlinks=False).st_uid != uid:
                 continue
-            if stat.S_ISDIR(st.st_mode):
-                count += remove_tree(path, owned_by=uid)
+            if entry.is_dir(follow_symlinks=False):
+                count += remove_tree(Path(entry.path), owned_by=uid)
             else:
-                path.unlink()
+                Path(entry.path).unlink()
                 count += 1
         except OSError:
             continue

@@ -1,0 +1,51 @@
+# The hardened posture's exec wrapper: limits, identity and environment, then the command. See
+# limits_exec.py. Core perl and no module at all (see workbench/platform/perl.py).
+
+my ($status_fd, $prlimit_nr, $setgroups_nr, $setresgid_nr, $setresuid_nr, $prctl_nr, $faccessat_nr)
+    = splice(@ARGV, 0, 7);
+open(my $status, '>&=', $status_fd) or exit 126;    # written with syswrite: no IO::Handle
+fcntl($status, 2, 1);    # F_SETFD FD_CLOEXEC: the pipe closes when the command starts
+
+sub report { syswrite($status, join('', map { "$_\0" } @_)); }
+sub fail { report('error', $_[0]); exit($_[1] // 126); }
+sub refused { fail("could not apply the hardened limits: $_[0]: $!"); }
+sub slurp { open(my $f, '<', $_[0]) or return ''; local $/; return <$f>; }
+
+my (@limits, %kept, $uid);
+while (@ARGV and $ARGV[0] ne '--') {
+    my ($key, $value) = split /=/, shift(@ARGV), 2;
+    if ($key eq 'rlimit') { push @limits, [split /:/, $value]; }
+    elsif ($key eq 'uid') { $uid = $value + 0; }
+    elsif ($key eq 'env') { $kept{$value} = 1; }
+}
+shift @ARGV;
+
+for my $limit (@limits) {
+    my ($name, $resource, $soft, $hard) = @$limit;
+    syscall($prlimit_nr, 0, $resource + 0, pack('QQ', $soft, $hard), 0) == 0
+        or refused("RLIMIT_$name $soft:$hard");
+}
+if (defined $uid) {    # no supplementary groups, then the group, then the user, for good
+    syscall($setgroups_nr, 0, 0) == 0 or refused('setgroups');
+    syscall($setresgid_nr, $uid, $uid, $uid) == 0 or refused("gid $uid");
+    syscall($setresuid_nr, $uid, $uid, $uid) == 0 or refused("uid $uid");
+}
+syscall($prctl_nr, 38, 1, 0, 0, 0) == 0 or refused('no_new_privs');    # PR_SET_NO_NEW_PRIVS
+report(limits => slurp('/proc/self/limits'), status => slurp('/proc/self/status'));
+
+for my $name (keys %ENV) { delete $ENV{$name} unless $kept{$name}; }
+my $program = $ARGV[0];
+if (index($program, '/') < 0) {    # the first executable file on PATH, as the new uid sees it
+    undef $program;
+    for my $folder (split /:/, $ENV{PATH} // '/bin:/usr/bin', -1) {
+        my $candidate = ($folder eq '' ? '.' : $folder) . "/$ARGV[0]";
+        if (-f $candidate and syscall($faccessat_nr, -100, $candidate, 1, 0) == 0) {    # X_OK
+            $program = $candidate;
+            last;
+        }
+    }
+    fail("command not found: $ARGV[0]", 127) unless defined $program;
+}
+exec { $program } @ARGV;
+fail("command not found: $ARGV[0]", 127) if $! == 2;    # ENOENT
+fail("cannot run $ARGV[0]: $!");

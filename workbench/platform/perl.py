@@ -1,0 +1,74 @@
+"""Starting the workbench's perl helpers: the hardened exec wrapper and the bubblewrap loader.
+
+Each is core perl without a single module, run as `perl -e SCRIPT ARGS...`, because perl starts
+in a fraction of Python's time and these run before every command of their posture. They call
+the kernel by number (`syscall_numbers`, per machine). Perl acts on `PERL5OPT`, `PERL5LIB` and
+`PERLLIB` as it starts, before the helper has applied anything (as root, before it drops to the
+run's uid), so `helper_launch` hands those to the helper under other names and the `PRELUDE`
+every helper begins with gives them back for the command. `helper_command` tells a helper's
+process apart and names the command it is about to become.
+"""
+
+import os
+from pathlib import Path
+
+PERL = Path("/usr/bin/perl")
+STARTUP_ENV = ("PERL5OPT", "PERL5LIB", "PERLLIB")  # what perl itself reads as it starts
+HELD_PREFIX = "WORKBENCH_HELD_"
+PRELUDE = (
+    "# A perl helper of Skill Workbench (workbench/platform/perl.py).\n"
+    f"for (qw({' '.join(STARTUP_ENV)})) "
+    f'{{ $ENV{{$_}} = delete $ENV{{"{HELD_PREFIX}$_"}} if exists $ENV{{"{HELD_PREFIX}$_"}}; }}\n'
+)
+# The system calls the helpers make by number, by machine.
+_SYSCALLS = {
+    "x86_64": {
+        "sendmsg": 46,
+        "setgroups": 116,
+        "setresuid": 117,
+        "setresgid": 119,
+        "prctl": 157,
+        "faccessat": 269,
+        "prlimit64": 302,
+    },
+    "aarch64": {
+        "faccessat": 48,
+        "setresuid": 147,
+        "setresgid": 149,
+        "setgroups": 159,
+        "prctl": 167,
+        "sendmsg": 211,
+        "prlimit64": 261,
+    },
+}
+
+
+def supported_machine() -> bool:
+    """Whether the helpers know this machine's system call numbers."""
+    return os.uname().machine in _SYSCALLS
+
+
+def syscall_numbers(*names: str) -> list[str]:
+    """The numbers of the system calls `names` on this machine, as arguments for a helper."""
+    table = _SYSCALLS[os.uname().machine]
+    return [str(table[name]) for name in names]
+
+
+def helper_launch(
+    script: str, args: list[str], env: dict[str, str]
+) -> tuple[list[str], dict[str, str]]:
+    """The argv that runs the helper `script` with `args`, and the environment to start it
+    with: `env` with the variables perl would act on held under other names."""
+    held = {
+        (HELD_PREFIX + name if name in STARTUP_ENV else name): value for name, value in env.items()
+    }
+    return [str(PERL), "-e", PRELUDE + script, *args], held
+
+
+def helper_command(argv: list[str]) -> list[str] | None:
+    """For a helper's process, the command after its `--` (what it is about to run); None
+    for any other process."""
+    if argv[:2] != [str(PERL), "-e"] or len(argv) < 3 or not argv[2].startswith(PRELUDE):
+        return None
+    rest = argv[3:]
+    return rest[rest.index("--") + 1 :] if "--" in rest else None
