@@ -102,6 +102,35 @@ def test_cgroup_sampler_samples_at_10_hz_and_keeps_peaks(tmp_path: Path) -> None
     assert max(sample.processes for sample in seen) == 7
 
 
+def test_the_peak_holds_the_kernel_s_high_water_mark_once_the_run_raised_it(
+    tmp_path: Path,
+) -> None:
+    """An OOM kill frees the memory before the next sample: only the kernel's mark held it."""
+    proc, root = v1_tree(tmp_path)
+    memory = root / "memory" / CID
+    write(memory / "memory.max_usage_in_bytes", "50000000\n")  # an earlier run's peak
+    write(root / "pids" / CID / "cgroup.procs", "")
+    files = CgroupFiles.for_pid(42, proc, root)
+
+    async def go() -> ContainerSampler:
+        loop = asyncio.get_running_loop()
+        sampler = ContainerSampler(files, dict, 0, None, loop.time())
+        task = asyncio.create_task(sampler.run())
+        await asyncio.sleep(0.15)
+        assert sampler.peak_rss_bytes == 4096  # the mark is not this run's (yet)
+        write(memory / "memory.max_usage_in_bytes", "268435456\n")
+        write(memory / "memory.usage_in_bytes", "491520\n")
+        await asyncio.sleep(0.15)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return sampler
+
+    sampler = asyncio.run(go())
+    assert max(sample.rss_bytes for sample in sampler.samples) == 491520  # no sample saw it
+    assert sampler.peak_rss_bytes == 268435456
+
+
 def test_stats_fallback_computes_cpu_from_consecutive_documents() -> None:
     documents = iter(
         {

@@ -43,11 +43,13 @@ class CgroupCounters:
 
 @dataclass(frozen=True, slots=True)
 class CgroupUsage:
-    """One reading of a cgroup's cumulative CPU time, memory in use and task count."""
+    """One reading of a cgroup's cumulative CPU time, memory in use and task count, and the
+    kernel's high-water mark of its memory use (0 where it keeps none)."""
 
     cpu_ns: int
     memory_bytes: int
     tasks: int
+    memory_high_water: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,7 @@ class CgroupFiles:
     pids: Path
     memory_events: Path
     pids_events: Path
+    memory_high_water: Path  # v1 `memory.max_usage_in_bytes`, v2 `memory.peak` (5.19 and later)
 
     @classmethod
     def for_pid(
@@ -95,6 +98,7 @@ class CgroupFiles:
             pids=pids / "pids.current",
             memory_events=memory / "memory.oom_control",
             pids_events=pids / "pids.events",
+            memory_high_water=memory / "memory.max_usage_in_bytes",
         )
 
     @classmethod
@@ -109,6 +113,7 @@ class CgroupFiles:
             pids=folder / "pids.current",
             memory_events=folder / "memory.events",
             pids_events=folder / "pids.events",
+            memory_high_water=folder / "memory.peak",
         )
 
     def readable(self) -> bool:
@@ -129,6 +134,7 @@ class CgroupFiles:
             cpu_ns=cpu_ns,
             memory_bytes=int(self.memory.read_text()),
             tasks=self.tasks(),
+            memory_high_water=int(_read_or_empty(self.memory_high_water) or 0),
         )
 
     def tasks(self) -> int:
@@ -188,6 +194,8 @@ class ContainerSampler:
         self.samples: list[ResourceSample] = []
         self.cpu_seconds = 0.0
         self._first_cpu_ns: int | None = None
+        self._first_high_water: int | None = None
+        self._high_water = 0  # the kernel's mark, once it rose during the run
         self._tables = TableBuilder(started, "container")
         self._procs: dict[int, psutil.Process] = {}
         self._session = set(_members(files)) if files is not None else set()
@@ -200,7 +208,10 @@ class ContainerSampler:
 
     @property
     def peak_rss_bytes(self) -> int:
-        return max((s.rss_bytes for s in self.samples), default=0)
+        """The most memory the container held during the run: the samples' usage, or the
+        kernel's high-water mark where it rose during the run (it holds a spike between two
+        samples, and the last moment before an OOM kill, whose sample shows the memory freed)."""
+        return max(self._high_water, *(s.rss_bytes for s in self.samples), 0)
 
     @property
     def peak_processes(self) -> int:
@@ -289,6 +300,10 @@ class ContainerSampler:
         now = time.monotonic()
         if self._first_cpu_ns is None:
             self._first_cpu_ns = usage.cpu_ns
+        if self._first_high_water is None:
+            self._first_high_water = usage.memory_high_water
+        elif usage.memory_high_water > self._first_high_water:
+            self._high_water = max(self._high_water, usage.memory_high_water)
         self.cpu_seconds = (usage.cpu_ns - self._first_cpu_ns) / 1e9
         cpu_percent = 0.0
         if previous is not None and now > previous[0]:
