@@ -6,6 +6,7 @@ warm and cold containers.
 """
 
 import asyncio
+import shutil
 import tempfile
 import time
 from collections.abc import Iterator
@@ -104,8 +105,10 @@ class Folders:
 
 
 @pytest.fixture
-def folders() -> Folders:
-    return Folders()
+def folders() -> Iterator[Folders]:
+    made = Folders()
+    yield made
+    shutil.rmtree(made.base, ignore_errors=True)
 
 
 @pytest.fixture

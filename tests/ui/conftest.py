@@ -173,8 +173,12 @@ def services(extra_root: Path, tmp_path: Path) -> Services:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> QSettings:
-    return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+def settings(tmp_path_factory: pytest.TempPathFactory) -> QSettings:
+    """The window's settings, in pytest's own temporary folder (never a test's `tmp_path`,
+    which some tests make a folder of their own that they remove: the window saves its
+    settings once more as it goes, and that would make the folder again)."""
+    folder = tmp_path_factory.mktemp("settings")
+    return QSettings(str(folder / "settings.ini"), QSettings.Format.IniFormat)
 
 
 @pytest.fixture

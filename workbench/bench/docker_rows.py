@@ -305,7 +305,7 @@ async def container_sampler_rows(
             reason = "the container's cgroup files are not readable from here"
             outcomes[SAMPLER_CONTAINER.id] = Outcome(skipped=reason)
             return
-        paths = (str(files.cpu), str(files.memory), str(files.pids))
+        paths = tuple(map(str, (files.cpu, files.memory, files.pids, files.memory_high_water)))
         cases = [
             Case("ours", cpu_per_call(files.usage, SAMPLER_CALLS)),
             Case("floor", cpu_per_call(lambda: read_files_raw(paths), SAMPLER_CALLS)),
