@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from workbench.executors.process.reaper import reap_orphans
 from workbench.executors.process.runner import (
     EndedBy,
     Launch,
@@ -17,6 +18,7 @@ from workbench.executors.process.runner import (
 )
 from workbench.executors.process.spawned import spawn
 from workbench.executors.types import CancelToken, OutputChunk, Stream
+from workbench.monitor.process import process_clock
 
 
 def _python(tmp_path: Path, source: str) -> Launch:
@@ -103,3 +105,29 @@ def test_supervise_adopts_a_spawned_process_with_its_early_output(tmp_path: Path
     outcome = asyncio.run(main())
     assert (outcome.ended_by, outcome.returncode) == (EndedBy.EXIT, 0)
     assert outcome.stdout.text == "early\n"
+
+
+def test_orphans_reaped_meanwhile_never_take_a_spawned_root_s_exit_code(tmp_path: Path) -> None:
+    """Another run's kill reaps the app's zombie children while this one spawns its root."""
+    codes: list[int | None] = []
+
+    async def main() -> None:
+        since, done = process_clock() - 1, asyncio.Event()
+
+        async def other_runs_reaping() -> None:
+            while not done.is_set():
+                reap_orphans(since)
+                await asyncio.sleep(0)
+
+        reaping = asyncio.create_task(other_runs_reaping())
+        for number in range(100):
+            spawned = await spawn(Launch(("sh", "-c", "exit 3"), {}, tmp_path), f"r{number}")
+            assert not isinstance(spawned, str)
+            await spawned.pipes.exited
+            codes.append(spawned.transport.get_returncode())
+            spawned.transport.close()
+        done.set()
+        await reaping
+
+    asyncio.run(main())
+    assert set(codes) == {3}

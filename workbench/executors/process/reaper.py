@@ -339,7 +339,13 @@ def kill_now(root: psutil.Process | None, scope: RunScope, seen: Iterable[psutil
 
 
 def reap_orphans(since: float) -> int:
-    """Reap zombie children of the app started after `since` that asyncio does not wait for."""
+    """Reap zombie children of the app started after `since` that asyncio does not wait for.
+
+    Nothing while a run root is being spawned: it is tracked only once the spawn returns, and a
+    root that ended by then would be reaped here and its exit code lost (asyncio reports 255).
+    """
+    if _spawning:
+        return 0
     reaped = 0
     for pid in set(proc_children(os.getpid())) - _live_roots:
         try:
