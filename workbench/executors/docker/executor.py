@@ -72,14 +72,19 @@ from workbench.executors.types import (
 from workbench.executors.workspace_limit import WorkspaceWatch, bound_checks
 from workbench.monitor.process import RUN_TAG_ENV, run_tag
 from workbench.postures.description import assess
-from workbench.postures.model import Posture, PostureId, PostureWarning
+from workbench.postures.model import Posture, PostureId, PostureWarning, Severity
 
 if TYPE_CHECKING:
     from workbench.executors.warm.containers import ContainerPool
 
 ENGINE_TIMEOUT_S = 10
 CONTAINER_GONE = "the session container stopped during the run (removed or stopped from outside)"
-DRAIN_S = 2.0  # after the sweep, how long the output stream may take to close
+DRAIN_S = 5.0  # after the sweep, how long the output stream may take to close (a busy engine)
+_OUTPUT_LEFT_OPEN = PostureWarning(
+    Severity.CAUTION,
+    f"The command's output stayed open {DRAIN_S:g} s after it ended (a process it left holds "
+    "it, or the engine is slow to close it): what came after that was not read.",
+)
 KILLED_SETTLE_S = 1.0  # for a container killed from outside to stop after its exec ended
 RESWEEP_S = 0.05  # first wait for the exec's end before sweeping again (then doubled)
 
@@ -352,6 +357,8 @@ class DockerExecutor:
                 wait *= 2
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(pump), DRAIN_S)
+            if not pump.done():
+                warnings += (_OUTPUT_LEFT_OPEN,)
         except (DockerException, OSError) as error:
             wall = time.monotonic() - t0
             failure = f"the engine failed during the run: {error}"
