@@ -190,7 +190,9 @@ def run_quiet(argv: Sequence[str], **options: Any) -> None:
     ) as process:
         ended = os.pidfd_open(process.pid)
         try:
-            ready, _, _ = select.select([ended], [], [], COMMAND_LIMIT_S)
+            poll = select.poll()
+            poll.register(ended, select.POLLIN)
+            ready = poll.poll(COMMAND_LIMIT_S * 1000)
         finally:
             os.close(ended)
         if not ready:

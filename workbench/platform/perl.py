@@ -2,23 +2,25 @@
 
 Each is core perl without a single module, run as `perl -e SCRIPT ARGS...`, because perl starts
 in a fraction of Python's time and these run before every command of their posture. They call
-the kernel by number (`syscall_numbers`, per machine). Perl acts on `PERL5OPT`, `PERL5LIB` and
-`PERLLIB` as it starts, before the helper has applied anything (as root, before it drops to the
-run's uid), so `helper_launch` hands those to the helper under other names and the `PRELUDE`
-every helper begins with gives them back for the command. `helper_command` tells a helper's
-process apart and names the command it is about to become.
+the kernel by number (`syscall_numbers`, per machine, for a 64-bit perl). A helper starts before
+anything of the run is applied (as root, before it drops to the run's uid), so it must not start
+with the command's environment: the dynamic loader reads `LD_PRELOAD` and `LD_LIBRARY_PATH`,
+perl `PERL5OPT`, `PERL5LIB`, `PERLIO` and `PERL_UNICODE`, and both the locale. `helper_launch`
+hands every variable to the helper under another name (`HELD_PREFIX`), and the `PRELUDE` every
+helper begins with gives them back for the command. `helper_command` tells a helper's process
+apart and names the command it is about to become.
 """
 
 import os
 from pathlib import Path
 
 PERL = Path("/usr/bin/perl")
-STARTUP_ENV = ("PERL5OPT", "PERL5LIB", "PERLLIB")  # what perl itself reads as it starts
 HELD_PREFIX = "WORKBENCH_HELD_"
 PRELUDE = (
     "# A perl helper of Skill Workbench (workbench/platform/perl.py).\n"
-    f"for (qw({' '.join(STARTUP_ENV)})) "
-    f'{{ $ENV{{$_}} = delete $ENV{{"{HELD_PREFIX}$_"}} if exists $ENV{{"{HELD_PREFIX}$_"}}; }}\n'
+    f"my @held = grep {{ /^{HELD_PREFIX}/ }} keys %ENV;\n"
+    "my %held = map { $_ => delete $ENV{$_} } @held;\n"
+    f"$ENV{{substr($_, {len(HELD_PREFIX)})}} = $held{{$_}} for @held;\n"
 )
 # The system calls the helpers make by number, by machine.
 _SYSCALLS = {
@@ -28,6 +30,7 @@ _SYSCALLS = {
         "setresuid": 117,
         "setresgid": 119,
         "prctl": 157,
+        "execve": 59,
         "faccessat": 269,
         "prlimit64": 302,
     },
@@ -38,14 +41,21 @@ _SYSCALLS = {
         "setgroups": 159,
         "prctl": 167,
         "sendmsg": 211,
+        "execve": 221,
         "prlimit64": 261,
     },
 }
 
 
 def supported_machine() -> bool:
-    """Whether the helpers know this machine's system call numbers."""
-    return os.uname().machine in _SYSCALLS
+    """Whether the helpers know this machine's system call numbers: a machine of the table and
+    a 64-bit perl (a 32-bit one on a 64-bit kernel numbers its calls otherwise)."""
+    try:
+        with PERL.open("rb") as perl:
+            elf = perl.read(5)
+    except OSError:
+        return False
+    return os.uname().machine in _SYSCALLS and elf == b"\x7fELF\x02"
 
 
 def syscall_numbers(*names: str) -> list[str]:
@@ -58,10 +68,8 @@ def helper_launch(
     script: str, args: list[str], env: dict[str, str]
 ) -> tuple[list[str], dict[str, str]]:
     """The argv that runs the helper `script` with `args`, and the environment to start it
-    with: `env` with the variables perl would act on held under other names."""
-    held = {
-        (HELD_PREFIX + name if name in STARTUP_ENV else name): value for name, value in env.items()
-    }
+    with: every variable of `env` held under another name (see the module doc)."""
+    held = {HELD_PREFIX + name: value for name, value in env.items()}
     return [str(PERL), "-e", PRELUDE + script, *args], held
 
 

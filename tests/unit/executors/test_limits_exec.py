@@ -10,17 +10,29 @@ from workbench.executors.hardened.limits_exec import decode_report, wrapper_laun
 def _wrap(
     *command: str, rlimits: dict[str, tuple[int, int]], env: dict[str, str] | None = None
 ) -> tuple[str, dict[str, str], int]:
+    out, _, report, code = _wrap_all(*command, rlimits=rlimits, env=env)
+    return out, report, code
+
+
+def _wrap_all(
+    *command: str, rlimits: dict[str, tuple[int, int]], env: dict[str, str] | None = None
+) -> tuple[str, str, dict[str, str], int]:
     read_fd, write_fd = os.pipe()
     env = env or {"PATH": os.environ["PATH"], "KEEP_ME": "1", "DROP_ME": "1"}
-    argv, start_env = wrapper_launch(rlimits, None, write_fd, ["PATH", "KEEP_ME", "PERL5OPT"], env)
+    names = ["PATH", "KEEP_ME", "PERL5OPT", "PERL_UNICODE", "LANG"]
+    argv, start_env = wrapper_launch(rlimits, None, write_fd, names, env)
     with subprocess.Popen(
-        [*argv, *command], env=start_env, stdout=subprocess.PIPE, pass_fds=(write_fd,)
+        [*argv, *command],
+        env=start_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        pass_fds=(write_fd,),
     ) as proc:
         os.close(write_fd)
         with os.fdopen(read_fd, "rb") as status:
             report = decode_report(status.read())
-        out, _ = proc.communicate()
-    return out.decode(), report, proc.returncode
+        out, err = proc.communicate()
+    return out.decode(), err.decode(), report, proc.returncode
 
 
 def test_wrapper_applies_limits_filters_env_and_reports() -> None:
@@ -33,12 +45,31 @@ def test_wrapper_applies_limits_filters_env_and_reports() -> None:
     assert "NoNewPrivs:\t1" in report["status"]
 
 
-def test_perl_s_own_variables_reach_the_command_but_not_perl() -> None:
-    """PERL5OPT would make perl load a module as it starts (as root, before the uid switch)."""
-    env = {"PATH": os.environ["PATH"], "PERL5OPT": "-MNo::Such::Module"}
-    out, report, code = _wrap("sh", "-c", 'echo "$PERL5OPT"', rlimits={}, env=env)
-    assert (out, code) == ("-MNo::Such::Module\n", 0)
-    assert "error" not in report
+def test_the_command_s_environment_reaches_the_command_but_not_perl() -> None:
+    """As root the wrapper runs before the uid switch: perl must start without `PERL5OPT` (it
+    loads a module), `PERL_UNICODE` (it broke the status pipe) or a missing locale (a warning
+    in the command's stderr), and the loader without `LD_PRELOAD`."""
+    env = {
+        "PATH": os.environ["PATH"],
+        "PERL5OPT": "-MNo::Such::Module",
+        "PERL_UNICODE": "SDA",
+        "LANG": "xx_YY.UTF-8",
+        "LD_PRELOAD": "/no/such/library.so",
+    }
+    command = ("sh", "-c", 'echo "$PERL5OPT $PERL_UNICODE $LANG ${LD_PRELOAD:-dropped}"')
+    out, err, report, code = _wrap_all(*command, rlimits={}, env=env)
+    assert (out, err, code) == ("-MNo::Such::Module SDA xx_YY.UTF-8 dropped\n", "", 0)
+    assert "error" not in report and "NoNewPrivs:\t1" in report["status"]
+
+
+def test_a_file_the_kernel_will_not_exec_is_refused_not_run_by_a_shell(tmp_path: Path) -> None:
+    script = tmp_path / "no-shebang"
+    script.write_text(f"touch {tmp_path}/ran\n")
+    script.chmod(0o755)
+    out, report, code = _wrap(str(script), rlimits={})
+    assert (out, code) == ("", 126)
+    assert report["error"].startswith(f"cannot run {script}: ")
+    assert not (tmp_path / "ran").exists()
 
 
 def test_wrapper_reports_a_missing_command() -> None:

@@ -3,11 +3,14 @@
 import asyncio
 import os
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from workbench.executors.process.reaper import reap_orphans
+import psutil
+
+from workbench.executors.process.reaper import reap_orphans, spawning
 from workbench.executors.process.runner import (
     EndedBy,
     Launch,
@@ -131,3 +134,15 @@ def test_orphans_reaped_meanwhile_never_take_a_spawned_root_s_exit_code(tmp_path
 
     asyncio.run(main())
     assert set(codes) == {3}
+
+
+def test_a_zombie_left_to_a_spawn_under_way_is_reaped_when_it_is_done() -> None:
+    since = process_clock() - 1
+    with spawning():
+        pid = os.posix_spawn("/bin/true", ["/bin/true"], {})  # a child nobody waits for
+        zombie = psutil.Process(pid)
+        while zombie.status() != psutil.STATUS_ZOMBIE:
+            time.sleep(0.01)
+        assert reap_orphans(since) == 0  # it could be the root being spawned
+        assert zombie.status() == psutil.STATUS_ZOMBIE
+    assert not psutil.pid_exists(pid)  # reaped as the spawn ended

@@ -355,8 +355,8 @@ class DockerExecutor:
                     break
                 sweep = await session.sweep(tag)  # Stop came before the command had started
                 wait *= 2
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(pump), DRAIN_S)
+            with contextlib.suppress(TimeoutError):  # the rest of the same DRAIN_S
+                await asyncio.wait_for(asyncio.shield(pump), max(0.0, deadline - time.monotonic()))
             if not pump.done():
                 warnings += (_OUTPUT_LEFT_OPEN,)
         except (DockerException, OSError) as error:

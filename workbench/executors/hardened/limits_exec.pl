@@ -1,8 +1,8 @@
 # The hardened posture's exec wrapper: limits, identity and environment, then the command. See
 # limits_exec.py. Core perl and no module at all (see workbench/platform/perl.py).
 
-my ($status_fd, $prlimit_nr, $setgroups_nr, $setresgid_nr, $setresuid_nr, $prctl_nr, $faccessat_nr)
-    = splice(@ARGV, 0, 7);
+my ($status_fd, $prlimit_nr, $setgroups_nr, $setresgid_nr, $setresuid_nr, $prctl_nr, $faccessat_nr,
+    $execve_nr) = splice(@ARGV, 0, 8);
 open(my $status, '>&=', $status_fd) or exit 126;    # written with syswrite: no IO::Handle
 fcntl($status, 2, 1);    # F_SETFD FD_CLOEXEC: the pipe closes when the command starts
 
@@ -37,7 +37,8 @@ for my $name (keys %ENV) { delete $ENV{$name} unless $kept{$name}; }
 my $program = $ARGV[0];
 if (index($program, '/') < 0) {    # the first executable file on PATH, as the new uid sees it
     undef $program;
-    for my $folder (split /:/, $ENV{PATH} // '/bin:/usr/bin', -1) {
+    my @folders = split /:/, $ENV{PATH} // '/bin:/usr/bin', -1;
+    for my $folder (@folders ? @folders : ('')) {    # an empty PATH is the working folder
         my $candidate = ($folder eq '' ? '.' : $folder) . "/$ARGV[0]";
         if (-f $candidate and syscall($faccessat_nr, -100, $candidate, 1, 0) == 0) {    # X_OK
             $program = $candidate;
@@ -46,6 +47,8 @@ if (index($program, '/') < 0) {    # the first executable file on PATH, as the n
     }
     fail("command not found: $ARGV[0]", 127) unless defined $program;
 }
-exec { $program } @ARGV;
+# execve itself: perl's exec (execvp) would run a file the kernel refuses to exec under /bin/sh.
+my @environ = map { "$_=$ENV{$_}" } keys %ENV;
+syscall($execve_nr, $program, pack('p*', @ARGV, undef), pack('p*', @environ, undef));
 fail("command not found: $ARGV[0]", 127) if $! == 2;    # ENOENT
 fail("cannot run $ARGV[0]: $!");

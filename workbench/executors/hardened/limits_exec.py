@@ -44,7 +44,7 @@ def wrapper_launch(
     """The wrapper's argv up to and including the "--" before the command, and the
     environment to start it with (`env`, the command's, held where perl would act on it)."""
     numbers = syscall_numbers(
-        "prlimit64", "setgroups", "setresgid", "setresuid", "prctl", "faccessat"
+        "prlimit64", "setgroups", "setresgid", "setresuid", "prctl", "faccessat", "execve"
     )
     args = [str(status_fd), *numbers]
     args += [

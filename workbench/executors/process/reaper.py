@@ -11,6 +11,7 @@ namespace, whose orphans go to its own init) is its root's tree alone: no scan b
 import asyncio
 import contextlib
 import itertools
+import math
 import os
 import signal
 import sys
@@ -29,6 +30,7 @@ from workbench.monitor.process import (
     command_line,
     descendants,
     proc_children,
+    process_clock,
     tagged_processes,
 )
 
@@ -43,8 +45,13 @@ _ANY_TAG = f"{RUN_TAG_ENV}=".encode()
 _live_roots: set[int] = set()
 # Every live run's processes as its monitor saw them, by run tag (the monitor's own dict).
 _claims: dict[bytes, dict[int, psutil.Process]] = {}
-# How many run roots are being spawned: forked, not yet exec'd, not yet tracked.
-_spawning = 0
+# When each run root being spawned (forked, not yet exec'd, not yet tracked) began, on the
+# clock of create times, less a margin for the kernel's tick.
+_spawn_starts: list[float] = []
+SPAWN_MARGIN_S = 0.05
+# The earliest `since` of the orphan reaps that left zombies to a spawn under way: reaped when
+# the last spawn is done.
+_deferred_since: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +106,16 @@ def spawning() -> Iterator[None]:
     environment yet: `escapees` would take it for another run's escapee and kill it, so
     meanwhile it leaves such children alone (`_still_spawning`).
     """
-    global _spawning  # process-wide on purpose, like `_live_roots`
-    _spawning += 1
+    global _deferred_since  # process-wide on purpose, like `_live_roots`
+    began = process_clock() - SPAWN_MARGIN_S
+    _spawn_starts.append(began)
     try:
         yield
     finally:
-        _spawning -= 1
+        _spawn_starts.remove(began)
+        if not _spawn_starts and _deferred_since is not None:
+            since, _deferred_since = _deferred_since, None
+            reap_orphans(since)
 
 
 def live_roots() -> set[int]:
@@ -173,7 +184,7 @@ def escapees(scope: RunScope, others: set[int]) -> set[int]:
         entries = _environ(pid) or []  # unreadable (made non-dumpable): no tag, no mark
         if any(entry.startswith(_ANY_TAG) for entry in entries):
             continue  # tagged: the tag decides whose it is
-        if _spawning and _still_spawning(pid):
+        if _spawn_starts and _still_spawning(pid):
             continue
         if mark not in entries or (not app_nnp and _no_new_privs(pid)):
             found.add(pid)
@@ -341,16 +352,20 @@ def kill_now(root: psutil.Process | None, scope: RunScope, seen: Iterable[psutil
 def reap_orphans(since: float) -> int:
     """Reap zombie children of the app started after `since` that asyncio does not wait for.
 
-    Nothing while a run root is being spawned: it is tracked only once the spawn returns, and a
-    root that ended by then would be reaped here and its exit code lost (asyncio reports 255).
+    A child started since a spawn under way began may be its root, which is tracked only once
+    the spawn returns (reaped here, its exit code would be lost: asyncio reports 255): those
+    are left to the reap that runs when the last spawn is done (`spawning`).
     """
-    if _spawning:
-        return 0
+    global _deferred_since
+    unsure = min(_spawn_starts, default=math.inf)
     reaped = 0
     for pid in set(proc_children(os.getpid())) - _live_roots:
         try:
             process = psutil.Process(pid)
             if process.status() != psutil.STATUS_ZOMBIE or process.create_time() < since:
+                continue
+            if process.create_time() >= unsure:
+                _deferred_since = min(since, _deferred_since or since)
                 continue
             done, _ = os.waitpid(pid, os.WNOHANG)
         except (psutil.Error, ChildProcessError):
