@@ -1,7 +1,7 @@
 """`run_lab`: every probe under every chosen posture, through the run service, into a scoreboard.
 
 The headless API the CLI and the GUI share: it plants the site (`LabSite`), runs each probe as an
-ordinary recorded run with small limits (`LAB_LIMITS`, `cpu_probe_timeout`) and its output streamed
+ordinary recorded run with small limits (`LAB_LIMITS`, `CPU_TIMEOUT_S`) and its output streamed
 nowhere, in sessions that all run at the same time (`_sessions`), judges it (`judge`) against the
 host's own evidence, compares it with the posture's promise (`expected`) into a `Scoreboard` in
 posture and probe order (`on_cell` hears of each cell as it is judged), and removes everything it
@@ -17,7 +17,7 @@ from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.executors.types import CancelToken, OutputChunk, RunResult, RunStatus, new_run_id
-from workbench.postures.containment import Aspect, claim, runs_as_root
+from workbench.postures.containment import runs_as_root
 from workbench.postures.model import CONTAINER_POSTURES, MIB, Limits, Posture, PostureId
 from workbench.probes.catalogue import PROBE_BY_ID, ProbeId, probe_argv
 from workbench.probes.expected import expected
@@ -41,13 +41,12 @@ LAB_LIMITS = Limits(
 )
 GVISOR_MIN_MEMORY = 256 * MIB
 CPU_TIMEOUT_S = 3.0  # above the CPU-time limit, so a CPU-time limit has time to act
-WALL_STOP_S = 1.0  # the cpu probe's timeout where only the wall clock stops a busy loop
 SKILL_DIR_WORD = "SKILL_DIR"  # the write probe's word for "the skill folder as I see it"
 # Probes that run alone, each in a session that ends with its run (see `_sessions`).
 ALONE = (ProbeId.CPU, ProbeId.MEMORY, ProbeId.FORK, ProbeId.DISK, ProbeId.DAEMON)
 # Probes whose verdict rests on the app watching a host run from its own process, which other
-# host runs beside it disturb: whose escapee a process is (`reaper`: a concurrent run's monitor
-# may hold it) and how much a run wrote (a disk limit polled from the app's loop).
+# runs beside it disturb: whose escapee a process is (`reaper`: a concurrent run's monitor may
+# hold it) and how much a run wrote (a disk limit polled from the app's loop).
 WATCHED = (ProbeId.DISK, ProbeId.DAEMON)
 
 
@@ -113,9 +112,7 @@ def scoreboard_to_dict(board: Scoreboard) -> dict[str, Any]:
         ],
         "limits": {
             "timeout_s": board.limits.timeout_s,
-            "cpu_probe_timeouts_s": {
-                p.value: min(board.limits.timeout_s, cpu_probe_timeout(p)) for p in board.postures
-            },
+            "cpu_probe_timeout_s": min(board.limits.timeout_s, CPU_TIMEOUT_S),
             "memory_bytes": board.limits.memory_bytes,
             "pids": board.limits.pids,
             "cpu_seconds": board.limits.cpu_seconds,
@@ -169,16 +166,8 @@ async def run_lab(
 
     async with LabSite(parent) as site, LabSessions(service) as sessions:
         plans = [plan for posture_id in chosen for plan in _sessions(posture_id, probe_ids, limits)]
-        # A probe alone never writes into its skill folder: those sessions share one copy.
-        alone_skill = await asyncio.to_thread(site.skill_copy, "alone")
-
-        async def folders_of(number: int, shared: bool) -> SessionFolders:
-            name = f"session-{number}"
-            skill = await asyncio.to_thread(site.skill_copy, name) if shared else alone_skill
-            return await asyncio.to_thread(site.session_folders, name, skill)
-
-        folders = await asyncio.gather(
-            *(folders_of(n, shared) for n, (_, shared, _) in enumerate(plans))
+        folders = await asyncio.to_thread(
+            lambda: [site.session_folders(f"session-{n}") for n in range(len(plans))]
         )
         lab_sessions = [
             _LabSession(
@@ -186,25 +175,13 @@ async def run_lab(
             )
             for (posture, shared, probes), place in zip(plans, folders, strict=True)
         ]
-        watched = [lab for lab in lab_sessions if lab.watched_from_the_host()]
-        on_the_host = [
-            lab
-            for lab in lab_sessions
-            if lab.posture.id not in CONTAINER_POSTURES and lab not in watched
-        ]
-
-        async def host_then_watched() -> None:
-            async with asyncio.TaskGroup() as host:
-                for lab in on_the_host:
-                    host.create_task(lab.run(cancel, as_root, judged))
-            for lab in watched:
-                await lab.run(cancel, as_root, judged)
-
+        last = [lab for lab in lab_sessions if lab.watched_from_the_host()]
         async with asyncio.TaskGroup() as group:
-            group.create_task(host_then_watched())
             for lab in lab_sessions:
-                if lab.posture.id in CONTAINER_POSTURES:
+                if lab not in last:
                     group.create_task(lab.run(cancel, as_root, judged))
+        for lab in last:
+            await lab.run(cancel, as_root, judged)
     order = {(p, probe): n for n, (p, probe) in enumerate(_grid(chosen, probe_ids))}
     return Scoreboard(
         postures=chosen,
@@ -234,7 +211,7 @@ def _sessions(
     that pushes a limit (`ALONE`) runs in a session of its own, so what it does to its sandbox
     never changes another probe's verdict, and so does `daemon`, which asks what survives a run:
     a run ends its session (the container goes with it). The `WATCHED` probes of a posture that
-    runs on the host run after the other host runs, one at a time (`run_lab`).
+    runs on the host run after all the others, one at a time.
     """
 
     def posture(probe: ProbeId) -> Posture:
@@ -258,7 +235,7 @@ class _LabSession:
 
     def watched_from_the_host(self) -> bool:
         """True for a probe (`WATCHED`) of a posture whose runs the app watches from its own
-        process: it runs after the other host sessions, one at a time, no host run beside it."""
+        process: it runs after the other sessions, one at a time, with nothing else running."""
         return set(self.probes) <= set(WATCHED) and self.posture.id not in CONTAINER_POSTURES
 
     async def run(self, cancel: CancelToken, as_root: bool, judged: Callable[[Cell], None]) -> None:
@@ -355,19 +332,12 @@ class _LabSession:
 
 def _limits_for(posture_id: PostureId, probe: ProbeId, limits: Limits) -> Limits:
     if probe is ProbeId.CPU:
-        return replace(limits, timeout_s=min(limits.timeout_s, cpu_probe_timeout(posture_id)))
+        return replace(limits, timeout_s=min(limits.timeout_s, CPU_TIMEOUT_S))
     if posture_id is PostureId.GVISOR:
         # gVisor's own kernel is charged to the container: a small limit starves the sandbox
         # itself, and a probe would then see the sandbox die instead of its own limit act.
         return replace(limits, memory_bytes=max(limits.memory_bytes, GVISOR_MIN_MEMORY))
     return limits
-
-
-def cpu_probe_timeout(posture_id: PostureId) -> float:
-    """The cpu probe's timeout: long enough for a CPU-time limit to act on a loaded machine;
-    short where only the wall clock stops a busy loop (the answer is the same, sooner)."""
-    stopped_by = claim(posture_id, Aspect.CPU).why
-    return CPU_TIMEOUT_S if "RLIMIT_CPU" in stopped_by else WALL_STOP_S
 
 
 def _discard(chunk: OutputChunk) -> None:

@@ -2,11 +2,10 @@
 
 `LabSite.open()` makes one temporary folder with the canaries the probes look for (a file outside
 the workspace, a private dotfile in a fake home), starts a loopback listener that records what
-connections send, and puts a canary into a credential-looking variable (`CANARY_ENV`); each session
-of probes gets its own workspace and folder to write into (`session_folders`) and a skill folder
-holding a copy of every probe skill (`skill_copy`), its own where a probe writes into it, so
-sessions that run at once never see each other's files; `close()` removes all of it, with any
-process still carrying the lab's random token.
+connections send, and puts a canary into a credential-looking variable (`CANARY_ENV`); each
+session of probes gets its own folders (`session_folders`: a skill holding a copy of every probe
+skill, a workspace, a folder to write into), so sessions that run at once never see each other's
+files; `close()` removes all of it, with any process still carrying the lab's random token.
 """
 
 import asyncio
@@ -137,20 +136,16 @@ class LabSite:
         self.dotfile.write_text(self.token + "\n")
         self.dotfile.chmod(0o600)
 
-    def skill_copy(self, name: str) -> Path:
-        """A new skill folder `name` holding a copy of every probe skill (blocking)."""
-        skill_dir = self.skills / name / LAB_SKILL
-        skill_dir.parent.mkdir(mode=0o755)
-        shutil.copytree(probe_skills_dir(), skill_dir)
-        (skill_dir / "SKILL.md").write_text(LAB_SKILL_MD)
-        for folder in (skill_dir.parent, skill_dir):
+    def session_folders(self, name: str) -> SessionFolders:
+        """Make the folders of the session `name` (blocking; see the module doc)."""
+        folders = SessionFolders(
+            self.skills / name / LAB_SKILL, self.workspaces / name, self.drop / name
+        )
+        folders.skill_dir.parent.mkdir(mode=0o755)
+        shutil.copytree(probe_skills_dir(), folders.skill_dir)
+        (folders.skill_dir / "SKILL.md").write_text(LAB_SKILL_MD)
+        for folder in (folders.skill_dir.parent, folders.skill_dir):
             folder.chmod(0o755)
-        return skill_dir
-
-    def session_folders(self, name: str, skill_dir: Path) -> SessionFolders:
-        """Make the workspace and drop folder of the session `name`, which runs the probes of
-        `skill_dir` (blocking; see the module doc)."""
-        folders = SessionFolders(skill_dir, self.workspaces / name, self.drop / name)
         folders.workspace.mkdir(mode=0o755)
         folders.drop.mkdir(mode=0o755)
         return folders

@@ -95,8 +95,7 @@ def test_cell_tokens_are_per_cell_and_folders_per_session(tmp_path: Path) -> Non
             }
             assert len(tokens) == 4
             assert all(site.token in token for token in tokens)
-            one = site.session_folders("one", site.skill_copy("one"))
-            two = site.session_folders("two", site.skill_copy("two"))
+            one, two = site.session_folders("one"), site.session_folders("two")
             for folders in (one, two):
                 assert folders.workspace.parent == site.workspaces
                 assert folders.drop.parent == site.drop
@@ -107,9 +106,6 @@ def test_cell_tokens_are_per_cell_and_folders_per_session(tmp_path: Path) -> Non
             assert {one.skill_dir, one.workspace, one.drop}.isdisjoint(
                 {two.skill_dir, two.workspace, two.drop}
             )
-            three = site.session_folders("three", one.skill_dir)  # a skill folder shared
-            assert three.skill_dir == one.skill_dir
-            assert {three.workspace, three.drop}.isdisjoint({one.workspace, one.drop})
 
     asyncio.run(scenario())
 
