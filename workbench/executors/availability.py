@@ -15,7 +15,7 @@ import sys
 import warnings
 from typing import Any
 
-from workbench.platform.perl import PERL, supported_machine
+from workbench.platform.perl import helper_problem
 from workbench.postures.model import Availability, PostureId
 
 
@@ -101,12 +101,8 @@ def probe_availability(posture_id: PostureId, docker_runtimes: set[str] | None) 
     if posture_id is PostureId.HARDENED:
         if os.name != "posix" or not sys.platform.startswith("linux"):
             return Availability(False, "Needs Linux (rlimits, process groups, /proc).")
-        if not supported_machine():
-            return Availability(False, f"Not supported on {os.uname().machine} (x86_64, aarch64).")
-        if not PERL.is_file():
-            return Availability(
-                False, f"No {PERL}: its exec wrapper, which sets the limits, is a perl program."
-            )
+        if problem := helper_problem("its exec wrapper, which sets the limits, is a perl program"):
+            return Availability(False, problem)
         return Availability(True, "Available on this Linux machine.")
     if posture_id is PostureId.BUBBLEWRAP:
         from workbench.executors.bubblewrap.availability import check

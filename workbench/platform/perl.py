@@ -26,11 +26,11 @@ PRELUDE = (
 _SYSCALLS = {
     "x86_64": {
         "sendmsg": 46,
+        "execve": 59,
         "setgroups": 116,
         "setresuid": 117,
         "setresgid": 119,
         "prctl": 157,
-        "execve": 59,
         "faccessat": 269,
         "prlimit64": 302,
     },
@@ -47,15 +47,21 @@ _SYSCALLS = {
 }
 
 
-def supported_machine() -> bool:
-    """Whether the helpers know this machine's system call numbers: a machine of the table and
-    a 64-bit perl (a 32-bit one on a 64-bit kernel numbers its calls otherwise)."""
+def helper_problem(role: str) -> str:
+    """Why the perl helpers cannot run here ("" when they can): this machine's system calls are
+    not in the table, or there is no 64-bit perl (a 32-bit one numbers its calls otherwise).
+    `role` says what the posture's helper does, for the sentence."""
+    machine = os.uname().machine
+    if machine not in _SYSCALLS:
+        return f"Not supported on {machine} (x86_64, aarch64)."
     try:
         with PERL.open("rb") as perl:
             elf = perl.read(5)
     except OSError:
-        return False
-    return os.uname().machine in _SYSCALLS and elf == b"\x7fELF\x02"
+        return f"No {PERL}: {role}."
+    if elf != b"\x7fELF\x02":
+        return f"{PERL} is not a 64-bit program: {role}, calling the kernel by number."
+    return ""
 
 
 def syscall_numbers(*names: str) -> list[str]:

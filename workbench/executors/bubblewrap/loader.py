@@ -36,7 +36,7 @@ def loader_launch(
     env: dict[str, str],
 ) -> tuple[list[str], dict[str, str]]:
     """The loader's argv up to and including the `--` before the command, and the environment
-    to start it with (`env`, the command's, held where perl would act on it).
+    to start it with (`env`, the command's, held: see `helper_launch`).
 
     `rlimits` maps a name of `resource.RLIMIT_<name>` to its value (hard = soft); `rules` are
     Landlock's ("ro" or "rw", path) pairs; `listen_fd` is the socket-pair end that receives the

@@ -42,7 +42,7 @@ def wrapper_launch(
     env: dict[str, str],
 ) -> tuple[list[str], dict[str, str]]:
     """The wrapper's argv up to and including the "--" before the command, and the
-    environment to start it with (`env`, the command's, held where perl would act on it)."""
+    environment to start it with (`env`, the command's, held: see `helper_launch`)."""
     numbers = syscall_numbers(
         "prlimit64", "setgroups", "setresgid", "setresuid", "prctl", "faccessat", "execve"
     )

@@ -362,9 +362,12 @@ def reap_orphans(since: float) -> int:
     for pid in set(proc_children(os.getpid())) - _live_roots:
         try:
             process = psutil.Process(pid)
-            if process.status() != psutil.STATUS_ZOMBIE or process.create_time() < since:
+            if (
+                process.status() != psutil.STATUS_ZOMBIE
+                or (created := process.create_time()) < since
+            ):
                 continue
-            if process.create_time() >= unsure:
+            if created >= unsure:
                 _deferred_since = min(since, _deferred_since or since)
                 continue
             done, _ = os.waitpid(pid, os.WNOHANG)
