@@ -25,7 +25,7 @@ LIMITS = {"timeout_s": 20, "memory_bytes": 512 * MIB, "pids": 32}
 # (An unbounded one keeps churning at the limit, each process living a few ms: the in-container
 # sweep, one grep per process, finds none alive to match and can report it gone when it is not.)
 BOUNDED_BOMB = 'f() { [ "$1" -gt 0 ] && f $(($1 - 1)) | f $(($1 - 1)) & }; f 8; sleep 1'
-IDLE = 3  # the session's own processes: the init, the supervisor shell and its sleep
+IDLE = 2  # the session's own processes: the init and the supervisor
 FORK_MANY = """
 import os, signal, time
 children = []
@@ -53,8 +53,9 @@ except BlockingIOError:
     time.sleep(30)
 """
 REFUSED = "process limit 32 (RLIMIT_NPROC inside gVisor; the command reported a refused fork)"
-# Forks until refused or forever: the top shell returns at once, leaving the bomb behind.
-UNBOUNDED_BOMB = "f() { f | f & }; f"
+# Forks until refused or forever: the top shell counts in a loop of builtins (no fork) for a
+# moment while the bomb reaches the limit, then returns, leaving the bomb behind.
+UNBOUNDED_BOMB = 'f() { f | f & }; f; i=0; while [ "$i" -lt 100000 ]; do i=$((i + 1)); done'
 # Every process of the container that is not a zombie, read with shell builtins only (no fork).
 # A process that ends between the glob and the read is not counted, and says nothing (the
 # shell reports a failed redirection before the command's own 2>/dev/null would apply).
@@ -191,8 +192,9 @@ def test_a_user_namespace_does_not_escape_the_limit(gvisor: Session) -> None:
 
 @pytest.mark.slow
 def test_an_unbounded_fork_bomb_is_swept_and_the_session_goes_on(gvisor: Session) -> None:
-    """Each round: the bomb's shell returns at once, the sweep kills what it left churning at
-    the limit, which is checked from outside the executor, and the next command runs."""
+    """Each round: the bomb's shell returns soon after it started the bomb, the sweep kills
+    what it left churning at the limit, which is checked from outside the executor, and the
+    next command runs."""
     engine = docker.from_env()
     try:
         container = engine.containers.get(gvisor.executor.container_id)
@@ -224,8 +226,19 @@ def test_a_memory_bomb_that_takes_the_sandbox_down_leaves_stderr_to_the_command(
         assert result.stderr.text == "filling\n"
         assert result.stderr.log_path is not None
         assert result.stderr.log_path.read_text() == "filling\n"
-        notes = [w.text for w in result.warnings if "runsc reported" in w.text]
-        assert len(notes) == 1 and 'urpc method "containerManager.WaitPID" failed' in notes[0]
         assert session.run("echo", "alive").result.stdout.text == "alive\n"  # a new sandbox
     finally:
         session.close()
+
+
+def test_a_command_writing_into_its_supervisor_s_channel_ends_the_session(gvisor: Session) -> None:
+    """runsc lets a command of the supervisor's uid open its stdout through /proc: what it writes
+    there breaks the answers' seal, and the session's container is stopped (its supervisor can
+    no longer be trusted to report or sweep) instead of the run hanging or reading forged
+    answers; the next command runs in a new container. (It is found at the supervisor's next
+    answer: a command that goes quiet after writing is found at its timeout.)"""
+    forged = 'printf "forged answer" > "/proc/$PPID/fd/1"; echo done'
+    result = gvisor.run("sh", "-c", forged).result
+    assert result.status is RunStatus.ERROR
+    assert "wrote into its supervisor's channel" in result.cause
+    assert gvisor.run("echo", "alive").result.stdout.text == "alive\n"

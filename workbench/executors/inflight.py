@@ -22,6 +22,11 @@ class InFlight:
         self._idle = asyncio.Event()
         self._idle.set()
 
+    @property
+    def count(self) -> int:
+        """How many runs are in flight."""
+        return self._running
+
     def reopen(self) -> None:
         """A new session: runs may start again."""
         self.shutdown = asyncio.Event()

@@ -1,7 +1,8 @@
 """gVisor's process limit (RLIMIT_NPROC, known from the command's report; kept by a seccomp
-filter refusing user namespaces), network refusal, and runsc's report of a lost sandbox kept
-out of the command's stderr."""
+filter refusing user namespaces, which the session's supervisor installs), network refusal, and
+the supervisor's protocol, driven on this host's kernel."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -10,16 +11,21 @@ from typing import Any
 
 import pytest
 
-from workbench.executors.docker.gvisor_seccomp import wrapped
-from workbench.executors.docker.outcome import (
-    ExecEnd,
-    classify,
-    fork_refused,
-    sandbox_notes,
-    split_sandbox_report,
+from workbench.executors.docker.gvisor_supervisor import (
+    CLOSED,
+    EXITED,
+    HEADER,
+    MAC_SIZE,
+    NO_SLOT,
+    STDERR,
+    STDOUT,
+    mac,
+    sealed_request,
 )
+from workbench.executors.docker.outcome import ExecEnd, classify, fork_refused
 from workbench.executors.docker.sampler import CgroupCounters
 from workbench.executors.docker.spec import network_refusal
+from workbench.executors.docker.supervisor_link import PROGRAM
 from workbench.executors.process.runner import EndedBy
 from workbench.executors.types import RunStatus
 from workbench.postures.model import MIB, Limits, Network, Posture, PostureId
@@ -70,12 +76,8 @@ def test_other_output_is_not_taken_for_a_refused_fork(text: str) -> None:
     )
 
 
-def test_an_exec_runsc_could_not_start_for_want_of_a_slot_is_the_process_limit() -> None:
-    command = " ".join(wrapped(["echo", "alive"]))  # the loader's source, echoed by runsc
-    refused = (
-        "OCI runtime exec failed: executing processes for container: executing command "
-        f'"{command}" in sandbox: try again: unknown\r\n'
-    )
+def test_a_command_the_supervisor_could_not_start_for_want_of_a_slot_is_the_process_limit() -> None:
+    refused = f"exec: echo: {NO_SLOT}\n"
     assert classify(end(126, refused), LIMITS, "echo", "runsc") == (
         RunStatus.LIMIT_EXCEEDED,
         "process limit 32 (RLIMIT_NPROC inside gVisor): no free process slot to start the command",
@@ -153,11 +155,64 @@ THREAD = (
 )
 
 
-def under_filter(*argv: str) -> subprocess.CompletedProcess[str]:
-    """`argv` run on this host's kernel through the loader gVisor commands start under."""
-    loader = wrapped(list(argv))
-    assert loader[0] == "python3"
-    return subprocess.run([sys.executable, *loader[1:]], capture_output=True, text=True, timeout=30)
+class HostSupervisor:
+    """The supervisor program run on this host's kernel, spoken to as the link does."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, *PROGRAM[1:]], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
+        self.key = os.urandom(32)
+        self.number = self.seq = self.frame = 0
+        self.write(json.dumps({"key": self.key.hex()}).encode() + b"\n")
+
+    def write(self, line: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line)
+        self.process.stdin.flush()
+
+    def sealed(self, **request: object) -> bytes:
+        self.seq += 1
+        return sealed_request(self.key, {**request, "seq": self.seq})
+
+    def start(self, *argv: str, cwd: str = "/") -> bytes:
+        self.number += 1
+        return self.sealed(op="start", command=self.number, argv=argv, env={}, cwd=cwd)
+
+    def run(self, *argv: str, cwd: str = "/") -> tuple[int, str, str]:
+        """Start `argv`, read its frames until it exited and its output closed."""
+        self.write(self.start(*argv, cwd=cwd))
+        return self.answer()
+
+    def answer(self) -> tuple[int, str, str]:
+        """The frames of the last command started, checked as the link checks them."""
+        assert self.process.stdout is not None
+        code, output, closed = None, {STDOUT: b"", STDERR: b""}, False
+        while code is None or not closed:
+            header = self.process.stdout.read(HEADER.size)
+            frame, number, kind, size = HEADER.unpack(header)
+            payload = self.process.stdout.read(size)
+            assert self.process.stdout.read(MAC_SIZE) == mac(self.key, header, payload)
+            assert (number, frame) == (self.number, self.frame + 1)
+            self.frame = frame
+            if kind == EXITED:
+                code = int(payload)
+            elif kind == CLOSED:
+                closed = True
+            else:
+                output[kind] += payload
+        return code, output[STDOUT].decode(), output[STDERR].decode()
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.communicate()
+
+
+@pytest.fixture()
+def supervisor() -> Any:
+    started = HostSupervisor()
+    yield started
+    started.close()
 
 
 needs_linux = pytest.mark.skipif(
@@ -168,61 +223,44 @@ needs_linux = pytest.mark.skipif(
 
 @needs_linux
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare")
-def test_the_filter_refuses_new_user_namespaces() -> None:
-    refused = under_filter("unshare", "-Ur", "true")
-    assert refused.returncode != 0
-    assert "Operation not permitted" in refused.stderr
+def test_the_filter_refuses_new_user_namespaces(supervisor: HostSupervisor) -> None:
+    code, _, stderr = supervisor.run("unshare", "-Ur", "true")
+    assert code != 0
+    assert "Operation not permitted" in stderr
     nr = 56 if os.uname().machine == "x86_64" else 220
     clone = CLONE_NEWUSER.format(nr)
-    assert under_filter("python3", "-c", clone).stdout == "-1 Operation not permitted\n"
+    assert supervisor.run("python3", "-c", clone)[1] == "-1 Operation not permitted\n"
 
 
 @needs_linux
-def test_under_the_filter_commands_threads_and_children_still_run() -> None:
-    ran = under_filter("sh", "-c", f'echo "$(echo child)"; python3 -c "{THREAD}"')
-    assert (ran.returncode, ran.stdout) == (0, "child\nthread\n")
+def test_under_the_filter_commands_threads_and_children_still_run(
+    supervisor: HostSupervisor,
+) -> None:
+    ran = supervisor.run("sh", "-c", f'echo "$(echo child)"; python3 -c "{THREAD}"; echo e >&2')
+    assert ran == (0, "child\nthread\n", "e\n")
 
 
 @needs_linux
-def test_a_missing_command_reads_as_runsc_says_it() -> None:
-    missing = under_filter("no-such-command", "arg")
-    assert missing.returncode == 127
-    assert missing.stderr == "exec: no-such-command: executable file not found in $PATH\n"
-    end_ = ExecEnd(EndedBy.EXIT, 127, None, None, missing.stderr, 0)
+def test_a_command_runs_in_its_folder_and_its_end_reads_as_docker_reports_it(
+    supervisor: HostSupervisor, tmp_path: Any
+) -> None:
+    assert supervisor.run("pwd", cwd=str(tmp_path)) == (0, f"{tmp_path}\n", "")
+    assert supervisor.run("sh", "-c", "exit 3")[0] == 3
+    assert supervisor.run("sh", "-c", "kill -9 $$")[0] == 137
+    assert supervisor.run("sh", "-c", "trap - PIPE; yes | head -c 1")[:2] == (0, "y")
+
+
+@needs_linux
+def test_a_missing_command_reads_as_runsc_says_it(supervisor: HostSupervisor) -> None:
+    code, _, stderr = supervisor.run("no-such-command", "arg")
+    assert code == 127
+    assert stderr == "exec: no-such-command: executable file not found in $PATH\n"
+    end_ = ExecEnd(EndedBy.EXIT, 127, None, None, stderr, 0)
     assert classify(end_, LIMITS, "no-such-command", "runsc") == (
         RunStatus.ERROR,
         "command not found: no-such-command",
     )
-
-
-def test_an_image_without_the_loader_says_so() -> None:
-    command = " ".join(wrapped(["echo", "hi"]))
-    missing = (  # what runsc answered for an image without python3 (measured)
-        "OCI runtime exec failed: executing processes for container: executing command "
-        f'"{command}" in sandbox: error finding executable "python3" in PATH [/usr/bin /bin]: '
-        "no such file or directory: unknown\r\n"
-    )
-    assert classify(end(126, missing), LIMITS, "echo", "runsc") == (
-        RunStatus.ERROR,
-        "the image has no python3, which every gVisor command starts under (it installs the "
-        "seccomp filter that keeps the process limit)",
-    )
-    assert classify(end(126, missing), LIMITS, "echo", "runc")[1] == "command not found: echo"
-
-
-def test_only_runsc_s_report_on_this_sandbox_ending_the_chunk_leaves_stderr() -> None:
-    sandbox = "ab" * 32
-    report = (
-        f'waiting on pid 4: waiting on PID 4 in sandbox "{sandbox}": '
-        'urpc method "containerManager.WaitPID" failed: EOF\n'
-    )
-    assert split_sandbox_report(b"out\n" + report.encode(), sandbox) == (b"out\n", report.strip())
-    forged = report.replace(sandbox, "cd" * 32).encode()  # a command printing it for another
-    assert split_sandbox_report(forged, sandbox) == (forged, "")
-    followed = report.encode() + b"more\n"  # the command went on: it printed the line itself
-    assert split_sandbox_report(followed, sandbox) == (followed, "")
-    (note,) = sandbox_notes([report.strip()])
-    assert note.text.endswith(report.strip()) and sandbox_notes([]) == ()
+    assert supervisor.run("/etc/passwd")[0] == 126  # not executable: refused, not missing
 
 
 def test_ls_and_stat_failing_on_this_runsc_s_statx_say_why() -> None:
@@ -233,3 +271,22 @@ def test_ls_and_stat_failing_on_this_runsc_s_statx_say_why() -> None:
     assert status is RunStatus.FAILED
     assert cause.startswith("exited with code 2; its ls or stat met this runsc's refusal")
     assert classify(end(2, text), LIMITS, "ls", "runc") == (RunStatus.FAILED, "exited with code 2")
+
+
+@needs_linux
+def test_a_request_without_the_key_s_seal_or_replayed_is_dropped(
+    supervisor: HostSupervisor, tmp_path: Any
+) -> None:
+    """What a command that opened the supervisor's stdin could write: unsealed, sealed with
+    another key, or a sealed request seen before. Only the host's next request runs."""
+    marker = tmp_path / "ran"
+    touch = ("sh", "-c", f"echo x >> {marker}")
+    forged = json.dumps({"op": "start", "command": 1, "argv": touch, "env": {}, "cwd": "/"})
+    supervisor.write(forged.encode() + b"\n")
+    supervisor.write(sealed_request(os.urandom(32), json.loads(forged) | {"seq": 1}))
+    sealed = supervisor.start(*touch)
+    supervisor.write(sealed)
+    assert supervisor.answer()[0] == 0
+    supervisor.write(sealed)  # replayed
+    assert supervisor.run("true")[0] == 0
+    assert marker.read_text() == "x\n"

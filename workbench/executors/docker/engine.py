@@ -6,6 +6,8 @@ socket, then Podman's Docker-compatible socket. `engine_client` connects with a 
 raises `EngineUnreachable` with a plain message instead of hanging.
 """
 
+import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -241,3 +243,30 @@ def missing_image(tag: str) -> str:
         f"The sandbox image {tag} is missing from the engine; build it with "
         "`workbench image build --offline` (no registry needed)."
     )
+
+
+def close_attached(sock: Any) -> None:
+    """Close an attached (exec or container) socket and the HTTP response under it.
+
+    docker-py leaves these open after a non-streaming `exec_start`, and its stream `close()`
+    skips the socket once the response was read to its end: one leaked socket per exec.
+    """
+    response = getattr(sock, "_response", None)
+    raw = getattr(sock, "_sock", None)
+    if response is not None:
+        response.close()
+    sock.close()
+    if raw is not None:
+        raw.close()
+
+
+async def shut_attached(sock: Any, reader: "asyncio.Future[None] | None") -> None:
+    """Shut an attached socket down (which unblocks the thread reading it), wait for that
+    thread's `reader` future, then close the socket (`close_attached`)."""
+    raw = getattr(sock, "_sock", None)
+    if raw is not None:
+        with contextlib.suppress(OSError):
+            raw.shutdown(socket.SHUT_RDWR)
+    if reader is not None:
+        await reader
+    close_attached(sock)

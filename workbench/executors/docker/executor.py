@@ -35,10 +35,8 @@ from workbench.executors.docker.outcome import (
     ExecEnd,
     classify,
     exec_refusal_notes,
-    sandbox_notes,
     split_exec_refusal,
     split_exit,
-    split_sandbox_report,
 )
 from workbench.executors.docker.owner import reap_sessions, session_name
 from workbench.executors.docker.remote import CopiedFiles
@@ -54,6 +52,7 @@ from workbench.executors.docker.spec import (
     skill_mount,
     volume_name,
 )
+from workbench.executors.docker.supervisor_link import TAMPERED, SupervisedCommand
 from workbench.executors.inflight import InFlight, prepare_runs_dir
 from workbench.executors.process.capture import StreamCapture, finish_logs, stream_captures
 from workbench.executors.process.outcome import format_bytes, left_behind_warnings
@@ -85,6 +84,8 @@ _OUTPUT_LEFT_OPEN = PostureWarning(
     f"The command's output stayed open {DRAIN_S:g} s after it ended (a process it left holds "
     "it, or the engine is slow to close it): what came after that was not read.",
 )
+SAID_CHARS = 300  # of what the supervisor said as its container stopped, in the cause
+WORN_SHARE = 0.5  # of RLIMIT_CPU, which the supervisor spends too: a fresh container past it
 KILLED_SETTLE_S = 1.0  # for a container killed from outside to stop after its exec ended
 RESWEEP_S = 0.05  # first wait for the exec's end before sweeping again (then doubled)
 
@@ -283,8 +284,11 @@ class DockerExecutor:
             return "empty command: nothing to run"
         if not spec.workspace.is_dir():
             return f"workspace missing: {spec.workspace} is not a folder"
+        # The supervisor's CPU time counts against its RLIMIT_CPU as a command's does: a
+        # session whose supervisor spent half of it starts over before the limit ends it.
+        worn = session.supervisor_cpu_seconds > WORN_SHARE * self.posture.limits.cpu_seconds
         try:
-            if not await session.running():  # stopped or removed since the last run
+            if not await session.running() or (worn and self._in_flight.count == 1):
                 await session.recycle()
                 self.warm = False
                 if self._files is not None:
@@ -330,16 +334,14 @@ class DockerExecutor:
         )
         monitor = asyncio.create_task(sampler.run())
         guard = asyncio.create_task(watch.guard())
-        stream: ExecStream | None = None
+        stream: ExecStream | SupervisedCommand | None = None
         tasks: list[asyncio.Task[object]] = []
         sweep: Sweep | None = None
-        reports: list[str] = []  # what runsc wrote into stderr as the sandbox stopped
         refusals: list[str] = []  # what the runtime wrote into stdout when it could not start
         ended_by, code, failure, abandoned = EndedBy.SPAWN_ERROR, None, "", False
         try:
             stream = await session.exec(list(request.argv), env, WORKSPACE_MOUNT)
-            sandbox = session.container_id if self.runtime == "runsc" else ""
-            pump = asyncio.create_task(_pump(stream, captures, t0, sandbox, (reports, refusals)))
+            pump = asyncio.create_task(_pump(stream, captures, t0, refusals))
             exited: asyncio.Task[int] = asyncio.create_task(stream.exited())
             tasks += [pump, exited]
             ended_by = await first_end(
@@ -415,14 +417,18 @@ class DockerExecutor:
         )
         with contextlib.suppress(DockerException, OSError):
             memory = sampler.peak_rss_bytes, self.posture.limits.memory_bytes
-            if failure == CONTAINER_GONE and (how := await session.stopped_for_memory(*memory)):
+            if failure == CONTAINER_GONE and session.supervisor_said == TAMPERED:
+                cause = f"{CONTAINER_GONE}: {TAMPERED}"
+            elif failure == CONTAINER_GONE and (how := await session.stopped_for_memory(*memory)):
                 # gVisor charges its own kernel to the container: a memory bomb there can take
                 # the whole sandbox down, which is still the memory limit at work.
                 status = RunStatus.OOM_KILLED
                 cause = f"memory limit {format_bytes(self.posture.limits.memory_bytes)} ({how})"
+            elif failure == CONTAINER_GONE and session.supervisor_said:
+                cause += f"; its supervisor said: {session.supervisor_said[-SAID_CHARS:]}"
         commands = sweep.commands if sweep else ()
         warnings += left_behind_warnings(end.background_killed, status, commands)
-        warnings += sandbox_notes(reports) + exec_refusal_notes(refusals)
+        warnings += exec_refusal_notes(refusals)
         exit_code, sig = split_exit(code)
         return RunResult(
             run_id=run_id,
@@ -471,22 +477,15 @@ class DockerExecutor:
 
 
 async def _pump(
-    stream: ExecStream,
+    stream: ExecStream | SupervisedCommand,
     captures: dict[Stream, StreamCapture],
     t0: float,
-    sandbox: str,
-    said: tuple[list[str], list[str]],
+    refusals: list[str],
 ) -> None:
-    """Feed the exec's output to the captures. What the engine, not the command, wrote goes to
-    `said` instead (`outcome`): under gVisor (`sandbox`: the container's id) what runsc
-    reports as the sandbox stops, to its first list; the runtime's refusal to start the
-    command, which opens stdout, to its second."""
-    reports, refusals = said
+    """Feed the command's output to the captures; the runtime's refusal to start an exec's
+    command, which opens its stdout (`outcome`), goes to `refusals` instead."""
     first = True
     async for kind, data in stream.chunks():
-        if sandbox and kind is Stream.STDERR:
-            data, report = split_sandbox_report(data, sandbox)
-            reports += [report] if report else []
         if first and kind is Stream.STDOUT:
             first = False
             data, refusal = split_exec_refusal(data)

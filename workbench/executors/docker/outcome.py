@@ -3,15 +3,15 @@
 `classify` turns an `ExecEnd` (how the run was ended, the exit code, the output, the cgroup's
 `oom_kill` and pids counters before and after) into the run's status and cause, the counters
 deciding over the exit code; `fork_refused` reads a refused fork from the output under gVisor, where
-no counter records it, and `split_sandbox_report` / `sandbox_notes` move runsc's own failure text
-out of the command's stderr into the run's notes.
+no counter records it, and `split_exec_refusal` / `exec_refusal_notes` move runc's refusal to start
+an exec's command out of its stdout into the run's notes.
 """
 
 import re
 import signal
 from dataclasses import dataclass
 
-from workbench.executors.docker.gvisor_seccomp import LOADER_PROGRAM
+from workbench.executors.docker.gvisor_supervisor import NO_SLOT, NOT_FOUND
 from workbench.executors.docker.sampler import CgroupCounters
 from workbench.executors.docker.spec import RUNSC_PROCESS_LIMIT
 from workbench.executors.process.outcome import format_bytes, signal_name
@@ -29,12 +29,6 @@ FORK_REFUSED = re.compile(
     r"Cannot fork|can't fork|fork: (retry: )?Resource temporarily unavailable|spawn EAGAIN"
 )
 PYTHON_EAGAIN = "BlockingIOError: [Errno 11] Resource temporarily unavailable"
-# What runsc answers (exit code 126) when it cannot start an exec's process for the same reason.
-EXEC_REFUSED = "in sandbox: try again"
-# What runsc appends to an exec's stderr when it loses the command's process with the sandbox.
-SANDBOX_LOST = re.compile(
-    rb'(?m)^waiting on pid \d+: waiting on PID \d+ in sandbox "(?P<id>[0-9a-f]+)": [^\n]*\n?\Z'
-)
 REPORT_CHARS = 300
 # What runc writes at the start of an exec's stdout when it cannot start the command.
 EXEC_REFUSAL = re.compile(rb"\AOCI runtime exec failed: [^\n]*\n?")
@@ -76,11 +70,6 @@ def classify(end: ExecEnd, limits: Limits, argv0: str, runtime: str) -> tuple[Ru
         return RunStatus.ERROR, "the engine did not report how the command ended"
     if end.exit_code in (126, 127) and _not_found(end.output_text, argv0, runtime):
         return RunStatus.ERROR, f"command not found: {argv0}"
-    if end.exit_code in (126, 127) and _no_loader(end.output_text, runtime):
-        return RunStatus.ERROR, (
-            "the image has no python3, which every gVisor command starts under (it installs "
-            "the seccomp filter that keeps the process limit)"
-        )
     status, cause = _ended(end, limits, runtime)
     if end.background_killed:
         n = end.background_killed
@@ -102,7 +91,7 @@ def _ended(end: ExecEnd, limits: Limits, runtime: str) -> tuple[RunStatus, str]:
         )
     if "pids" in rose:
         return RunStatus.LIMIT_EXCEEDED, f"process limit {limits.pids} (pids cgroup)"
-    if runtime == "runsc" and end.exit_code == 126 and EXEC_REFUSED in end.output_text:
+    if runtime == "runsc" and end.exit_code == 126 and f": {NO_SLOT}" in end.output_text:
         return (
             RunStatus.LIMIT_EXCEEDED,
             f"process limit {limits.pids} ({RUNSC_PROCESS_LIMIT}): no free process slot to "
@@ -145,19 +134,10 @@ def _rlimit_hit(sig: int | None, cpu_seconds: float, limits: Limits) -> str | No
 
 
 def _not_found(text: str, argv0: str, runtime: str) -> bool:
-    """Under gVisor the loader every command starts under says so (`gvisor_seccomp`); runsc's
-    own errors echo the loader's source, which holds the words, so only its line counts."""
+    """Under gVisor the supervisor says so in its own line (`gvisor_supervisor`)."""
     if runtime == "runsc":
-        return f"exec: {argv0}: {NOT_FOUND_MARKS[0]}" in text
+        return f"exec: {argv0}: {NOT_FOUND}" in text
     return any(m in text for m in NOT_FOUND_MARKS)
-
-
-def _no_loader(text: str, runtime: str) -> bool:
-    """runsc could not start the loader itself (an image without python3). Its error echoes
-    the command, the loader's source included: only what follows it counts."""
-    before, _, error = text.partition('" in sandbox: ')
-    started = f'executing command "{LOADER_PROGRAM} ' in before
-    return runtime == "runsc" and started and any(m in error for m in NOT_FOUND_MARKS)
 
 
 def _risen(before: CgroupCounters | None, after: CgroupCounters | None) -> set[str]:
@@ -176,15 +156,6 @@ def fork_refused(text: str) -> bool:
     return bool(FORK_REFUSED.search(text)) or (PYTHON_EAGAIN in text and "fork" in text)
 
 
-def split_sandbox_report(data: bytes, container_id: str) -> tuple[bytes, str]:
-    """A chunk of an exec's stderr under gVisor without the report runsc ends it with when
-    the sandbox of `container_id` stopped under the command, and that report ("" if none)."""
-    match = SANDBOX_LOST.search(data)
-    if match is None or match["id"].decode() != container_id:
-        return data, ""
-    return data[: match.start()], match.group().decode(errors="replace").strip()
-
-
 def split_exec_refusal(data: bytes) -> tuple[bytes, str]:
     """The first chunk of an exec's stdout without the runtime's refusal to start the command
     that opens it, and that refusal ("" if none)."""
@@ -199,13 +170,3 @@ def exec_refusal_notes(refusals: list[str]) -> tuple[PostureWarning, ...]:
     said = "; ".join(refusals)[:REPORT_CHARS]
     text = f"The container runtime could not start the command: {said}"
     return (PostureWarning(Severity.INFO, text),) if said else ()
-
-
-def sandbox_notes(reports: list[str]) -> tuple[PostureWarning, ...]:
-    """The run's note of what runsc reported as the sandbox stopped (nothing for none)."""
-    if not reports:
-        return ()
-    said = "; ".join(reports)
-    said = said if len(said) <= REPORT_CHARS else f"{said[:REPORT_CHARS]}..."
-    text = f"The gVisor sandbox stopped under the command; runsc reported: {said}"
-    return (PostureWarning(Severity.INFO, text),)

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -26,10 +25,14 @@ from docker.utils.socket import STDERR, STDOUT, frames_iter
 from requests.exceptions import RequestException, Timeout
 
 from workbench.errors import ExecutorError
-from workbench.executors.docker import gvisor_seccomp
-from workbench.executors.docker.engine import missing_image
+from workbench.executors.docker.engine import close_attached, missing_image, shut_attached
 from workbench.executors.docker.sampler import CgroupFiles
 from workbench.executors.docker.spec import LABEL_APP, LABEL_SESSION, SWEEP_SIGNAL
+from workbench.executors.docker.supervisor_link import (
+    LinkSecret,
+    SupervisedCommand,
+    SupervisorLink,
+)
 from workbench.executors.process.outcome import format_bytes
 from workbench.executors.types import Stream
 from workbench.monitor.process import KEEP_COMMANDS, carries_tag, command_line
@@ -165,13 +168,7 @@ class ExecStream:
         """Shut the connection down (unblocks the reader thread), wait for it, release it."""
         if self._sock is None:
             return
-        raw = getattr(self._sock, "_sock", None)
-        if raw is not None:
-            with contextlib.suppress(OSError):
-                raw.shutdown(socket.SHUT_RDWR)
-        if self._pump is not None:
-            await self._pump
-        _close_socket(self._sock)
+        await shut_attached(self._sock, self._pump)
         self._sock = None
 
 
@@ -186,6 +183,10 @@ class DockerSession:
         self.cgroup: CgroupFiles | None = None
         self.baseline_tasks = 0
         self._host: CgroupFiles | None = None  # set when the host can kill the run's processes
+        self._link: SupervisorLink | None = None  # under gVisor, to the container's supervisor
+        self._linking = asyncio.Lock()
+        self._secret = LinkSecret()
+        self._said = ""  # what the last link lost heard the supervisor say
 
     @property
     def api(self) -> docker.APIClient:
@@ -208,6 +209,8 @@ class DockerSession:
         """Serve from `container_id`, already started (a warm one from the pool): inspect it
         and find its cgroup. `ExecutorError` (the container removed) when it does not run."""
         self.container_id = container_id
+        self._secret = LinkSecret()  # a new container: a new supervisor to send a key to
+        self._said = ""
         try:
             await self.inspect()
         except (DockerException, RequestException) as error:
@@ -216,14 +219,58 @@ class DockerSession:
             raise ExecutorError(f"Could not start the session container: {error}") from error
         if self.attrs["State"].get("Running") is not True:
             await self.stop()
-            raise ExecutorError("The session container exited right after it started.")
+            python = " (under gVisor its main process is a python3 supervisor)"
+            raise ExecutorError(
+                "The session container exited right after it started"
+                f"{python if self.supervised else ''}."
+            )
         host_pid = int(self.attrs["State"].get("Pid") or 0)
         cgroup = CgroupFiles.for_pid(host_pid) if host_pid else None
         # On another machine the engine's pid is some other process here, in another cgroup.
         self.cgroup = cgroup if cgroup and self.container_id in str(cgroup.pids) else None
         self.baseline_tasks = self.cgroup.usage().tasks if self.cgroup else 0
-        host_kills = self._options.get("runtime") == "runc" and os.geteuid() == 0
+        host_kills = not self.supervised and os.geteuid() == 0
         self._host = self.cgroup if host_kills else None
+
+    @property
+    def supervised(self) -> bool:
+        """Whether commands start through the container's supervisor (gVisor), not an exec."""
+        return self._options.get("runtime") == "runsc"
+
+    async def supervisor(self) -> SupervisorLink:
+        """The link to the container's supervisor, attached at its first use (a pool's
+        container is started by one process and served by another), again if it was lost.
+        `ConnectionResetError` when the container does not run: the engine holds an attach to
+        a stopped container open until it starts again."""
+        async with self._linking:  # one link: every attached client gets every answer
+            if self._link is None or self._link.lost:
+                await self._close_link()
+                if not await self._running_now():
+                    raise ConnectionResetError("the session container does not run")
+                link = SupervisorLink(self.api, self.container_id, self._secret)
+                await link.open()
+                self._link = link
+                if not await self._running_now():  # it stopped before the attach: no answer
+                    await self._close_link()
+                    raise ConnectionResetError("the session container does not run")
+            return self._link
+
+    @property
+    def supervisor_said(self) -> str:
+        """What the supervisor (or the init, when it could not start it) last wrote to its
+        stderr ("" for nothing, or no supervisor)."""
+        return self._link.said if self._link else self._said
+
+    @property
+    def supervisor_cpu_seconds(self) -> float:
+        """The supervisor's own CPU time as of its last sweep (it counts against RLIMIT_CPU)."""
+        return self._link.cpu_seconds if self._link else 0.0
+
+    async def _close_link(self) -> None:
+        if self._link is not None:
+            link, self._link = self._link, None
+            await link.close()
+            self._said = link.said
 
     def _create(self) -> str:
         # The session's volumes are made first, with its labels: Podman drops the labels of a
@@ -290,11 +337,13 @@ class DockerSession:
         state: dict[str, object] = attrs["State"]
         return state
 
-    async def exec(self, argv: list[str], env: dict[str, str], workdir: str) -> ExecStream:
-        """Start `argv` in the container (under gVisor, under the filter that keeps its process
-        limit: see `gvisor_seccomp`) and return its stream."""
-        if self._options.get("runtime") == "runsc":
-            argv = gvisor_seccomp.wrapped(argv)
+    async def exec(
+        self, argv: list[str], env: dict[str, str], workdir: str
+    ) -> ExecStream | SupervisedCommand:
+        """Start `argv` in the container and return its stream: under gVisor through the
+        supervisor (`gvisor_supervisor`), else with `docker exec`."""
+        if self.supervised:
+            return await (await self.supervisor()).start(argv, env, workdir)
         created = await asyncio.to_thread(
             self.api.exec_create, self.container_id, argv, environment=env, workdir=workdir
         )
@@ -318,10 +367,8 @@ class DockerSession:
         host_killed, killed = len(commands), 0
         for _ in range(SWEEP_TRIES):
             try:
-                output, ended = await self.exec_text(
-                    ["sh", "-c", KILL_SCRIPT, "kill", tag, str(KEEP_COMMANDS)]
-                )
-            except (APIError, OSError):
+                output, ended = await self._kill(tag)
+            except (DockerException, OSError):
                 output, ended = "", True
             lines = output.splitlines()
             kills = [line[2:].strip() for line in lines if line.startswith("k ")]
@@ -339,6 +386,14 @@ class DockerSession:
             await asyncio.sleep(SWEEP_POLL_S)
         shown = tuple(dict.fromkeys(commands))[:KEEP_COMMANDS]
         return Sweep(host_killed + killed, 0 if left == 0 else max(left, 1), shown)
+
+    async def _kill(self, tag: str) -> tuple[str, bool]:
+        """The killer's report (`KILL_SCRIPT`'s lines) and whether it ended: the supervisor's
+        sweep under gVisor, else the script in an exec of its own."""
+        if self.supervised:
+            link = await self.supervisor()
+            return await link.sweep(tag, KEEP_COMMANDS), True
+        return await self.exec_text(["sh", "-c", KILL_SCRIPT, "kill", tag, str(KEEP_COMMANDS)])
 
     async def _host_sweep(self, cgroup: CgroupFiles, tag: bytes, commands: list[str]) -> bool:
         """Kill the run's processes by host pid, adding each one's command line to `commands`;
@@ -399,6 +454,7 @@ class DockerSession:
     async def stop(self) -> None:
         """Remove the container (forced), and the session's volumes if it has them. Safe to
         call more than once."""
+        await self._close_link()
         if self.container_id:
             await asyncio.to_thread(remove_container, self.api, self.container_id)
         if self._options.get("mounts"):
@@ -436,21 +492,6 @@ def _exists(pid: int) -> bool:
     return os.path.exists(f"/proc/{pid}")  # noqa: PTH110 - hot path, plain names
 
 
-def _close_socket(sock: Any) -> None:
-    """Close an attached exec's socket and the HTTP response under it.
-
-    docker-py leaves these open after a non-streaming `exec_start`, and its stream `close()`
-    skips the socket once the response was read to its end: one leaked socket per exec.
-    """
-    response = getattr(sock, "_response", None)
-    raw = getattr(sock, "_sock", None)
-    if response is not None:
-        response.close()
-    sock.close()
-    if raw is not None:
-        raw.close()
-
-
 def used_bytes(api: docker.APIClient, container_id: str, mount: str) -> int | None:
     """How many bytes of files the container holds under `mount` (apparent sizes, as
     `tree_bytes` counts them), as the container itself sees them; blocking, one exec whose
@@ -469,7 +510,7 @@ def used_bytes(api: docker.APIClient, container_id: str, mount: str) -> int | No
     except (OSError, ValueError):
         return None
     finally:
-        _close_socket(sock)
+        close_attached(sock)
     words = output.split()
     return int(words[-2]) if len(words) >= 2 and words[-2].isdigit() else None
 

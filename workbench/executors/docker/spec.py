@@ -22,6 +22,7 @@ import docker
 from docker.types import Mount
 
 from workbench.executors.availability import EngineRuntimes, network_off
+from workbench.executors.docker.supervisor_link import PROGRAM
 from workbench.executors.process.outcome import format_bytes
 from workbench.executors.types import PostureCard, SessionSpec
 from workbench.monitor.process import RUN_TAG_ENV
@@ -55,9 +56,9 @@ DEFAULT_CAPABILITIES = frozenset(
     }
 )  # fmt: skip
 
-# The container's main process, the only child of the init: on SIGUSR1 (forwarded by the init)
-# it kills every other process of the container with the `kill` builtin, which needs no fork
-# and so works even when a fork bomb holds every slot of the process limit. Its own sleep dies
+# The container's main process under runc, the only child of the init: on SIGUSR1 (forwarded by
+# the init) it kills every other process of the container with the `kill` builtin, which needs no
+# fork and so works even when a fork bomb holds every slot of the process limit. Its own sleep dies
 # too, and the next fork may find the slots still taken (by the bomb, or by the dead not yet
 # reaped): under `command eval` a refused fork is an error dash survives and retries, where a
 # plain one would end the shell, and with it the container.
@@ -110,7 +111,7 @@ def container_options(
             RUN_TAG_ENV: SESSION_TAG,
             **(environment.variables(ENVIRONMENT_MOUNT, {}) if environment else {}),
         },
-        "command": ["sh", "-c", SUPERVISOR_SCRIPT, SUPERVISOR_NAME],
+        **_main_process(runtime),
         "init": True,
         "runtime": runtime,
         "user": container_user(posture, copied),
@@ -129,6 +130,15 @@ def container_options(
         **_folders(posture, session, session_id, copied),
         "labels": labels,
     }
+
+
+def _main_process(runtime: str) -> dict[str, Any]:
+    """The container's main process: under gVisor the supervisor every command starts through
+    (`gvisor_supervisor`), talking over its attached stdin and stdout, which no log keeps (they
+    carry the commands' output); under runc the shell of `SUPERVISOR_SCRIPT`."""
+    if runtime == "runsc":
+        return {"command": PROGRAM, "stdin_open": True, "log_config": {"type": "none"}}
+    return {"command": ["sh", "-c", SUPERVISOR_SCRIPT, SUPERVISOR_NAME]}
 
 
 def _folders(

@@ -71,7 +71,7 @@ def engine_now(client: docker.DockerClient) -> float:
 
 
 def idle_inside(api: docker.APIClient, container_id: str) -> bool:
-    """True when /proc inside holds only the init, the supervisor and its sleep (or its fork),
+    """True when /proc inside holds only the init and the supervisor (`gvisor_supervisor`),
     besides the lister itself."""
     exec_id = api.exec_create(container_id, ["sh", "-c", LIST_PROCS], user="0:0")["Id"]
     output = api.exec_start(exec_id).decode(errors="replace").splitlines()
@@ -83,11 +83,8 @@ def idle_inside(api: docker.APIClient, container_id: str) -> bool:
         return False
     others = [row for row in rows if row[0] != me]
     init = [row for row in others if row[0] == "1" and row[1] == "docker-init"]
-    supervisor = [row for row in others if row[2] == "1" and row[1] == "sh"]
-    if len(init) != 1 or len(supervisor) != 1:
-        return False
-    waiting = [row for row in others if row[2] == supervisor[0][0] and row[1] in ("sleep", "sh")]
-    return len(waiting) <= 1 and len(others) == 2 + len(waiting)
+    supervisor = [row for row in others if row[2] == "1" and row[1] == "python3"]
+    return len(init) == 1 and len(supervisor) == 1 and len(others) == 2
 
 
 def _pid_comm_ppid(line: str) -> tuple[str, str, str] | None:
