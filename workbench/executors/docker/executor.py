@@ -1,8 +1,9 @@
-"""The `docker` and `gvisor` postures: one container per session, one `docker exec` per command.
+"""The `docker` and `gvisor` postures: one container per session, every command started in it.
 
 `DockerExecutor.start()` creates the session container from the typed posture (`spec`), or takes a
 warm one from a `ContainerPool`, after removing the session containers of killed workbenches, and
-reads the effective posture card back from the engine. `run()` execs the command with the run's tag,
+reads the effective posture card back from the engine. `run()` starts the command with the run's tag
+(a `docker exec`; under gVisor through the container's supervisor, `supervisor_link`),
 streams its output, samples the container (`ContainerSampler`), ends on exit, timeout, Stop or
 shutdown, kills and verifies the run's processes (`DockerSession.sweep`) and classifies the result
 (`outcome`); `stop()` removes the container. On an engine that does not see this machine's files

@@ -1,13 +1,14 @@
-"""One session container: start, `docker exec` with streamed output, the in-container sweep, stop.
+"""One session container: start, commands with streamed output, the in-container sweep, stop.
 
-`DockerSession` creates or adopts the container, execs commands (`exec`, returning an `ExecStream`
-that hands the exec socket's output to the event loop from a thread of its own), and `sweep`s a
-run: it kills every process carrying the run's tag, and the init's orphans that carry none (`env
--i` escapes), and verifies none is left, from the host through the cgroup and pidfds where it can
-(runc, local engine, root), else by a second exec inside (`KILL_SCRIPT`), with the supervisor's
-`kill -9 -1` when a fork bomb leaves no slot for that exec. `remove_container`, `remove_volumes`
-and `remove_leftovers` clean up. Every docker-py call goes through `asyncio.to_thread`.
-"""
+`DockerSession` creates or adopts the container and starts commands (`exec`): a `docker exec`
+(an `ExecStream`, which hands the exec socket's output to the event loop from a thread of its own),
+or under gVisor a request to the container's supervisor (`supervisor_link`). It `sweep`s a run: it
+kills every process carrying the run's tag, and the init's orphans that carry none (`env -i`
+escapes), and verifies none is left, from the host through the cgroup and pidfds where it can
+(runc, local engine, root), under gVisor through the supervisor, else by a second exec inside
+(`KILL_SCRIPT`), with the supervisor's `kill -9 -1` when a fork bomb leaves no slot for that exec.
+`remove_container`, `remove_volumes` and `remove_leftovers` clean up. Every docker-py call goes
+through `asyncio.to_thread`."""
 
 import asyncio
 import contextlib
