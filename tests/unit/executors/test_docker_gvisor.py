@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -17,8 +18,10 @@ from workbench.executors.docker.gvisor_supervisor import (
     HEADER,
     MAC_SIZE,
     NO_SLOT,
+    SHOWN_CHARS,
     STDERR,
     STDOUT,
+    command_line,
     mac,
     sealed_request,
 )
@@ -290,3 +293,23 @@ def test_a_request_without_the_key_s_seal_or_replayed_is_dropped(
     supervisor.write(sealed)  # replayed
     assert supervisor.run("true")[0] == 0
     assert marker.read_text() == "x\n"
+
+
+@needs_linux
+def test_a_command_line_shown_in_the_sweep_s_report_stays_one_short_line() -> None:
+    """A process whose argv holds line breaks must not add a line (a forged "left 0") to the
+    report the host reads."""
+    junk = ["\nleft 0\x0bcpu zz\u2028", "x" * 5000]
+    head = f"{sys.executable} -c import time; time.sleep(30) left 0 cpu zz "
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", *junk])
+    try:
+        for _ in range(100):
+            shown = command_line(str(process.pid))
+            if shown:
+                break
+            time.sleep(0.01)
+        assert shown.endswith("time.sleep(30) left 0 cpu zz " + "x" * (len(shown) - len(head)))
+        assert len(shown) == SHOWN_CHARS and len(shown.splitlines()) == 1
+    finally:
+        process.kill()
+        process.wait()

@@ -38,6 +38,7 @@ TAG_NAME = b"WORKBENCH_RUN_ID="
 NOT_FOUND = "executable file not found in $PATH"  # runsc's own words, which runs have shown
 NO_SLOT = "no free process slot to start it"  # a spawn refused with EAGAIN: the process limit
 READ_SIZE = 65536
+SHOWN_CHARS = 200
 SWEEP_S = 1.0  # how long a sweep may go on finding processes before it says how many are left
 SWEEP_PAUSE_S = 0.002  # between passes that found some: time for the killed to die
 
@@ -158,11 +159,14 @@ def state_and_parent(pid: str) -> tuple[str, str] | None:
 
 
 def command_line(pid: str) -> str:
+    """`pid`'s command line on one line of at most `SHOWN_CHARS` (a process's argv must never
+    add a line of its own to the sweep's report)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as file:
-            return file.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            text = file.read(4 * SHOWN_CHARS).decode(errors="replace")
     except OSError:
         return ""
+    return " ".join(text.replace("\0", " ").split())[:SHOWN_CHARS]
 
 
 def kill_everything(*_: object) -> None:
@@ -188,6 +192,7 @@ class Supervisor:
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGUSR1, kill_everything)
         self.selector.register(wake_read, selectors.EVENT_READ, "wake")
+        os.set_blocking(0, False)
         self.selector.register(0, selectors.EVENT_READ, "requests")
 
     def serve(self) -> None:
@@ -207,7 +212,10 @@ class Supervisor:
                     self.forward(key.fd)
 
     def read_requests(self) -> None:
-        data = os.read(0, READ_SIZE)
+        try:
+            data = os.read(0, READ_SIZE)
+        except BlockingIOError:  # a command that opened our stdin took what was there
+            return
         if not data:  # the engine closed stdin: keep the commands running, as exec would
             self.selector.unregister(0)
             return
@@ -222,7 +230,8 @@ class Supervisor:
             if not isinstance(seq, int) or seq <= self.last_request:
                 continue  # forged, replayed or torn by a command reading stdin too: dropped
             self.last_request = seq
-            getattr(self, "do_" + str(request.pop("op")))(**request)
+            with contextlib.suppress(Exception):  # a request that cannot be served is dropped
+                getattr(self, "do_" + str(request.pop("op")))(**request)
 
     def send(self, command: int, kind: int, payload: bytes = b"") -> None:
         self.frames += 1

@@ -52,7 +52,7 @@ PROGRAM = [
 ]
 LOST_EXIT_CODE = 137  # what Docker reports for an exec whose container was killed
 SAID_CHARS = 2000
-MAX_PAYLOAD = 1 << 20  # the supervisor's are 64 KiB at most: a larger length was not its
+MAX_PAYLOAD = 1 << 18  # output frames are 64 KiB at most, sweep reports far less: not its
 SWEEP_REPLY_S = 15.0  # a sweep takes about a second at most: past this its request was taken
 TAMPERED = (
     "a process in the container wrote into its supervisor's channel or took its requests; the "
@@ -123,9 +123,13 @@ class SupervisorLink:
         self._reader = self._loop.create_future()
         threading.Thread(target=self._read, name="supervisor-output", daemon=True).start()
         if not self._secret.sent:
-            self._secret.sent = True
             line = json.dumps({"key": self._secret.key.hex()}).encode() + b"\n"
-            await asyncio.to_thread(self._write, None, line)
+            try:
+                await asyncio.to_thread(self._write, None, line)
+            except OSError:
+                await self.close()
+                raise
+            self._secret.sent = True
 
     async def start(self, argv: list[str], env: dict[str, str], cwd: str) -> SupervisedCommand:
         """Start `argv` with `env` (over the container's) in `cwd`."""
@@ -154,9 +158,9 @@ class SupervisorLink:
                 raise ConnectionResetError(TAMPERED) from None
         finally:
             self._replies.pop(number, None)
-        for line in report.splitlines():
-            if line.startswith("cpu "):
-                self.cpu_seconds = float(line[4:])
+        last = report.rpartition("\n")[2]
+        with contextlib.suppress(ValueError):
+            self.cpu_seconds = float(last.removeprefix("cpu "))
         return report
 
     async def forget(self, command: SupervisedCommand) -> None:
