@@ -268,6 +268,28 @@ def test_an_untagged_escapee_is_killed_and_named(any_session: Session, escape: s
     assert "sleep 77 " not in listed
 
 
+def test_an_orphan_with_a_made_up_run_tag_is_killed(any_session: Session) -> None:
+    escape = "(env WORKBENCH_RUN_ID=made-up setsid sleep 78 </dev/null >/dev/null 2>&1 &)"
+    result = any_session.run("sh", "-c", f"{escape}; sleep 0.5; echo done").result
+    assert (result.status, result.stdout.text) == (RunStatus.OK, "done\n")
+    assert "killed 1 background process it left behind" in result.cause
+    assert _container_processes(any_session) == []
+
+
+def test_a_command_that_sheds_its_own_tag_still_ends(any_session: Session) -> None:
+    shed = "exec env -i sh -c 'sleep 79 & exec sleep 80'"
+    started = time.monotonic()
+    result = any_session.run("sh", "-c", shed, cancel_after=0.5).result
+    assert time.monotonic() - started < 15  # not the 80 s the command would take
+    assert (result.status, result.leftover_processes) == (RunStatus.CANCELLED, 0)
+    escaped = any("outlived every sweep" in w.text for w in result.warnings)
+    # The gVisor supervisor knows the command it started; runc's killer cannot tell it from
+    # another run's exec, and the container is stopped instead.
+    assert escaped is (any_session.executor.runtime == "runc")
+    assert any_session.run("echo", "alive").result.stdout.text == "alive\n"
+    assert _container_processes(any_session) == []
+
+
 def test_memory_bomb_is_oom_killed(docker_session: Session) -> None:
     result = docker_session.run("tail", "/dev/zero").result
     assert result.status is RunStatus.OOM_KILLED

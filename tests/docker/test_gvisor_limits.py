@@ -242,3 +242,16 @@ def test_a_command_writing_into_its_supervisor_s_channel_ends_the_session(gvisor
     assert result.status is RunStatus.ERROR
     assert "wrote into its supervisor's channel" in result.cause
     assert gvisor.run("echo", "alive").result.stdout.text == "alive\n"
+
+
+def test_a_command_taking_its_supervisor_s_requests_ends_the_session(gvisor: Session) -> None:
+    """A command that reads the supervisor's stdin tears or takes a request meant for it: the
+    next request's number shows the gap (the host pings while commands run), and the session's
+    container is stopped instead of the run waiting for an answer that never comes."""
+    taker = 'head -c 1 "/proc/$PPID/fd/0" > /dev/null; sleep 20'
+    started = time.monotonic()
+    result = gvisor.run("sh", "-c", taker).result
+    assert time.monotonic() - started < 15  # pings every 2 s: not the 20 s of the command
+    assert result.status is RunStatus.ERROR
+    assert "took its requests" in result.cause
+    assert gvisor.run("echo", "alive").result.stdout.text == "alive\n"

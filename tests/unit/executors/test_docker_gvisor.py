@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from workbench.executors.docker.gvisor_supervisor import (
     HEADER,
     MAC_SIZE,
     NO_SLOT,
+    REQUEST_GAP,
     SHOWN_CHARS,
     STDERR,
     STDOUT,
@@ -187,17 +189,23 @@ class HostSupervisor:
         self.write(self.start(*argv, cwd=cwd))
         return self.answer()
 
-    def answer(self) -> tuple[int, str, str]:
-        """The frames of the last command started, checked as the link checks them."""
+    def next_frame(self) -> tuple[int, int, bytes]:
+        """The next frame's command number, kind and payload, checked as the link checks."""
         assert self.process.stdout is not None
+        header = self.process.stdout.read(HEADER.size)
+        frame, number, kind, size = HEADER.unpack(header)
+        payload = self.process.stdout.read(size)
+        assert self.process.stdout.read(MAC_SIZE) == mac(self.key, header, payload)
+        assert frame == self.frame + 1
+        self.frame = frame
+        return number, kind, payload
+
+    def answer(self) -> tuple[int, str, str]:
+        """The frames of the last command started."""
         code, output, closed = None, {STDOUT: b"", STDERR: b""}, False
         while code is None or not closed:
-            header = self.process.stdout.read(HEADER.size)
-            frame, number, kind, size = HEADER.unpack(header)
-            payload = self.process.stdout.read(size)
-            assert self.process.stdout.read(MAC_SIZE) == mac(self.key, header, payload)
-            assert (number, frame) == (self.number, self.frame + 1)
-            self.frame = frame
+            number, kind, payload = self.next_frame()
+            assert number == self.number
             if kind == EXITED:
                 code = int(payload)
             elif kind == CLOSED:
@@ -293,6 +301,24 @@ def test_a_request_without_the_key_s_seal_or_replayed_is_dropped(
     supervisor.write(sealed)  # replayed
     assert supervisor.run("true")[0] == 0
     assert marker.read_text() == "x\n"
+
+
+@needs_linux
+def test_a_request_after_a_taken_one_is_answered_with_a_gap(supervisor: HostSupervisor) -> None:
+    """A command that read the supervisor's stdin took a whole request: the next one's number
+    skips it, and the supervisor says so before it serves that one."""
+    supervisor.seq += 1  # the request a command took
+    supervisor.write(supervisor.start("true"))
+    assert supervisor.next_frame() == (0, REQUEST_GAP, str(supervisor.seq).encode())
+    assert supervisor.answer()[0] == 0
+
+
+@needs_linux
+def test_no_command_can_write_to_the_supervisor_s_stderr_once_it_has_its_key(
+    supervisor: HostSupervisor,
+) -> None:
+    assert supervisor.run("true")[0] == 0  # the key line was read before this request
+    assert str(Path(f"/proc/{supervisor.process.pid}/fd/2").readlink()) == os.devnull
 
 
 @needs_linux

@@ -85,7 +85,13 @@ _OUTPUT_LEFT_OPEN = PostureWarning(
     f"The command's output stayed open {DRAIN_S:g} s after it ended (a process it left holds "
     "it, or the engine is slow to close it): what came after that was not read.",
 )
-SAID_CHARS = 300  # of what the supervisor said as its container stopped, in the cause
+_COMMAND_ESCAPED = PostureWarning(
+    Severity.CAUTION,
+    "The command's own process outlived every sweep (it changed or shed its run tag, so it could "
+    "not be told from another run's): the session container was stopped to end it, with any run "
+    "sharing it.",
+)
+SHOWN_SAID_CHARS = 300  # of what the supervisor said as its container stopped, in the cause
 WORN_SHARE = 0.5  # of RLIMIT_CPU, which the supervisor spends too: a fresh container past it
 KILLED_SETTLE_S = 1.0  # for a container killed from outside to stop after its exec ended
 RESWEEP_S = 0.05  # first wait for the exec's end before sweeping again (then doubled)
@@ -112,6 +118,7 @@ class DockerExecutor:
         self._loan: SharedLoan | None = None
         self._files: CopiedFiles | None = None  # on an engine that does not see our files
         self._in_flight = InFlight()
+        self._recycling = asyncio.Lock()  # one replacement for runs that find it stopped
 
     async def start(self, session: SessionSpec) -> None:
         """Start the session container; `ExecutorError` when the engine cannot."""
@@ -287,14 +294,15 @@ class DockerExecutor:
             return f"workspace missing: {spec.workspace} is not a folder"
         # The supervisor's CPU time counts against its RLIMIT_CPU as a command's does: a
         # session whose supervisor spent half of it starts over before the limit ends it.
-        worn = session.supervisor_cpu_seconds > WORN_SHARE * self.posture.limits.cpu_seconds
         try:
-            if not await session.running() or (worn and self._in_flight.count == 1):
-                await session.recycle()
-                self.warm = False
-                if self._files is not None:
-                    await self._load(session)
-                self._card = self._read_card(session)
+            async with self._recycling:
+                worn = session.supervisor_cpu_seconds > WORN_SHARE * self.posture.limits.cpu_seconds
+                if not await session.running() or (worn and self._in_flight.count == 1):
+                    await session.recycle()
+                    self.warm = False
+                    if self._files is not None:
+                        await self._load(session)
+                    self._card = self._read_card(session)
         except (DockerException, OSError) as error:
             return f"the Docker engine does not answer: {error}"
         except ExecutorError as error:
@@ -339,7 +347,8 @@ class DockerExecutor:
         tasks: list[asyncio.Task[object]] = []
         sweep: Sweep | None = None
         refusals: list[str] = []  # what the runtime wrote into stdout when it could not start
-        ended_by, code, failure, abandoned = EndedBy.SPAWN_ERROR, None, "", False
+        ended_by, code, failure, abandoned, escaped = EndedBy.SPAWN_ERROR, None, "", False, False
+        session.runs.add(tag)
         try:
             stream = await session.exec(list(request.argv), env, WORKSPACE_MOUNT)
             pump = asyncio.create_task(_pump(stream, captures, t0, refusals))
@@ -358,6 +367,12 @@ class DockerExecutor:
                     break
                 sweep = await session.sweep(tag)  # Stop came before the command had started
                 wait *= 2
+            if not exited.done():  # the sweeps could not tell the command's own process
+                escaped = True
+                await session.halt()
+                with contextlib.suppress(TimeoutError):
+                    code = await asyncio.wait_for(asyncio.shield(exited), KILLED_SETTLE_S)
+                warnings += (_COMMAND_ESCAPED,)
             with contextlib.suppress(TimeoutError):  # the rest of the same DRAIN_S
                 await asyncio.wait_for(asyncio.shield(pump), max(0.0, deadline - time.monotonic()))
             if not pump.done():
@@ -375,6 +390,7 @@ class DockerExecutor:
             if sweep is None and stream is not None:  # run() was cancelled, or the engine failed
                 with contextlib.suppress(DockerException, OSError):
                     sweep = await session.sweep(tag)
+            session.runs.discard(tag)
             if stream is not None:
                 await stream.close()
             for task in (*tasks, monitor, guard):
@@ -385,7 +401,7 @@ class DockerExecutor:
                 for capture in captures.values():
                     capture.finish()
         after = session.cgroup.counters() if session.cgroup else None
-        if not failure:  # an exec ends with 137 when its container is removed or killed
+        if not failure and not escaped:  # an exec ends with 137 when its container is killed
             oom = before is not None and after is not None and after.oom_kills > before.oom_kills
             killed = ended_by is EndedBy.EXIT and code == 128 + signal.SIGKILL and not oom
             with contextlib.suppress(DockerException, OSError):
@@ -418,7 +434,7 @@ class DockerExecutor:
         )
         with contextlib.suppress(DockerException, OSError):
             memory = sampler.peak_rss_bytes, self.posture.limits.memory_bytes
-            if failure == CONTAINER_GONE and session.supervisor_said == TAMPERED:
+            if failure == CONTAINER_GONE and session.supervisor_tampered:
                 cause = f"{CONTAINER_GONE}: {TAMPERED}"
             elif failure == CONTAINER_GONE and (how := await session.stopped_for_memory(*memory)):
                 # gVisor charges its own kernel to the container: a memory bomb there can take
@@ -426,7 +442,7 @@ class DockerExecutor:
                 status = RunStatus.OOM_KILLED
                 cause = f"memory limit {format_bytes(self.posture.limits.memory_bytes)} ({how})"
             elif failure == CONTAINER_GONE and session.supervisor_said:
-                cause += f"; its supervisor said: {session.supervisor_said[-SAID_CHARS:]}"
+                cause += f"; its supervisor said: {session.supervisor_said[-SHOWN_SAID_CHARS:]}"
         commands = sweep.commands if sweep else ()
         warnings += left_behind_warnings(end.background_killed, status, commands)
         warnings += exec_refusal_notes(refusals)

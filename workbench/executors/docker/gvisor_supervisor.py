@@ -7,14 +7,14 @@ sessions"), and makes itself undumpable, so a command of the same uid can neithe
 its memory. It serves the host over its attached stdin and stdout (`supervisor_link` is the other
 end). runsc lets a command of the same uid open those two through /proc, so the first line brings a
 key and everything after it is sealed with a MAC of that key: requests are JSON lines, each with a
-larger `seq` than the last (a forged, replayed or torn one is dropped), answers binary frames
-(`HEADER`: frame number, command number, kind, length, then payload and MAC). `start` spawns a
-command (`posix_spawn`, its own session, stdin from /dev/null) and streams its output, then says
-when its output closed and how it exited (128 + N for signal N, as Docker reports); `sweep` kills
-every process of a run and verifies none is left, with the rules of `session.KILL_SCRIPT` (the
-killer runc sessions exec), needing no new process, so it works while a fork bomb holds every slot;
-`close` stops forwarding a command's output; `ping` answers. SIGUSR1 kills every process but the
-supervisor and the init."""
+`seq` one above the last (a forged, replayed or torn one is dropped; a gap means a process took
+one, and is answered with a `REQUEST_GAP` frame), answers binary frames (`HEADER`: frame number,
+command number, kind, length, then payload and MAC); once the key came, its stderr is /dev/null.
+`start` spawns a command (`posix_spawn`, its own session, stdin from /dev/null) and streams its
+output, then says when its output closed and how it exited (128 + N for signal N, as Docker
+reports); `sweep` kills every process of a run and verifies none is left, needing no new process,
+so it works while a fork bomb holds every slot; `close` stops forwarding a command's output; `ping`
+answers. SIGUSR1 kills every process but the supervisor and the init."""
 
 # Plain os calls, not pathlib: the sandbox pays for every module this program imports.
 # ruff: noqa: PTH113, PTH118, PTH123, PTH208
@@ -33,7 +33,7 @@ import time
 
 HEADER = struct.Struct(">QIBI")  # frame number, command number, kind, payload length
 MAC_SIZE = 16
-STDOUT, STDERR, CLOSED, EXITED, REPLY = 1, 2, 3, 4, 5
+STDOUT, STDERR, CLOSED, EXITED, REPLY, REQUEST_GAP = 1, 2, 3, 4, 5, 6
 TAG_NAME = b"WORKBENCH_RUN_ID="
 NOT_FOUND = "executable file not found in $PATH"  # runsc's own words, which runs have shown
 NO_SLOT = "no free process slot to start it"  # a spawn refused with EAGAIN: the process limit
@@ -181,6 +181,7 @@ class Supervisor:
         self.outputs: dict[int, tuple[int, int]] = {}  # pipe fd -> (command, kind)
         self.open: dict[int, int] = {}  # command -> its pipes still open
         self.children: dict[int, int] = {}  # pid -> command
+        self.child_tags: dict[int, bytes] = {}  # pid -> the run tag it was started with
         self.inbox = b""
         self.key = b""  # the first line's, before any command ran
         self.last_request = 0
@@ -224,11 +225,16 @@ class Supervisor:
         for line in lines:
             if not self.key:
                 self.key = bytes.fromhex(json.loads(line)["key"])
+                quiet = os.open(os.devnull, os.O_WRONLY)  # no command can write in our name
+                os.dup2(quiet, 2)
+                os.close(quiet)
                 continue
             request = opened_request(self.key, line) or {}
             seq = request.pop("seq", 0)
             if not isinstance(seq, int) or seq <= self.last_request:
                 continue  # forged, replayed or torn by a command reading stdin too: dropped
+            if seq != self.last_request + 1:  # a command read the ones between
+                self.send(0, REQUEST_GAP, str(seq).encode())
             self.last_request = seq
             with contextlib.suppress(Exception):  # a request that cannot be served is dropped
                 getattr(self, "do_" + str(request.pop("op")))(**request)
@@ -271,6 +277,7 @@ class Supervisor:
         os.close(out_write)
         os.close(err_write)
         self.children[pid] = command
+        self.child_tags[pid] = TAG_NAME + variables.get(TAG_NAME[:-1].decode(), "").encode()
         self.open[command] = 2
         for fd, kind in ((out_read, STDOUT), (err_read, STDERR)):
             os.set_blocking(fd, False)
@@ -324,14 +331,20 @@ class Supervisor:
             if not pid:
                 return
             command = self.children.pop(pid, None)
+            self.child_tags.pop(pid, None)
             if command is not None:
                 code = os.waitstatus_to_exitcode(status)
                 self.send(command, EXITED, str(128 - code if code < 0 else code).encode())
 
-    def do_sweep(self, command: int, tag: str, keep: int) -> None:
-        """Kill the run's processes until two passes in a row find none (the rules and the
-        answer's lines are `session.KILL_SCRIPT`'s), reaping the supervisor's own children."""
+    def do_sweep(self, command: int, tag: str, keep: int, live: list[str]) -> None:
+        """Kill the run's processes until two passes in a row find none (the answer's lines are
+        `session.KILL_SCRIPT`'s), reaping the supervisor's own children. The run's are the
+        children it started with `tag`, whatever their environment says now, and the processes
+        carrying `tag`; escapees are the orphans of the init (parent 1) that carry none of the
+        `live` runs' tags. Others are spared: another run's, or their parent is still alive
+        (once it dies, a pass finds them orphans)."""
         ours, me = tag.encode(), str(os.getpid())
+        alive = {ours, *(run.encode() for run in live)}
         seen: set[str] = set()
         lines: list[str] = []
         clean = found = 0
@@ -344,8 +357,8 @@ class Supervisor:
             for pid in pids:
                 if pid in ("1", me):
                     continue
-                tagged = run_tags(tags[pid])
-                mine = ours in tagged
+                tagged = [entry for entry in run_tags(tags[pid]) if entry in alive]
+                mine = ours in tagged or self.child_tags.get(int(pid)) == ours
                 stat = state_and_parent(pid)
                 if stat is None:
                     found += mine

@@ -28,7 +28,7 @@ from requests.exceptions import RequestException, Timeout
 from workbench.errors import ExecutorError
 from workbench.executors.docker.engine import close_attached, missing_image, shut_attached
 from workbench.executors.docker.sampler import CgroupFiles
-from workbench.executors.docker.spec import LABEL_APP, LABEL_SESSION, SWEEP_SIGNAL
+from workbench.executors.docker.spec import LABEL_APP, LABEL_SESSION, SESSION_TAG, SWEEP_SIGNAL
 from workbench.executors.docker.supervisor_link import (
     LinkSecret,
     SupervisedCommand,
@@ -36,15 +36,17 @@ from workbench.executors.docker.supervisor_link import (
 )
 from workbench.executors.process.outcome import format_bytes
 from workbench.executors.types import Stream
-from workbench.monitor.process import KEEP_COMMANDS, carries_tag, command_line
+from workbench.monitor.process import KEEP_COMMANDS, carries_tag, command_line, run_tag
 
 # Kills every process of the run, scanning /proc until two passes in a row kill none and see
 # none of the run's vanish (a process that forked and exited between a pass's listing and its
 # check leaves a child, or a zombie, the next pass finds). The run's are those whose
-# environment holds its tag ($1) and the escapees: orphans of the init (parent 1) with no run
-# tag at all (`env -i`), or whose environment is unreadable. The supervisor and this killer
-# carry the session's tag (the container's environment), a concurrent run's processes their
-# own, and an exec still starting has no parent in here, so none of these is touched. A zombie
+# environment holds its tag ($1) and the escapees: orphans of the init (parent 1) whose tag is
+# none of the spared ($3: the session's, which the supervisor and this killer carry, and the
+# runs' in flight), or no tag at all (`env -i`), or whose environment is unreadable. A
+# concurrent run's processes carry their own, and an exec still starting has no parent in
+# here, so none of these is touched; nor is an untagged process whose parent lives (once that
+# is killed, a pass finds it an orphan). A zombie
 # still holds a process slot: a pass is not clean while the init has one to reap (its parent is
 # the init, the run's or gone); one that a concurrent run's live process holds does not count.
 # A pass reads every tag with one grep (`-a -o`: environ is NUL-separated), not one per
@@ -53,7 +55,7 @@ from workbench.monitor.process import KEEP_COMMANDS, carries_tag, command_line
 # <command line>" for each process it killed (the line empty after the first $2), then "left
 # <processes still being killed after the last pass>".
 KILL_SCRIPT = """
-tag=$1; KEEP=$2; me=/proc/$$/environ; nl='
+tag=$1; KEEP=$2; spared=" $3 "; me=/proc/$$/environ; nl='
 '; seen=; killed=0; found=0; clean=0; round=0
 while [ $clean -lt 2 ] && [ $round -lt 100 ]; do
   found=0; round=$((round + 1))
@@ -63,6 +65,10 @@ while [ $clean -lt 2 ] && [ $round -lt 100 ]; do
     p=${f#/proc/}; p=${p%/environ}
     [ "$p" = 1 ] || [ "$p" = $$ ] && continue
     case $tags in *"$f:$tag$nl"*) ours=1 ;; *"$f:"*) ours=0 ;; *) ours= ;; esac
+    if [ "$ours" = 0 ]; then
+      t=${tags#*"$f:"}; t=${t%%"$nl"*}
+      case $spared in *" $t "*) ;; *) ours= ;; esac
+    fi
     if ! read -r stat < "/proc/$p/stat" 2>/dev/null; then
       [ "$ours" = 1 ] && found=$((found + 1))
       continue
@@ -162,8 +168,11 @@ class ExecStream:
             # Not running and no exit code yet: the engine has not started the process.
             if not info.get("Running") and code is not None:
                 return int(code)
-            with contextlib.suppress(TimeoutError):  # the streams closing usually means exit
-                await asyncio.wait_for(self._eof.wait(), EXIT_POLL_S)
+            # The streams closing usually means exit. `asyncio.timeout`, not `wait_for`: under
+            # Python 3.11 a cancel that lands as `wait_for` times out becomes its TimeoutError.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(EXIT_POLL_S):
+                    await self._eof.wait()
 
     async def close(self) -> None:
         """Shut the connection down (unblocks the reader thread), wait for it, release it."""
@@ -187,7 +196,8 @@ class DockerSession:
         self._link: SupervisorLink | None = None  # under gVisor, to the container's supervisor
         self._linking = asyncio.Lock()
         self._secret = LinkSecret()
-        self._said = ""  # what the last link lost heard the supervisor say
+        self._last_link: SupervisorLink | None = None  # the one closed last: what it heard
+        self.runs: set[str] = set()  # the tags of the runs in flight: their orphans are spared
 
     @property
     def api(self) -> docker.APIClient:
@@ -211,7 +221,7 @@ class DockerSession:
         and find its cgroup. `ExecutorError` (the container removed) when it does not run."""
         self.container_id = container_id
         self._secret = LinkSecret()  # a new container: a new supervisor to send a key to
-        self._said = ""
+        self._last_link = None
         try:
             await self.inspect()
         except (DockerException, RequestException) as error:
@@ -258,9 +268,17 @@ class DockerSession:
 
     @property
     def supervisor_said(self) -> str:
-        """What the supervisor (or the init, when it could not start it) last wrote to its
-        stderr ("" for nothing, or no supervisor)."""
-        return self._link.said if self._link else self._said
+        """What the supervisor (or the init, when it could not start it) wrote to its stderr
+        before it had its key ("" for nothing, or no supervisor)."""
+        link = self._link or self._last_link
+        return link.said if link else ""
+
+    @property
+    def supervisor_tampered(self) -> bool:
+        """Whether a process in the container wrote into or read the supervisor's channel
+        (the link then stopped the container)."""
+        link = self._link or self._last_link
+        return link.tampered if link else False
 
     @property
     def supervisor_cpu_seconds(self) -> float:
@@ -271,7 +289,7 @@ class DockerSession:
         if self._link is not None:
             link, self._link = self._link, None
             await link.close()
-            self._said = link.said
+            self._last_link = link
 
     def _create(self) -> str:
         # The session's volumes are made first, with its labels: Podman drops the labels of a
@@ -391,10 +409,14 @@ class DockerSession:
     async def _kill(self, tag: str) -> tuple[str, bool]:
         """The killer's report (`KILL_SCRIPT`'s lines) and whether it ended: the supervisor's
         sweep under gVisor, else the script in an exec of its own."""
+        live = sorted(self.runs)
         if self.supervised:
             link = await self.supervisor()
-            return await link.sweep(tag, KEEP_COMMANDS), True
-        return await self.exec_text(["sh", "-c", KILL_SCRIPT, "kill", tag, str(KEEP_COMMANDS)])
+            return await link.sweep(tag, KEEP_COMMANDS, live), True
+        spared = " ".join([run_tag(SESSION_TAG).decode(), *live])
+        return await self.exec_text(
+            ["sh", "-c", KILL_SCRIPT, "kill", tag, str(KEEP_COMMANDS), spared]
+        )
 
     async def _host_sweep(self, cgroup: CgroupFiles, tag: bytes, commands: list[str]) -> bool:
         """Kill the run's processes by host pid, adding each one's command line to `commands`;
@@ -446,6 +468,12 @@ class DockerSession:
         finally:
             await stream.close()
         return out.decode(errors="replace"), ended
+
+    async def halt(self) -> None:
+        """Kill the container (every process in it: it stops, and the next run's check
+        replaces it)."""
+        with contextlib.suppress(DockerException, RequestException):
+            await asyncio.to_thread(self.api.kill, self.container_id)
 
     async def recycle(self) -> None:
         """Replace a container that stopped (or was removed) by a fresh one."""

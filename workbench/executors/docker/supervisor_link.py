@@ -6,11 +6,12 @@ supervisor's requests and hands its answers, read by a thread of its own, to the
 `start` returns a `SupervisedCommand` (output chunks as they arrive, then the exit code, the same
 shape as a `docker exec` stream) and `sweep` the supervisor's report of a run's processes killed.
 When the link is lost (the container stopped) every command in flight ends as Docker ends an exec
-whose container died, with 137, and what the supervisor last wrote to its stderr is kept in
-`said`. Requests and answers are sealed with the session's `LinkSecret` (see `gvisor_supervisor`):
-an answer whose MAC or order does not hold means a process in the container wrote into the
-supervisor's stdout, and the link kills the container (nothing it says can be trusted any more),
-as it does when a sweep goes unanswered.
+whose container died, with 137, and what the supervisor wrote to its stderr before it had its key
+is kept in `said`. Requests and answers are sealed with the session's `LinkSecret` (see
+`gvisor_supervisor`): an answer whose MAC or order does not hold means a process in the container
+wrote into the supervisor's stdout, a request gap that one read its stdin, and the link kills the
+container and sets `tampered` (nothing it says can be trusted any more), as it does when a sweep or
+the ping it sends every `PING_S` while commands run goes unanswered.
 """
 
 import asyncio
@@ -35,6 +36,7 @@ from workbench.executors.docker.gvisor_supervisor import (
     HEADER,
     MAC_SIZE,
     REPLY,
+    REQUEST_GAP,
     mac,
     sealed_request,
 )
@@ -53,7 +55,8 @@ PROGRAM = [
 LOST_EXIT_CODE = 137  # what Docker reports for an exec whose container was killed
 SAID_CHARS = 2000
 MAX_PAYLOAD = 1 << 18  # output frames are 64 KiB at most, sweep reports far less: not its
-SWEEP_REPLY_S = 15.0  # a sweep takes about a second at most: past this its request was taken
+REPLY_S = 15.0  # a sweep takes about a second at most: past this its request was taken
+PING_S = 2.0  # while commands run: a ping reveals a request taken before it, or is itself lost
 TAMPERED = (
     "a process in the container wrote into its supervisor's channel or took its requests; the "
     "container was stopped"
@@ -109,7 +112,9 @@ class SupervisorLink:
         self._writing = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._reader: asyncio.Future[None] | None = None
+        self._pinger: asyncio.Task[None] | None = None
         self.lost = False
+        self.tampered = False  # a process in the container wrote into or read the channel
         self.said = ""  # the supervisor's own stderr (the init's, when it could not start it)
         self.cpu_seconds = 0.0  # the supervisor's own CPU time, as of its last sweep
 
@@ -122,6 +127,7 @@ class SupervisorLink:
         self._loop = asyncio.get_running_loop()
         self._reader = self._loop.create_future()
         threading.Thread(target=self._read, name="supervisor-output", daemon=True).start()
+        self._pinger = asyncio.create_task(self._ping_while_busy())
         if not self._secret.sent:
             line = json.dumps({"key": self._secret.key.hex()}).encode() + b"\n"
             try:
@@ -141,27 +147,53 @@ class SupervisorLink:
             await self._send(op="start", command=command.number, argv=argv, env=env, cwd=cwd)
         return command
 
-    async def sweep(self, tag: str, keep: int) -> str:
-        """Have the supervisor kill the processes of the run tagged `tag`; its report
-        (`session.KILL_SCRIPT`'s lines). OSError when the link is lost, or the answer does not
-        come (then the container is killed: a process in it took the request)."""
-        number = next(self._secret.commands)
-        reply: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        self._replies[number] = reply
-        try:
-            await self._send(op="sweep", command=number, tag=tag, keep=keep)
-            try:
-                report = (await asyncio.wait_for(reply, SWEEP_REPLY_S)).decode(errors="replace")
-            except TimeoutError:
-                await asyncio.to_thread(self._stop_container)
-                self._heard(TAMPERED)
-                raise ConnectionResetError(TAMPERED) from None
-        finally:
-            self._replies.pop(number, None)
+    async def sweep(self, tag: str, keep: int, live: list[str]) -> str:
+        """Have the supervisor kill the processes of the run tagged `tag` (`live`: the tags of
+        the runs in flight); its report (`session.KILL_SCRIPT`'s lines). OSError when the link
+        is lost, or the answer does not come (then the container is killed: a process in it
+        took the request)."""
+        report = await self._ask(op="sweep", tag=tag, keep=keep, live=live)
         last = report.rpartition("\n")[2]
         with contextlib.suppress(ValueError):
             self.cpu_seconds = float(last.removeprefix("cpu "))
         return report
+
+    async def _ask(self, **request: object) -> str:
+        """Send `request` and return the supervisor's reply to it, or kill the container
+        when none comes within `REPLY_S`."""
+        number = next(self._secret.commands)
+        reply: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._replies[number] = reply
+        try:
+            await self._send(**request, command=number)
+            try:
+                async with asyncio.timeout(REPLY_S):
+                    return (await reply).decode(errors="replace")
+            except TimeoutError:
+                await asyncio.to_thread(self._tamper)
+                raise ConnectionResetError(TAMPERED) from None
+        finally:
+            self._replies.pop(number, None)
+
+    async def _ping_while_busy(self) -> None:
+        """While commands run, send a ping every `PING_S`, not waiting for the last one's
+        answer: the supervisor answers a request that follows a taken one with a gap, and one
+        left unanswered kills the container (`_ask`)."""
+        pings: set[asyncio.Task[None]] = set()
+        try:
+            while not self.lost:
+                await asyncio.sleep(PING_S)
+                if self._commands:
+                    ping = asyncio.create_task(self._ping())
+                    pings.add(ping)
+                    ping.add_done_callback(pings.discard)
+        finally:
+            for ping in pings:
+                ping.cancel()
+
+    async def _ping(self) -> None:
+        with contextlib.suppress(OSError):
+            await self._ask(op="ping")
 
     async def forget(self, command: SupervisedCommand) -> None:
         if self._commands.pop(command.number, None) is not None and command.output_open:
@@ -207,11 +239,13 @@ class SupervisorLink:
                             pending[end - MAC_SIZE : end], mac(self._secret.key, header, payload)
                         )
                     ):
-                        loop.call_soon_threadsafe(self._heard, TAMPERED)
-                        self._stop_container()
+                        self._tamper()
                         return
                     last, pending = frame, pending[end:]
-                    frames.append((number, kind, payload))
+                    if kind == REQUEST_GAP:  # its own frames still hold: read on until it stops
+                        self._tamper()
+                    else:
+                        frames.append((number, kind, payload))
                 if frames:
                     loop.call_soon_threadsafe(self._deliver, frames)
         except (OSError, ValueError):  # the socket was shut down under us
@@ -220,14 +254,14 @@ class SupervisorLink:
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
                 loop.call_soon_threadsafe(self._lose)
 
-    def _stop_container(self) -> None:
-        """Kill the container whose supervisor can no longer be trusted (blocking)."""
+    def _tamper(self) -> None:
+        """Kill the container whose supervisor can no longer be trusted (blocking; any thread)."""
+        self.tampered = True
         with contextlib.suppress(docker.errors.DockerException, OSError):
             self._api.kill(self._container_id)
 
     def _heard(self, said: str) -> None:
-        if self.said != TAMPERED:
-            self.said = said.strip()
+        self.said = said.strip()
 
     def _deliver(self, frames: list[tuple[int, int, bytes]]) -> None:
         for number, kind, payload in frames:
@@ -270,6 +304,10 @@ class SupervisorLink:
 
     async def close(self) -> None:
         """Shut the connection down (unblocks the reader thread) and wait for it."""
+        if self._pinger is not None:
+            self._pinger.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pinger
         if self._sock is None:
             return
         await shut_attached(self._sock, self._reader)
