@@ -268,12 +268,14 @@ def test_an_untagged_escapee_is_killed_and_named(any_session: Session, escape: s
     assert "sleep 77 " not in listed
 
 
-def test_an_orphan_with_a_made_up_run_tag_is_killed(any_session: Session) -> None:
-    escape = "(env WORKBENCH_RUN_ID=made-up setsid sleep 78 </dev/null >/dev/null 2>&1 &)"
+@pytest.mark.parametrize("made_up", ["made-up", "session"])  # the second is the session's own
+def test_an_orphan_with_a_made_up_run_tag_is_killed(any_session: Session, made_up: str) -> None:
+    escape = f"(env WORKBENCH_RUN_ID={made_up} setsid sleep 78 </dev/null >/dev/null 2>&1 &)"
     result = any_session.run("sh", "-c", f"{escape}; sleep 0.5; echo done").result
     assert (result.status, result.stdout.text) == (RunStatus.OK, "done\n")
     assert "killed 1 background process it left behind" in result.cause
     assert _container_processes(any_session) == []
+    assert any_session.run("echo", "alive").result.stdout.text == "alive\n"
 
 
 def test_a_command_that_sheds_its_own_tag_still_ends(any_session: Session) -> None:

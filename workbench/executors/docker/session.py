@@ -41,12 +41,13 @@ from workbench.monitor.process import KEEP_COMMANDS, carries_tag, command_line, 
 # Kills every process of the run, scanning /proc until two passes in a row kill none and see
 # none of the run's vanish (a process that forked and exited between a pass's listing and its
 # check leaves a child, or a zombie, the next pass finds). The run's are those whose
-# environment holds its tag ($1) and the escapees: orphans of the init (parent 1) whose tag is
-# none of the spared ($3: the session's, which the supervisor and this killer carry, and the
-# runs' in flight), or no tag at all (`env -i`), or whose environment is unreadable. A
-# concurrent run's processes carry their own, and an exec still starting has no parent in
-# here, so none of these is touched; nor is an untagged process whose parent lives (once that
-# is killed, a pass finds it an orphan). A zombie
+# environment holds its tag ($1) and the escapees: orphans of the init (parent 1) that carry
+# neither a tag of the runs in flight ($4) nor the session's ($3, which this killer, the
+# supervisor and its sleep carry; an orphan carrying it is spared only when it is the
+# supervisor, the init's oldest child), or no tag at all (`env -i`), or whose environment is
+# unreadable. A concurrent run's processes carry their own, and an exec still starting has no
+# parent in here, so none of these is touched; nor is an untagged process whose parent lives
+# (once that is killed, a pass finds it an orphan). A zombie
 # still holds a process slot: a pass is not clean while the init has one to reap (its parent is
 # the init, the run's or gone); one that a concurrent run's live process holds does not count.
 # A pass reads every tag with one grep (`-a -o`: environ is NUL-separated), not one per
@@ -55,8 +56,16 @@ from workbench.monitor.process import KEEP_COMMANDS, carries_tag, command_line, 
 # <command line>" for each process it killed (the line empty after the first $2), then "left
 # <processes still being killed after the last pass>".
 KILL_SCRIPT = """
-tag=$1; KEEP=$2; spared=" $3 "; me=/proc/$$/environ; nl='
-'; seen=; killed=0; found=0; clean=0; round=0
+tag=$1; KEEP=$2; session=$3; spared=" $3 $4 "; me=/proc/$$/environ; nl='
+'; seen=; killed=0; found=0; clean=0; round=0; main=; first=
+for s in /proc/[0-9]*/stat; do
+  read -r stat < "$s" 2>/dev/null || continue
+  set -- ${stat##*) }
+  [ "$2" = 1 ] || continue
+  shift 19
+  if [ -z "$first" ] || [ "$1" -lt "$first" ]; then first=$1; main=${s#/proc/}; fi
+done
+main=${main%/stat}
 while [ $clean -lt 2 ] && [ $round -lt 100 ]; do
   found=0; round=$((round + 1))
   tags="$(grep -aso 'WORKBENCH_RUN_ID=[-_.a-zA-Z0-9]*' /proc/[0-9]*/environ)$nl"
@@ -65,10 +74,6 @@ while [ $clean -lt 2 ] && [ $round -lt 100 ]; do
     p=${f#/proc/}; p=${p%/environ}
     [ "$p" = 1 ] || [ "$p" = $$ ] && continue
     case $tags in *"$f:$tag$nl"*) ours=1 ;; *"$f:"*) ours=0 ;; *) ours= ;; esac
-    if [ "$ours" = 0 ]; then
-      t=${tags#*"$f:"}; t=${t%%"$nl"*}
-      case $spared in *" $t "*) ;; *) ours= ;; esac
-    fi
     if ! read -r stat < "/proc/$p/stat" 2>/dev/null; then
       [ "$ours" = 1 ] && found=$((found + 1))
       continue
@@ -78,6 +83,11 @@ while [ $clean -lt 2 ] && [ $round -lt 100 ]; do
       case $parent:$tags in 1:*) ;; *"/proc/$parent/environ:$tag$nl"*) ;;
         *"/proc/$parent/environ:"*) continue ;; esac
       found=$((found + 1)); continue
+    fi
+    if [ "$ours" = 0 ]; then
+      t=${tags#*"$f:"}; t=${t%%"$nl"*}
+      case $spared in *" $t "*) ;; *) ours= ;; esac
+      [ "$t" = "$session" ] && [ "$parent" = 1 ] && [ "$p" != "$main" ] && ours=
     fi
     [ "$ours" = 0 ] && continue
     [ -z "$ours" ] && [ "$parent" != 1 ] && continue
@@ -413,10 +423,9 @@ class DockerSession:
         if self.supervised:
             link = await self.supervisor()
             return await link.sweep(tag, KEEP_COMMANDS, live), True
-        spared = " ".join([run_tag(SESSION_TAG).decode(), *live])
-        return await self.exec_text(
-            ["sh", "-c", KILL_SCRIPT, "kill", tag, str(KEEP_COMMANDS), spared]
-        )
+        session = run_tag(SESSION_TAG).decode()
+        argv = ["sh", "-c", KILL_SCRIPT, "kill", tag, str(KEEP_COMMANDS), session, " ".join(live)]
+        return await self.exec_text(argv)
 
     async def _host_sweep(self, cgroup: CgroupFiles, tag: bytes, commands: list[str]) -> bool:
         """Kill the run's processes by host pid, adding each one's command line to `commands`;
