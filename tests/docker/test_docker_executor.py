@@ -16,7 +16,11 @@ import docker
 import pytest
 
 from workbench.errors import ExecutorError
-from workbench.executors.docker.executor import DockerExecutor
+from workbench.executors.docker.executor import (
+    CONTAINER_GONE,
+    HALTED_FOR_ESCAPEE,
+    DockerExecutor,
+)
 from workbench.executors.docker.sampler import ContainerSampler
 from workbench.executors.docker.session import remove_leftovers
 from workbench.executors.docker.spec import LABEL_APP
@@ -276,6 +280,43 @@ def test_an_orphan_with_a_made_up_run_tag_is_killed(any_session: Session, made_u
     assert "killed 1 background process it left behind" in result.cause
     assert _container_processes(any_session) == []
     assert any_session.run("echo", "alive").result.stdout.text == "alive\n"
+
+
+def test_an_escapee_whose_name_fakes_a_parent_is_killed(docker_session: Session) -> None:
+    """A process name may hold a line break: the first line of its stat then shows a parent
+    of the name's choosing (55 here), which must not make an untagged orphan look adopted."""
+    rename = "open('/proc/self/comm', 'w').write('a) S 55\\n'); import time; time.sleep(82)"
+    escape = f'(env -i python3 -c "{rename}" </dev/null >/dev/null 2>&1 &)'
+    result = docker_session.run("sh", "-c", f"{escape}; sleep 0.5; echo done").result
+    assert (result.status, result.stdout.text) == (RunStatus.OK, "done\n")
+    assert "killed 1 background process it left behind" in result.cause
+    assert _container_processes(docker_session) == []
+
+
+def test_a_run_ended_by_the_halt_for_another_run_s_escapee_says_so(
+    docker_runtimes: set[str],
+) -> None:
+    session = Session(Posture(PostureId.DOCKER).with_limits(**{**LIMITS, "timeout_s": 30}))
+    shed = RunRequest(("sh", "-c", "exec env -i sleep 80"))
+    bystander = RunRequest(("sleep", "60"))
+    stop = CancelToken()
+
+    async def both() -> list[RunResult]:
+        session.loop.call_later(0.5, stop.cancel)
+        run = session.executor.run
+        return await asyncio.gather(
+            run(shed, lambda c: None, stop), run(bystander, lambda c: None, CancelToken())
+        )
+
+    try:
+        shed_result, other = session.loop.run_until_complete(both())
+        assert shed_result.status is RunStatus.CANCELLED
+        assert any("outlived every sweep" in w.text for w in shed_result.warnings)
+        assert other.status is RunStatus.ERROR
+        assert other.cause == f"{CONTAINER_GONE}: {HALTED_FOR_ESCAPEE}"
+        assert session.run("echo", "alive").result.stdout.text == "alive\n"
+    finally:
+        session.close()
 
 
 def test_a_command_that_sheds_its_own_tag_still_ends(any_session: Session) -> None:

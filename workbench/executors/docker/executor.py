@@ -85,6 +85,10 @@ _OUTPUT_LEFT_OPEN = PostureWarning(
     f"The command's output stayed open {DRAIN_S:g} s after it ended (a process it left holds "
     "it, or the engine is slow to close it): what came after that was not read.",
 )
+HALTED_FOR_ESCAPEE = (
+    "a run's command outlived every sweep (it changed or shed its run tag), and the container "
+    "was stopped to end it"
+)
 _COMMAND_ESCAPED = PostureWarning(
     Severity.CAUTION,
     "The command's own process outlived every sweep (it changed or shed its run tag, so it could "
@@ -360,22 +364,18 @@ class DockerExecutor:
             wall = time.monotonic() - t0
             sweep = await session.sweep(tag)
             wait, deadline = RESWEEP_S, time.monotonic() + DRAIN_S
-            while time.monotonic() < deadline:
-                with contextlib.suppress(TimeoutError):
-                    code = await asyncio.wait_for(asyncio.shield(exited), wait)
-                if exited.done():
-                    break
+            while not await _settled(exited, wait) and time.monotonic() < deadline:
                 sweep = await session.sweep(tag)  # Stop came before the command had started
                 wait *= 2
-            if not exited.done():  # the sweeps could not tell the command's own process
-                escaped = True
-                await session.halt()
-                with contextlib.suppress(TimeoutError):
-                    code = await asyncio.wait_for(asyncio.shield(exited), KILLED_SETTLE_S)
+            if not await _settled(exited, KILLED_SETTLE_S):  # the sweeps could not tell the
+                escaped = True  # command's own process from another run's exec
+                await session.halt(HALTED_FOR_ESCAPEE)
+                await _settled(exited, KILLED_SETTLE_S)
                 warnings += (_COMMAND_ESCAPED,)
-            with contextlib.suppress(TimeoutError):  # the rest of the same DRAIN_S
-                await asyncio.wait_for(asyncio.shield(pump), max(0.0, deadline - time.monotonic()))
-            if not pump.done():
+            code = exited.result() if exited.done() else None
+            # The rest of the same DRAIN_S (after a halt, the stream closes with the container).
+            left = max(KILLED_SETTLE_S if escaped else 0.0, deadline - time.monotonic())
+            if not await _settled(pump, left):
                 warnings += (_OUTPUT_LEFT_OPEN,)
         except (DockerException, OSError) as error:
             wall = time.monotonic() - t0
@@ -434,7 +434,9 @@ class DockerExecutor:
         )
         with contextlib.suppress(DockerException, OSError):
             memory = sampler.peak_rss_bytes, self.posture.limits.memory_bytes
-            if failure == CONTAINER_GONE and session.supervisor_tampered:
+            if failure == CONTAINER_GONE and session.halted:
+                cause = f"{CONTAINER_GONE}: {session.halted}"
+            elif failure == CONTAINER_GONE and session.supervisor_tampered:
                 cause = f"{CONTAINER_GONE}: {TAMPERED}"
             elif failure == CONTAINER_GONE and (how := await session.stopped_for_memory(*memory)):
                 # gVisor charges its own kernel to the container: a memory bomb there can take
@@ -509,6 +511,15 @@ async def _pump(
             refusals += [refusal] if refusal else []
         if data:
             captures[kind].feed(data, time.monotonic() - t0)
+
+
+async def _settled(task: "asyncio.Task[Any]", seconds: float) -> bool:
+    """Whether `task` is done, waiting up to `seconds` for it (never cancelling it).
+    `asyncio.timeout`, not `wait_for`: see `ExecStream.exited`."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await asyncio.shield(task)
+    return task.done()
 
 
 def _in_loop(say: Callable[[str], None] | None) -> Callable[[str], None] | None:

@@ -50,9 +50,11 @@ from workbench.monitor.process import KEEP_COMMANDS, carries_tag, command_line, 
 # (once that is killed, a pass finds it an orphan). A zombie
 # still holds a process slot: a pass is not clean while the init has one to reap (its parent is
 # the init, the run's or gone); one that a concurrent run's live process holds does not count.
-# A pass reads every tag with one grep (`-a -o`: environ is NUL-separated), not one per
-# process, cheap enough for many concurrent sweeps; when it cannot start (no free process slot)
-# the killer's own tag is missing from its answer, and the pass is not clean. Prints "k
+# A process's stat line counts only whole (a name may hold a line break, which cuts the line
+# short and could fake a parent): a cut one reads as an orphan's. A pass reads every tag with
+# one grep (`-a -o`: environ is NUL-separated), not one per process, cheap enough for many
+# concurrent sweeps; when it cannot start (no free process slot) the killer's own tag is
+# missing from its answer, and the pass is not clean. Prints "k
 # <command line>" for each process it killed (the line empty after the first $2), then "left
 # <processes still being killed after the last pass>".
 KILL_SCRIPT = """
@@ -60,8 +62,8 @@ tag=$1; KEEP=$2; session=$3; spared=" $3 $4 "; me=/proc/$$/environ; nl='
 '; seen=; killed=0; found=0; clean=0; round=0; main=; first=
 for s in /proc/[0-9]*/stat; do
   read -r stat < "$s" 2>/dev/null || continue
-  set -- ${stat##*) }
-  [ "$2" = 1 ] || continue
+  set -f; set -- ${stat##*) }; set +f
+  [ $# -ge 20 ] && [ "$2" = 1 ] || continue
   shift 19
   if [ -z "$first" ] || [ "$1" -lt "$first" ]; then first=$1; main=${s#/proc/}; fi
 done
@@ -78,8 +80,10 @@ while [ $clean -lt 2 ] && [ $round -lt 100 ]; do
       [ "$ours" = 1 ] && found=$((found + 1))
       continue
     fi
-    stat=${stat##*) }; parent=${stat#? }; parent=${parent%% *}
-    if [ "${stat%% *}" = Z ]; then
+    set -f; set -- ${stat##*) }; set +f
+    [ $# -ge 20 ] || set -- ? 1  # a name with a line break cut its line: an orphan, say
+    parent=$2
+    if [ "$1" = Z ]; then
       case $parent:$tags in 1:*) ;; *"/proc/$parent/environ:$tag$nl"*) ;;
         *"/proc/$parent/environ:"*) continue ;; esac
       found=$((found + 1)); continue
@@ -115,6 +119,9 @@ HOST_POLL_S = 0.002
 HOST_SETTLE_S = 0.5  # how long killed processes may take to be reaped before the exec sweep
 MEMORY_KILL_SHARE = 0.5  # of the memory limit: a bomb that doubles its use was sampled past it
 POOL_NAME_PREFIX = "skill-workbench-pool-"  # a warm pool's container, until it is claimed
+# A request sent into a lost link may be lost or torn with it, which the supervisor could not
+# tell from a command taking one: its container is not served again.
+LINK_LOST = "the link to its supervisor was lost while it ran, and the container was stopped"
 
 Chunk = tuple[Stream, bytes]
 
@@ -208,6 +215,7 @@ class DockerSession:
         self._secret = LinkSecret()
         self._last_link: SupervisorLink | None = None  # the one closed last: what it heard
         self.runs: set[str] = set()  # the tags of the runs in flight: their orphans are spared
+        self.halted = ""  # why the session stopped its own container (`halt`), if it did
 
     @property
     def api(self) -> docker.APIClient:
@@ -232,6 +240,7 @@ class DockerSession:
         self.container_id = container_id
         self._secret = LinkSecret()  # a new container: a new supervisor to send a key to
         self._last_link = None
+        self.halted = ""
         try:
             await self.inspect()
         except (DockerException, RequestException) as error:
@@ -265,6 +274,8 @@ class DockerSession:
         a stopped container open until it starts again."""
         async with self._linking:  # one link: every attached client gets every answer
             if self._link is None or self._link.lost:
+                if self._secret.sent and await self._running_now():
+                    await self.halt(LINK_LOST)
                 await self._close_link()
                 if not await self._running_now():
                     raise ConnectionResetError("the session container does not run")
@@ -478,9 +489,10 @@ class DockerSession:
             await stream.close()
         return out.decode(errors="replace"), ended
 
-    async def halt(self) -> None:
+    async def halt(self, why: str) -> None:
         """Kill the container (every process in it: it stops, and the next run's check
-        replaces it)."""
+        replaces it); `halted` says `why` to the runs it ends."""
+        self.halted = why
         with contextlib.suppress(DockerException, RequestException):
             await asyncio.to_thread(self.api.kill, self.container_id)
 

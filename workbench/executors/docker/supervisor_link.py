@@ -56,6 +56,9 @@ LOST_EXIT_CODE = 137  # what Docker reports for an exec whose container was kill
 SAID_CHARS = 2000
 MAX_PAYLOAD = 1 << 18  # output frames are 64 KiB at most, sweep reports far less: not its
 REPLY_S = 15.0  # a sweep takes about a second at most: past this its request was taken
+# A process stopped past REPLY_S (Ctrl+Z) resumes with its answers unread: they come within
+# this grace, a taken request's never does.
+REPLY_GRACE_S = 1.0
 PING_S = 2.0  # while commands run: a ping reveals a request taken before it, or is itself lost
 TAMPERED = (
     "a process in the container wrote into its supervisor's channel or took its requests; the "
@@ -166,12 +169,12 @@ class SupervisorLink:
         self._replies[number] = reply
         try:
             await self._send(**request, command=number)
-            try:
-                async with asyncio.timeout(REPLY_S):
-                    return (await reply).decode(errors="replace")
-            except TimeoutError:
-                await asyncio.to_thread(self._tamper)
-                raise ConnectionResetError(TAMPERED) from None
+            for seconds in (REPLY_S, REPLY_GRACE_S):
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(seconds):
+                        return (await reply).decode(errors="replace")
+            await asyncio.to_thread(self._tamper)
+            raise ConnectionResetError(TAMPERED)
         finally:
             self._replies.pop(number, None)
 
