@@ -301,7 +301,7 @@ def test_a_run_ended_by_the_halt_for_another_run_s_escapee_says_so(
     bystander = RunRequest(("sleep", "60"))
     stop = CancelToken()
 
-    async def both() -> list[RunResult]:
+    async def both() -> tuple[RunResult, RunResult]:
         session.loop.call_later(0.5, stop.cancel)
         run = session.executor.run
         return await asyncio.gather(
