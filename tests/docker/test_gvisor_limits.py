@@ -255,3 +255,18 @@ def test_a_command_taking_its_supervisor_s_requests_ends_the_session(gvisor: Ses
     assert result.status is RunStatus.ERROR
     assert "took its requests" in result.cause
     assert gvisor.run("echo", "alive").result.stdout.text == "alive\n"
+
+
+def test_a_lost_link_to_the_supervisor_is_replaced_by_a_fresh_container(gvisor: Session) -> None:
+    """The attach connection dropped while the container runs (closed here from the test's
+    side, as a broken connection would): a request may have been lost with it, so the next
+    run gets a fresh container instead of a link whose numbering could read as tampering."""
+    assert gvisor.run("echo", "before").result.stdout.text == "before\n"
+    before = gvisor.executor.container_id
+    session = gvisor.executor._session  # the fault is injected there
+    assert session is not None
+    link = gvisor.loop.run_until_complete(session.supervisor())
+    gvisor.loop.run_until_complete(link.close())
+    result = gvisor.run("echo", "after").result
+    assert (result.status, result.stdout.text) == (RunStatus.OK, "after\n")
+    assert gvisor.executor.container_id != before

@@ -301,7 +301,8 @@ class DockerExecutor:
         try:
             async with self._recycling:
                 worn = session.supervisor_cpu_seconds > WORN_SHARE * self.posture.limits.cpu_seconds
-                if not await session.running() or (worn and self._in_flight.count == 1):
+                stale = session.link_lost or (worn and self._in_flight.count == 1)
+                if stale or not await session.running():
                     await session.recycle()
                     self.warm = False
                     if self._files is not None:

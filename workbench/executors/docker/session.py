@@ -288,6 +288,12 @@ class DockerSession:
             return self._link
 
     @property
+    def link_lost(self) -> bool:
+        """Whether the link to the supervisor was lost (the container may still run, but is
+        not served again: see `LINK_LOST`)."""
+        return self._link is not None and self._link.lost
+
+    @property
     def supervisor_said(self) -> str:
         """What the supervisor (or the init, when it could not start it) wrote to its stderr
         before it had its key ("" for nothing, or no supervisor)."""
