@@ -34,7 +34,8 @@ import time
 HEADER = struct.Struct(">QIBI")  # frame number, command number, kind, payload length
 MAC_SIZE = 16
 STDOUT, STDERR, CLOSED, EXITED, REPLY, REQUEST_GAP = 1, 2, 3, 4, 5, 6
-TAG_NAME = b"WORKBENCH_RUN_ID="
+TAG_VARIABLE = "WORKBENCH_RUN_ID"
+TAG_NAME = TAG_VARIABLE.encode() + b"="
 NOT_FOUND = "executable file not found in $PATH"  # runsc's own words, which runs have shown
 NO_SLOT = "no free process slot to start it"  # a spawn refused with EAGAIN: the process limit
 READ_SIZE = 65536
@@ -180,8 +181,7 @@ class Supervisor:
         self.selector = selectors.DefaultSelector()
         self.outputs: dict[int, tuple[int, int]] = {}  # pipe fd -> (command, kind)
         self.open: dict[int, int] = {}  # command -> its pipes still open
-        self.children: dict[int, int] = {}  # pid -> command
-        self.child_tags: dict[int, bytes] = {}  # pid -> the run tag it was started with
+        self.children: dict[int, tuple[int, bytes]] = {}  # pid -> command, the tag it started with
         self.inbox = b""
         self.key = b""  # the first line's, before any command ran
         self.last_request = 0
@@ -276,8 +276,7 @@ class Supervisor:
             return
         os.close(out_write)
         os.close(err_write)
-        self.children[pid] = command
-        self.child_tags[pid] = TAG_NAME + variables.get(TAG_NAME[:-1].decode(), "").encode()
+        self.children[pid] = command, TAG_NAME + variables.get(TAG_VARIABLE, "").encode()
         self.open[command] = 2
         for fd, kind in ((out_read, STDOUT), (err_read, STDERR)):
             os.set_blocking(fd, False)
@@ -330,9 +329,8 @@ class Supervisor:
                 return
             if not pid:
                 return
-            command = self.children.pop(pid, None)
-            self.child_tags.pop(pid, None)
-            if command is not None:
+            if pid in self.children:
+                command, _ = self.children.pop(pid)
                 code = os.waitstatus_to_exitcode(status)
                 self.send(command, EXITED, str(128 - code if code < 0 else code).encode())
 
@@ -358,7 +356,7 @@ class Supervisor:
                 if pid in ("1", me):
                     continue
                 tagged = [entry for entry in run_tags(tags[pid]) if entry in alive]
-                mine = ours in tagged or self.child_tags.get(int(pid)) == ours
+                mine = ours in tagged or self.children.get(int(pid), (0, b""))[1] == ours
                 stat = state_and_parent(pid)
                 if stat is None:
                     found += mine

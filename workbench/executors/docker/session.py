@@ -213,7 +213,7 @@ class DockerSession:
         self._link: SupervisorLink | None = None  # under gVisor, to the container's supervisor
         self._linking = asyncio.Lock()
         self._secret = LinkSecret()
-        self._last_link: SupervisorLink | None = None  # the one closed last: what it heard
+        self._latest_link: SupervisorLink | None = None  # open or lost: what it heard
         self.runs: set[str] = set()  # the tags of the runs in flight: their orphans are spared
         self.halted = ""  # why the session stopped its own container (`halt`), if it did
 
@@ -239,7 +239,7 @@ class DockerSession:
         and find its cgroup. `ExecutorError` (the container removed) when it does not run."""
         self.container_id = container_id
         self._secret = LinkSecret()  # a new container: a new supervisor to send a key to
-        self._last_link = None
+        self._latest_link = None
         self.halted = ""
         try:
             await self.inspect()
@@ -281,7 +281,7 @@ class DockerSession:
                     raise ConnectionResetError("the session container does not run")
                 link = SupervisorLink(self.api, self.container_id, self._secret)
                 await link.open()
-                self._link = link
+                self._link = self._latest_link = link
                 if not await self._running_now():  # it stopped before the attach: no answer
                     await self._close_link()
                     raise ConnectionResetError("the session container does not run")
@@ -297,15 +297,13 @@ class DockerSession:
     def supervisor_said(self) -> str:
         """What the supervisor (or the init, when it could not start it) wrote to its stderr
         before it had its key ("" for nothing, or no supervisor)."""
-        link = self._link or self._last_link
-        return link.said if link else ""
+        return self._latest_link.said if self._latest_link else ""
 
     @property
     def supervisor_tampered(self) -> bool:
         """Whether a process in the container wrote into or read the supervisor's channel
         (the link then stopped the container)."""
-        link = self._link or self._last_link
-        return link.tampered if link else False
+        return self._latest_link is not None and self._latest_link.tampered
 
     @property
     def supervisor_cpu_seconds(self) -> float:
@@ -316,7 +314,6 @@ class DockerSession:
         if self._link is not None:
             link, self._link = self._link, None
             await link.close()
-            self._last_link = link
 
     def _create(self) -> str:
         # The session's volumes are made first, with its labels: Podman drops the labels of a
