@@ -91,9 +91,9 @@ HALTED_FOR_ESCAPEE = (
 )
 _COMMAND_ESCAPED = PostureWarning(
     Severity.CAUTION,
-    "The command's own process outlived every sweep (it changed or shed its run tag, so it could "
-    "not be told from another run's): the session container was stopped to end it, with any run "
-    "sharing it.",
+    "The session container was stopped to end the command, whose own process outlived every "
+    "sweep (it changed or shed its run tag, so it could not be told from another run's); any run "
+    "sharing the container was stopped too.",
 )
 SHOWN_SAID_CHARS = 300  # of what the supervisor said as its container stopped, in the cause
 WORN_SHARE = 0.5  # of RLIMIT_CPU, which the supervisor spends too: a fresh container past it
