@@ -46,11 +46,13 @@ def _bench(args: argparse.Namespace) -> int:
 
     from workbench.bench.report import bench_payload, format_table
     from workbench.bench.suite import run_bench
+    from workbench.platform import loops
 
     rows = [r.strip() for r in args.rows.split(",") if r.strip()] if args.rows else None
     bench = run_bench(args.quick, _postures(args.postures), rows, lambda t: warn(f"bench: {t}"))
     # Not asyncio.run(): it waits for every worker thread, and a hung call never returns.
     loop = asyncio.new_event_loop()
+    loops.give_blocking_threads(loop)
     try:
         run = loop.run_until_complete(bench)
     finally:

@@ -62,8 +62,7 @@ def register(commands: "argparse._SubParsersAction[Any]") -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    import asyncio
-
+    from workbench.platform import loops
     from workbench.runs.compare import CompareRequest, compare_row
     from workbench.runs.services import RunServices
 
@@ -86,7 +85,7 @@ def _compare(args: argparse.Namespace) -> int:
         if (found := skill_environment(skill, posture, services.layout, args.no_env)) is not None
     }
     request = CompareRequest(skill.name, skill.path, runs, source, environments)
-    records = asyncio.run(_compare_with_signals(services.runs, request))
+    records = loops.run(_compare_with_signals(services.runs, request))
     rows = [compare_row(record, records) for record in records]
     if args.json:
         emit_json(

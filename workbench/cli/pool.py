@@ -82,9 +82,8 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _fill(args: argparse.Namespace) -> int:
-    import asyncio
-
     from workbench.executors.warm.containers import ContainerPool
+    from workbench.platform import loops
     from workbench.runs.services import RunServices
 
     if not 1 <= args.size <= MAX_SIZE:
@@ -110,7 +109,7 @@ def _fill(args: argparse.Namespace) -> int:
         await pool.prime(posture, session)
         await pool.detach()
 
-    asyncio.run(fill())
+    loops.run(fill())
     status = pool.status()
     if args.json:
         emit_json(

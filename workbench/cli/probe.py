@@ -14,7 +14,6 @@ line per (skill, posture) and the agreement rate (`skill-workbench/preview-agree
 """
 
 import argparse
-import asyncio
 from typing import Any
 
 from workbench.cli.output import emit_json, warn
@@ -22,6 +21,7 @@ from workbench.cli.postures import probe_all
 from workbench.cli.run import cancel_on_signals
 from workbench.errors import PostureError, UsageError
 from workbench.executors import implemented_postures
+from workbench.platform import loops
 from workbench.postures.model import PostureId, parse_posture_id
 from workbench.probes.agreement import Agreement, measure
 from workbench.probes.lab import Cell, Scoreboard, run_lab, scoreboard_to_dict
@@ -93,7 +93,7 @@ def _probe(args: argparse.Namespace) -> int:
     warn(f"probing {', '.join(chosen)}; every probe is a recorded run (workbench history)")
     if args.preview:
         return _preview_agreement(chosen, service, args.json)
-    board = asyncio.run(_run_with_signals(chosen, service))
+    board = loops.run(_run_with_signals(chosen, service))
     if args.json:
         document = scoreboard_to_dict(board)
         document["skipped"] = [{"posture": p.value, "reason": r} for p, r in skipped.items()]
@@ -106,7 +106,7 @@ def _probe(args: argparse.Namespace) -> int:
 
 
 def _preview_agreement(chosen: list[PostureId], service: RunService, as_json: bool) -> int:
-    agreement, stopped = asyncio.run(_measure_with_signals(chosen, service))
+    agreement, stopped = loops.run(_measure_with_signals(chosen, service))
     if as_json:
         pairs = [to_jsonable(pair) | {"agrees": pair.agrees} for pair in agreement.pairs]
         emit_json("preview-agreement", {"pairs": pairs, "rate": agreement.rate()})

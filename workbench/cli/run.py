@@ -134,8 +134,7 @@ def add_posture_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import asyncio
-
+    from workbench.platform import loops
     from workbench.runs.service import RunPlan
     from workbench.runs.services import RunServices
 
@@ -168,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     warn_posture(posture)
     try:
-        done = asyncio.run(_run_with_signals(services, plan, live=not args.json))
+        done = loops.run(_run_with_signals(services, plan, live=not args.json))
     except WorkbenchError as error:
         if args.json:  # still exactly one document; main() prints the error and exits 125
             emit_json("run", {"run_id": run_id, "outcome": "error", "cause": str(error)})

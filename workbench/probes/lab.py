@@ -167,7 +167,10 @@ async def run_lab(
     async with LabSite(parent) as site, LabSessions(service) as sessions:
         plans = [plan for posture_id in chosen for plan in _sessions(posture_id, probe_ids, limits)]
         folders = await asyncio.to_thread(
-            lambda: [site.session_folders(f"session-{n}") for n in range(len(plans))]
+            lambda: [
+                site.session_folders(f"session-{n}", probes)
+                for n, (_, _, probes) in enumerate(plans)
+            ]
         )
         lab_sessions = [
             _LabSession(
@@ -175,13 +178,22 @@ async def run_lab(
             )
             for (posture, shared, probes), place in zip(plans, folders, strict=True)
         ]
-        last = [lab for lab in lab_sessions if lab.watched_from_the_host()]
+        on_host = [lab for lab in lab_sessions if lab.on_the_host()]
+        watched = [lab for lab in on_host if lab.watched_from_the_host()]
+
+        async def host_sessions() -> None:
+            async with asyncio.TaskGroup() as group:
+                for lab in on_host:
+                    if lab not in watched:
+                        group.create_task(lab.run(cancel, as_root, judged))
+            for lab in watched:
+                await lab.run(cancel, as_root, judged)
+
         async with asyncio.TaskGroup() as group:
+            group.create_task(host_sessions())
             for lab in lab_sessions:
-                if lab not in last:
+                if lab not in on_host:
                     group.create_task(lab.run(cancel, as_root, judged))
-        for lab in last:
-            await lab.run(cancel, as_root, judged)
     order = {(p, probe): n for n, (p, probe) in enumerate(_grid(chosen, probe_ids))}
     return Scoreboard(
         postures=chosen,
@@ -210,8 +222,8 @@ def _sessions(
     one shared session (`LabSessions`: one container for all of them, not one each). A probe
     that pushes a limit (`ALONE`) runs in a session of its own, so what it does to its sandbox
     never changes another probe's verdict, and so does `daemon`, which asks what survives a run:
-    a run ends its session (the container goes with it). The `WATCHED` probes of a posture that
-    runs on the host run after all the others, one at a time.
+    a run ends its session (the container goes with it). The `WATCHED` probes of the postures on
+    the host run after the other host sessions, one at a time; the container sessions go on.
     """
 
     def posture(probe: ProbeId) -> Posture:
@@ -233,10 +245,15 @@ class _LabSession:
     folders: SessionFolders
     lab_id: str  # the history's session of the whole lab run
 
+    def on_the_host(self) -> bool:
+        """True when the session's runs are processes of this machine that the app watches
+        from its own process, not a container's."""
+        return self.posture.id not in CONTAINER_POSTURES
+
     def watched_from_the_host(self) -> bool:
-        """True for a probe (`WATCHED`) of a posture whose runs the app watches from its own
-        process: it runs after the other sessions, one at a time, with nothing else running."""
-        return set(self.probes) <= set(WATCHED) and self.posture.id not in CONTAINER_POSTURES
+        """True for a probe (`WATCHED`) of a posture on the host: it runs after the other host
+        sessions, one at a time, with no other host run beside it."""
+        return set(self.probes) <= set(WATCHED) and self.on_the_host()
 
     async def run(self, cancel: CancelToken, as_root: bool, judged: Callable[[Cell], None]) -> None:
         for probe in self.probes:

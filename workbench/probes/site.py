@@ -3,8 +3,8 @@
 `LabSite.open()` makes one temporary folder with the canaries the probes look for (a file outside
 the workspace, a private dotfile in a fake home), starts a loopback listener that records what
 connections send, and puts a canary into a credential-looking variable (`CANARY_ENV`); each
-session of probes gets its own folders (`session_folders`: a skill holding a copy of every probe
-skill, a workspace, a folder to write into), so sessions that run at once never see each other's
+session of probes gets its own folders (`session_folders`: a skill holding a copy of its probes'
+skills, a workspace, a folder to write into), so sessions that run at once never see each other's
 files; `close()` removes all of it, with any process still carrying the lab's random token.
 """
 
@@ -14,13 +14,14 @@ import os
 import secrets
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
 from workbench.postures.model import PostureId
-from workbench.probes.catalogue import ProbeId, probe_skills_dir
+from workbench.probes.catalogue import PROBE_BY_ID, ProbeId, probe_skills_dir
 
 CANARY_ENV = "WORKBENCH_PROBE_CANARY_TOKEN"
 LAB_FOLDER_PREFIX = "workbench-probe-lab-"  # the lab's temporary folder (names its runs' skills)
@@ -136,13 +137,15 @@ class LabSite:
         self.dotfile.write_text(self.token + "\n")
         self.dotfile.chmod(0o600)
 
-    def session_folders(self, name: str) -> SessionFolders:
-        """Make the folders of the session `name` (blocking; see the module doc)."""
+    def session_folders(self, name: str, probes: Iterable[ProbeId]) -> SessionFolders:
+        """Make the folders of the session `name` that runs `probes` (blocking; see the
+        module doc)."""
         folders = SessionFolders(
             self.skills / name / LAB_SKILL, self.workspaces / name, self.drop / name
         )
-        folders.skill_dir.parent.mkdir(mode=0o755)
-        shutil.copytree(probe_skills_dir(), folders.skill_dir)
+        folders.skill_dir.mkdir(mode=0o755, parents=True)
+        for skill in {PROBE_BY_ID[probe].skill for probe in probes}:
+            shutil.copytree(probe_skills_dir() / skill, folders.skill_dir / skill)
         (folders.skill_dir / "SKILL.md").write_text(LAB_SKILL_MD)
         for folder in (folders.skill_dir.parent, folders.skill_dir):
             folder.chmod(0o755)

