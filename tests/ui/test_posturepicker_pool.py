@@ -125,11 +125,13 @@ def test_a_new_size_is_kept_and_the_status_follows_the_pool(
 def test_choosing_a_skill_primes_the_chosen_postures_pool_for_a_fresh_workspace(
     qtbot: Any, services: Services, settings: QSettings, run: Run
 ) -> None:
-    window = MainWindow(replace(services, probe_postures=lambda: WITH_DOCKER), settings)
-    qtbot.addWidget(window)
     pool = FakePool()
-    window.postures.set_pools({PostureId.DOCKER: pool}, settings)
-    run(window.load())
+    opened = replace(
+        services, probe_postures=lambda: WITH_DOCKER, open_pools=lambda: {PostureId.DOCKER: pool}
+    )
+    window = MainWindow(opened, settings)
+    qtbot.addWidget(window)
+    run(window.load())  # opens the pools
     window.browser.select_path(example_skills_dir() / "workspace-report")
     assert window.postures.chosen() is PostureId.DOCKER
     window.run_panel.limits.memory.setValue(256)
@@ -169,10 +171,12 @@ def test_a_run_in_the_app_takes_the_warm_container_the_pool_got_ready(
     warm = WarmStarts({PostureId.DOCKER: ContainerPool(layout.fresh_workspace("x").parent)})
     runs = RunService(layout, services.runs.history, warm.build_executor)
     probe = replace(WITH_DOCKER, docker_runtimes=frozenset(docker_engine_runtimes() or ()))
-    window = MainWindow(replace(services, runs=runs, probe_postures=lambda: probe), settings)
+    opened = replace(
+        services, runs=runs, probe_postures=lambda: probe, open_pools=lambda: warm.pools
+    )
+    window = MainWindow(opened, settings)
     qtbot.addWidget(window)
     settings.setValue("pool/docker", 1)
-    window.postures.set_pools(warm.pools, settings)
     card = window.postures.card(PostureId.DOCKER)
     try:
         run(window.load())
@@ -197,10 +201,9 @@ def test_a_quickjs_run_in_the_app_adopts_the_warm_worker(
 ) -> None:
     warm = WarmStarts({PostureId.QUICKJS: QuickJsWorkerPool()})
     runs = RunService(services.runs.layout, services.runs.history, warm.build_executor)
-    window = MainWindow(replace(services, runs=runs), settings)
+    window = MainWindow(replace(services, runs=runs, open_pools=lambda: warm.pools), settings)
     qtbot.addWidget(window)
     settings.setValue("pool/quickjs", 1)
-    window.postures.set_pools(warm.pools, settings)
     card = window.postures.card(PostureId.QUICKJS)
     assert card.pool.size_box.accessibleName() == "Warm workers to keep ready for QuickJS worker"
     try:

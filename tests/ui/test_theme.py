@@ -1,11 +1,19 @@
-"""The theme: on the dark palette a radio button's ring and checked dot stand out."""
+"""The theme: on the dark palette a radio button's ring and checked dot stand out; the style
+sheet comes after the window is built."""
 
 from typing import Any
 
 from PySide6.QtGui import QColor, QImage, QPalette
-from PySide6.QtWidgets import QRadioButton, QStyle, QStyleOptionButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QApplication,
+    QRadioButton,
+    QStyle,
+    QStyleOptionButton,
+    QVBoxLayout,
+    QWidget,
+)
 
-from workbench.ui.theme import _dark_palette, style_sheet
+from workbench.ui.theme import _dark_palette, apply_style_sheet, apply_theme, style_sheet
 
 
 def _indicator(radio: QRadioButton) -> QImage:
@@ -48,3 +56,22 @@ def test_the_light_palette_keeps_the_styles_own_radio_buttons() -> None:
     light = QPalette(QColor("#efefef"))
     assert "QRadioButton" not in style_sheet("", light)
     assert "QRadioButton::indicator" in style_sheet("", _dark_palette())
+
+
+def test_the_style_sheet_comes_once_the_window_is_built_and_then_follows_the_scheme(
+    qapp: QApplication,
+) -> None:
+    style, palette = qapp.style().name(), qapp.palette()
+    qapp.setStyleSheet("")
+    try:
+        apply_theme(qapp)
+        assert qapp.styleSheet() == ""  # a sheet set before the widgets exist slows their build
+        apply_style_sheet(qapp)
+        assert '*[status="danger"]' in qapp.styleSheet()
+        qapp.setStyleSheet("/* stale */")
+        qapp.styleHints().colorSchemeChanged.emit(qapp.styleHints().colorScheme())
+        assert '*[status="danger"]' in qapp.styleSheet()  # made again for the new palette
+    finally:
+        qapp.setStyleSheet("")
+        qapp.setStyle(style)
+        qapp.setPalette(palette)

@@ -17,11 +17,7 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from docker.errors import DockerException, ImageNotFound
-from requests.exceptions import RequestException
-
 from workbench.errors import EnvironmentBuildError
-from workbench.executors.docker.engine import engine_client
 from workbench.postures.model import CONTAINER_POSTURES, Posture, PostureId
 
 PROBE = (
@@ -113,6 +109,11 @@ def host_target(python: str = "python3") -> Target:
 
 def image_target(image: str, cache: Path) -> Target:
     """The image's `python3`, asked once per image id (see the module docstring)."""
+    from docker.errors import DockerException, ImageNotFound  # docker-py loads only here
+    from requests.exceptions import RequestException
+
+    from workbench.executors.docker.engine import engine_client
+
     try:
         client = engine_client(PROBE_S)
     except DockerException as error:

@@ -7,8 +7,9 @@ layout), and the run service takes every executor from the warm starts. The app'
 docker or gvisor run from the warm containers `workbench pool fill` left in the engine for the
 run's key, and then has a detached `workbench pool fill` start a replacement, so the engine keeps
 that many and the command does not wait; a run with no pooled container for its key starts cold
-and spawns nothing. The warm starts and the run service are built when first used (they import
-docker-py: `workbench history` needs neither); `close()` closes the pools.
+and spawns nothing. The warm starts are built when first used (they import docker-py, which
+`workbench history` never needs and the app loads in a thread once its window is up), and so is
+the run service; `close()` closes the pools.
 """
 
 import contextlib
@@ -20,13 +21,14 @@ from typing import TYPE_CHECKING
 from workbench.executors.types import CancelToken, OutputSink
 from workbench.monitor.sample import ResourceSample
 from workbench.platform.interpreter import child_argv
-from workbench.postures.model import CONTAINER_POSTURES, PostureId
+from workbench.postures.model import CONTAINER_POSTURES, Posture, PostureId
 from workbench.runs.history import RunHistory
 from workbench.runs.layout import DataLayout
 from workbench.runs.options import posture_options
 from workbench.runs.service import CompletedRun, RunPlan, RunService
 
 if TYPE_CHECKING:
+    from workbench.executors.contract import Executor
     from workbench.executors.warm.containers import ContainerPool
     from workbench.executors.warm.starts import WarmStarts
 
@@ -73,7 +75,11 @@ class RunServices:
     @cached_property
     def runs(self) -> RunService:
         """The run service, recording into `history`, its executors from `warm`."""
-        return RunService(self.layout, self.history, self.warm.build_executor)
+        return RunService(self.layout, self.history, self._build_executor)
+
+    def _build_executor(self, posture: Posture) -> "Executor":
+        """An executor from the warm starts, built at the first run if nothing built them."""
+        return self.warm.build_executor(posture)
 
     async def run(
         self,

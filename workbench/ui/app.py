@@ -35,8 +35,6 @@ from PySide6.QtWidgets import QApplication
 from workbench import __version__
 from workbench.errors import HistoryError, WorkbenchError
 from workbench.executors import implemented_postures
-from workbench.executors.availability import docker_engine_runtimes, probe_availability
-from workbench.executors.docker.owner import reap_killed_sessions
 from workbench.platform import desktop_entry, loops, paths
 from workbench.postures.model import Availability, PostureId
 from workbench.runs.layout import DataLayout
@@ -47,7 +45,7 @@ from workbench.ui.mainwindow import MainWindow
 from workbench.ui.scene import Scene as Scene  # re-exported for `workbench gui --run`
 from workbench.ui.scene import stage
 from workbench.ui.services import PostureProbe, Services
-from workbench.ui.theme import apply_theme
+from workbench.ui.theme import apply_style_sheet, apply_theme
 
 log = logging.getLogger("workbench")
 SCREENSHOT_SIZE = QSize(1280, 800)  # the README's screenshots, and the size the layout holds at
@@ -82,6 +80,7 @@ def run_gui(extra_roots: list[Path], screenshot: Path | None, scene: Scene | Non
         load_skill=load_skill,
         probe_postures=_probe_postures,
         runs=run_services.runs,
+        open_pools=lambda: run_services.warm.pools,
     )
     try:
         code: int = qasync.run(_main(app, services, run_services, screenshot, scene, problem))
@@ -122,7 +121,7 @@ async def _main(
     loop = asyncio.get_running_loop()
     loops.give_blocking_threads(loop)
     window = MainWindow(services, QSettings())
-    window.postures.set_pools(run_services.warm.pools, QSettings())
+    apply_style_sheet(app)
     done = asyncio.Event()
     app.aboutToQuit.connect(done.set)
     window.closed.connect(done.set)
@@ -157,7 +156,11 @@ async def _main(
 
 def _probe_postures() -> PostureProbe:
     """What can run here: the machine must allow it and this build must have its executor.
-    Also removes the containers of workbenches killed mid-run (`executors.docker.owner`)."""
+    Also removes the containers of workbenches killed mid-run (`executors.docker.owner`).
+    Runs in a thread once the window is up, so the engine's client loads there, not before."""
+    from workbench.executors.availability import docker_engine_runtimes, probe_availability
+    from workbench.executors.docker.owner import reap_killed_sessions
+
     runtimes = docker_engine_runtimes()
     if runtimes is not None:
         reap_killed_sessions()

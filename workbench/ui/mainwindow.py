@@ -187,12 +187,13 @@ class MainWindow(QMainWindow):
     # Start-up and state -----------------------------------------------------------------
 
     async def load(self) -> None:
-        """Load the catalog, probe the postures and prune the history as its Keep setting
-        says, all off the GUI thread; a failure of one shows in the message bar and leaves the
-        others working."""
+        """Load the catalog, probe the postures, open the warm pools and prune the history as
+        its Keep setting says, all off the GUI thread; a failure of one shows in the message
+        bar and leaves the others working."""
         results = await asyncio.gather(
             self.reload_catalog(),
             self._probe_postures(),
+            self._open_pools(),
             self.history.apply_retention(),
             return_exceptions=True,
         )
@@ -400,6 +401,10 @@ class MainWindow(QMainWindow):
         if skill is not None and posture_id is not None:
             posture = self.run_panel.limits.posture(posture_id)
             self.postures.prime(skill, posture, self._services.runs.layout)
+
+    async def _open_pools(self) -> None:
+        pools = await asyncio.to_thread(self._services.open_pools)
+        self.postures.set_pools(pools, self._settings)
 
     async def _probe_postures(self) -> None:
         probe: PostureProbe = await asyncio.to_thread(self._services.probe_postures)

@@ -5,10 +5,11 @@ fill it with fakes where the real thing would be slow. Every plain callable here
 the window calls them through `asyncio.to_thread`.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from workbench.executors.warm.starts import WarmPool
 from workbench.postures.model import Availability, PostureId
 from workbench.runs.service import RunService
 from workbench.skills import Skill
@@ -37,3 +38,6 @@ class Services:
     """Ask the machine which postures can run (blocking, up to a few seconds)."""
     runs: RunService
     """Runs a skill's command under a posture and records it in the history."""
+    open_pools: Callable[[], Mapping[PostureId, WarmPool]] = dict
+    """The warm pools of the postures that keep them (blocking: it loads the engine's client);
+    none by default."""

@@ -1,9 +1,10 @@
 """Look and feel: Fusion style, a light or dark palette that follows the OS, status colours.
 
-The palette follows `QStyleHints.colorScheme` and is rebuilt when the OS switches. Widgets
-that need a status colour (danger, warning, ok) ask `status_colors()` with their own palette,
-so they stay right after a switch without holding any global state. On a dark palette, radio
-buttons get a drawn indicator (Fusion's ring and dot nearly vanish there).
+The style and palette are set before the window is built, the style sheet after it. The palette
+follows `QStyleHints.colorScheme` and is rebuilt when the OS switches. Widgets that need a status
+colour (danger, warning, ok) ask `status_colors()` with their own palette, so they stay right
+after a switch without holding any global state. On a dark palette, radio buttons get a drawn
+indicator (Fusion's ring and dot nearly vanish there).
 """
 
 from dataclasses import dataclass
@@ -44,19 +45,31 @@ def icon(name: str) -> QIcon:
 
 
 def apply_theme(app: QApplication) -> None:
-    """Fusion style, the palette for the OS colour scheme, and the style sheet; kept in step
-    with the OS when it switches between light and dark."""
+    """Fusion style and the palette for the OS colour scheme, kept in step with the OS (the
+    style sheet too, once it is applied) when it switches between light and dark."""
     app.setStyle("Fusion")
-    _apply_scheme(app)
+    _apply_palette(app)
     app.styleHints().colorSchemeChanged.connect(lambda _scheme: _apply_scheme(app))
 
 
-def _apply_scheme(app: QApplication) -> None:
-    dark = app.styleHints().colorScheme() == Qt.ColorScheme.Dark
-    app.setPalette(_dark_palette() if dark else app.style().standardPalette())
+def apply_style_sheet(app: QApplication) -> None:
+    """The app's style sheet (`style_sheet`) for its palette. Apply it once the main window is
+    built: under a sheet, every widget moved into a layout, splitter or tab is styled again with
+    everything inside it, which doubled the window's build (see docs/notes.md)."""
     sheet = resources_dir() / "qss" / "workbench.qss"
     base = sheet.read_text(encoding="utf-8") if sheet.is_file() else ""
     app.setStyleSheet(style_sheet(base, app.palette()))
+
+
+def _apply_palette(app: QApplication) -> None:
+    dark = app.styleHints().colorScheme() == Qt.ColorScheme.Dark
+    app.setPalette(_dark_palette() if dark else app.style().standardPalette())
+
+
+def _apply_scheme(app: QApplication) -> None:
+    _apply_palette(app)
+    if app.styleSheet():
+        apply_style_sheet(app)
 
 
 def style_sheet(base: str, palette: QPalette) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from workbench.executors.process.local import LocalExecutor
 from workbench.executors.types import CancelToken, OutputChunk
 from workbench.postures.model import CONTAINER_POSTURES, Posture, PostureId
 from workbench.runs.layout import DataLayout
@@ -65,7 +66,9 @@ def test_one_constructor_gives_the_layout_history_warm_starts_and_run_service(
     assert command.runs.layout == command.layout == layout
     assert command.runs.history is command.history
     assert command.history.path == layout.history_path and layout.history_path.is_file()
-    assert command.runs.build_executor == command.warm.build_executor
+    assert "warm" not in vars(command)  # docker-py loads at the first run, not before
+    assert isinstance(command.runs.build_executor(Posture(PostureId.LOCAL)), LocalExecutor)
+    assert "warm" in vars(command)  # the executor came through the warm starts
     assert set(command.engine_pools) == set(CONTAINER_POSTURES)  # a command borrows the engine's
     app = RunServices.open(layout, own_pools=True)
     assert app.engine_pools == {}
