@@ -8,15 +8,17 @@ import asyncio
 import os
 import secrets
 import signal
+import subprocess
 import time
+from dataclasses import replace
 
 import psutil
 import pytest
 
 from tests.contract.conftest import Harness
-from workbench.executors.process.reaper import RunScope, escapees, spawning
+from workbench.executors.process.reaper import RunScope, collect, escapees, spawning
 from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus
-from workbench.monitor.process import process_clock, run_tag
+from workbench.monitor.process import RUN_TAG_ENV, process_clock, run_tag
 from workbench.postures.model import PostureId
 
 pytestmark = pytest.mark.timeout(60)
@@ -169,3 +171,22 @@ def test_a_run_root_not_yet_execd_is_left_alone_while_it_is_spawned() -> None:
     finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+
+
+def test_a_run_that_cannot_start_a_process_is_its_root_alone() -> None:
+    """A QuickJS worker sets RLIMIT_NPROC 0 before any skill code: its kill scans nothing, so a
+    process elsewhere that carries its tag is not looked for (a run that may fork finds it)."""
+    tag_id = f"alone-{secrets.token_hex(4)}"
+    root = subprocess.Popen(["sleep", "30"])
+    tagged = subprocess.Popen(["sleep", "30"], env={**os.environ, RUN_TAG_ENV: tag_id})
+    try:
+        since = process_clock() - 1
+        process = psutil.Process(root.pid)
+        may_fork = RunScope(run_tag(tag_id), since)
+        assert {root.pid, tagged.pid} <= set(collect(process, may_fork, (), full_scan=True))
+        alone = replace(may_fork, alone=True)
+        assert set(collect(process, alone, (), full_scan=True)) == {root.pid}
+    finally:
+        for child in (root, tagged):
+            child.kill()
+            child.wait()

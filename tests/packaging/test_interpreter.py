@@ -26,6 +26,20 @@ def test_a_module_runs_isolated_by_name(tmp_path: Path) -> None:
     assert done.stdout == '{"b":[1,2]}\n'
 
 
+def test_a_function_call_child_exits_with_the_result_of_its_call_on_sys_argv() -> None:
+    argv = interpreter.child_call_argv("operator", "length_hint")  # len(sys.argv), as an int
+    assert argv[:2] == (sys.executable, "-I") and "-m" not in argv
+    done = subprocess.run([*argv, "a", "b"], capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr  # ["-c", "a", "b"]
+
+
+def test_a_function_call_child_never_imports_from_its_working_folder(tmp_path: Path) -> None:
+    (tmp_path / "planted_worker.py").write_text("def main(argv):\n    return 42\n")
+    argv = interpreter.child_call_argv("planted_worker", "main")
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 1 and "ModuleNotFoundError" in done.stderr
+
+
 def test_a_frozen_app_runs_its_modules_through_itself(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     assert interpreter.child_argv("a.module") == (
@@ -33,6 +47,7 @@ def test_a_frozen_app_runs_its_modules_through_itself(monkeypatch: pytest.Monkey
         interpreter.INTERNAL_FLAG,
         "a.module",
     )
+    assert interpreter.child_call_argv("a.module", "main") == interpreter.child_argv("a.module")
 
 
 def test_the_entry_runs_the_named_module_with_its_arguments_and_exits(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ from workbench.executors.quickjs.worker import main as worker
 from workbench.executors.quickjs.worker.protocol import MessageDecoder
 from workbench.executors.types import CancelToken, OutputChunk, RunRequest, SessionSpec
 from workbench.executors.warm.quickjs import QuickJsWorkerPool
-from workbench.platform.interpreter import child_argv
+from workbench.platform.interpreter import child_call_argv
 from workbench.postures.model import Posture, PostureId
 
 
@@ -72,7 +72,7 @@ def cold_worker(workspace: Path, script: Path) -> tuple[float, float]:
         "rlimits": worker_rlimits(Posture(PostureId.QUICKJS).limits),
         "run": run_request(workspace, script),
     }
-    argv = [*child_argv(WORKER_MODULE), json.dumps(spec)]
+    argv = [*child_call_argv(WORKER_MODULE, "main"), json.dumps(spec)]
     started = time.perf_counter()
     worker = subprocess.Popen(argv, cwd=workspace, pass_fds=(write_fd,), env={})
     os.close(write_fd)

@@ -5,7 +5,8 @@ synchronous) signals the union of the run's tree, the processes carrying its tag
 saw, its `escapees` and, for a run with a uid of its own, that uid's processes, until a check finds
 none; `reap_orphans` reaps the zombies re-parented to the app. `track_root` / `claim` record what
 live runs own, so one run's kill never takes another's processes. A `contained` run (a PID
-namespace, whose orphans go to its own init) is its root's tree alone: no scan beyond it.
+namespace, whose orphans go to its own init) is its root's tree alone: no scan beyond it. An
+`alone` run (a QuickJS worker, which may start no process) is its root: no scan at all.
 """
 
 import asyncio
@@ -62,6 +63,7 @@ class RunScope:
     since: float  # `process_clock()` a little before the root was spawned
     uid: int | None = None  # a uid only this session's runs use (hardened as root)
     contained: bool = False  # nothing of the run leaves the root's tree (a PID namespace)
+    alone: bool = False  # the root cannot start a process (RLIMIT_NPROC 0 before any skill code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +236,8 @@ def collect(
     candidates = {p.pid: p for p in seen if alive(p)}
     if root is not None and alive(root):
         candidates[root.pid] = root
+    if scope.alone:
+        return candidates
     if scope.contained:  # its orphans go to the namespace's init, inside the tree; a full scan
         # also finds a sandbox's init whose parent was killed before it could ask to die with it
         starts = set(candidates) | (tagged_processes(scope.tag) if full_scan else set())

@@ -42,7 +42,8 @@ class Launch:
 
     `user` is a uid (and gid) to switch to before the exec, with no supplementary groups (the
     app must be root). `contained` says every process the command starts stays in its tree (a
-    PID namespace whose orphans go to its own init), so finding them needs no scan beyond it.
+    PID namespace whose orphans go to its own init), so finding them needs no scan beyond it;
+    `alone` that it can start none (it sets RLIMIT_NPROC 0 before it runs any skill code).
     """
 
     argv: tuple[str, ...]
@@ -52,6 +53,7 @@ class Launch:
     own_uid: int | None = None
     user: int | None = None
     contained: bool = False
+    alone: bool = False
 
 
 class Pipes(asyncio.SubprocessProtocol):
@@ -119,6 +121,7 @@ class Spawned:
     own_uid: int | None
     spawned_at: float  # loop time just before the spawn
     contained: bool = False
+    alone: bool = False
 
     @property
     def pid(self) -> int:
@@ -132,7 +135,8 @@ class Spawned:
 
     def scope(self) -> RunScope:
         """How to recognise the process and anything it started."""
-        return RunScope(run_tag(self.tag_id), self.since, self.own_uid, self.contained)
+        tag = run_tag(self.tag_id)
+        return RunScope(tag, self.since, self.own_uid, self.contained, self.alone)
 
 
 async def spawn(launch: Launch, tag_id: str) -> Spawned | str:
@@ -162,13 +166,27 @@ async def spawn(launch: Launch, tag_id: str) -> Spawned | str:
         pid = transport.get_pid()
         track_root(pid)
     pipes.exited.add_done_callback(lambda _: untrack_root(pid))
-    try:
-        root: psutil.Process | None = psutil.Process(pid)
-    except psutil.Error:
-        root = None
+    root = await asyncio.to_thread(_process, pid)  # it waits for the exec to settle
     return Spawned(
-        transport, pipes, root, tag_id, since, launch.own_uid, spawned_at, launch.contained
+        transport,
+        pipes,
+        root,
+        tag_id,
+        since,
+        launch.own_uid,
+        spawned_at,
+        launch.contained,
+        launch.alone,
     )
+
+
+def _process(pid: int) -> psutil.Process | None:
+    """`pid` as a psutil process, None when it is gone already. Blocking: its first read of
+    /proc/PID/stat waits for the exec to settle (2 ms of a Python child's start here)."""
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
 
 
 async def retire(spawned: Spawned) -> KillReport:

@@ -37,7 +37,7 @@ from workbench.executors.quickjs.run import (
     worker_rlimits,
 )
 from workbench.executors.types import PostureCard, RunResult, RunStatus, SessionSpec
-from workbench.platform.interpreter import child_argv
+from workbench.platform.interpreter import child_call_argv
 from workbench.postures.model import Posture, PostureWarning
 
 if TYPE_CHECKING:
@@ -165,8 +165,11 @@ class QuickJsExecutor(SubprocessExecutor):
             return WarmRun(card, limits, worker, spec, fds, uid, loan, pool.settle)
         read_fd, write_fd = os.pipe()
         # -I: the working folder is the workspace, so it must never be on the worker's path.
-        argv = (*child_argv(WORKER_MODULE), json.dumps({"control_fd": write_fd, **spec}))
-        launch = Launch(argv, env, context.session.workspace, pass_fds=(write_fd,))
+        argv = (
+            *child_call_argv(WORKER_MODULE, "main"),
+            json.dumps({"control_fd": write_fd, **spec}),
+        )
+        launch = Launch(argv, env, context.session.workspace, pass_fds=(write_fd,), alone=True)
         return WorkerRun(launch, card, limits, read_fd, uid, loan)
 
     def _result(

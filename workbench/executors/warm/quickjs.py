@@ -115,7 +115,7 @@ async def start_worker(posture: Posture, max_runs: int) -> WarmWorker | str:
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     spec = {"control_fd": theirs.fileno(), "fetch": bool(posture.fetch_hosts)}
     argv = (*child_argv(SERVE_MODULE), json.dumps({**spec, "max_runs": max_runs}))
-    launch = Launch(argv, {}, Path("/"), pass_fds=(theirs.fileno(),))
+    launch = Launch(argv, {}, Path("/"), pass_fds=(theirs.fileno(),), alone=True)
     try:
         spawned = await spawn(launch, f"quickjs-warm-{secrets.token_hex(6)}")
     except BaseException:  # cancelled: the pool is closing

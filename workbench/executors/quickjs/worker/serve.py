@@ -140,4 +140,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    # As the cold worker: everything went out through os.write, so the interpreter's teardown
+    # (the engine's context, every module) would only delay the exit the run waits for.
+    os._exit(main(sys.argv))
