@@ -166,7 +166,10 @@ async def spawn(launch: Launch, tag_id: str) -> Spawned | str:
         pid = transport.get_pid()
         track_root(pid)
     pipes.exited.add_done_callback(lambda _: untrack_root(pid))
-    root = await asyncio.to_thread(_process, pid)  # it waits for the exec to settle
+    try:
+        root: psutil.Process | None = psutil.Process(pid)
+    except psutil.Error:
+        root = None
     return Spawned(
         transport,
         pipes,
@@ -178,15 +181,6 @@ async def spawn(launch: Launch, tag_id: str) -> Spawned | str:
         launch.contained,
         launch.alone,
     )
-
-
-def _process(pid: int) -> psutil.Process | None:
-    """`pid` as a psutil process, None when it is gone already. Blocking: its first read of
-    /proc/PID/stat waits for the exec to settle (2 ms of a Python child's start here)."""
-    try:
-        return psutil.Process(pid)
-    except psutil.Error:
-        return None
 
 
 async def retire(spawned: Spawned) -> KillReport:
