@@ -18,7 +18,7 @@ import pytest
 from tests.contract.conftest import Harness
 from workbench.executors.process.reaper import RunScope, collect, escapees, spawning
 from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus
-from workbench.monitor.process import RUN_TAG_ENV, process_clock, run_tag
+from workbench.monitor.process import RUN_TAG_ENV, carries_tag, process_clock, run_tag
 from workbench.postures.model import PostureId
 
 pytestmark = pytest.mark.timeout(60)
@@ -180,6 +180,9 @@ def test_a_run_that_cannot_start_a_process_is_its_root_alone() -> None:
     root = subprocess.Popen(["sleep", "30"])
     tagged = subprocess.Popen(["sleep", "30"], env={**os.environ, RUN_TAG_ENV: tag_id})
     try:
+        until_execd = time.monotonic() + 5  # its environment shows once its exec is done
+        while not carries_tag(tagged.pid, run_tag(tag_id)) and time.monotonic() < until_execd:
+            time.sleep(0.01)
         since = process_clock() - 1
         process = psutil.Process(root.pid)
         may_fork = RunScope(run_tag(tag_id), since)

@@ -2,13 +2,15 @@
 
 `measure(service, postures)` runs the probe lab and previews each cell's very command (with its
 limits) while the lab's site exists, then runs each bundled example's own command under each
-posture and previews that; each `Pair` holds the preview's verdict and the real outcome in the
-preview's terms: `cannot-run`, `partly-blocked` (the lab found it contained, or a control of the
-posture stopped or refused part of the run) or `runs` (it ran, or failed for its own reasons).
+posture (the containers' runs beside the host's) and previews that; each `Pair` holds the
+preview's verdict and the real outcome in the preview's terms: `cannot-run`, `partly-blocked`
+(the lab found it contained, or a control of the posture stopped or refused part of the run) or
+`runs` (it ran, or failed for its own reasons).
 Cells the lab cannot judge are left out, and so are runs on this computer of a skill that would
 reach the internet or write outside its workspace; `Agreement.rate()` is the share that agree.
 """
 
+import asyncio
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -18,7 +20,7 @@ from workbench.authoring.preview import CapabilityPreview, Verdict, preview
 from workbench.errors import WorkbenchError
 from workbench.executors.types import CancelToken, OutputChunk, RunStatus, new_run_id
 from workbench.platform.paths import example_skills_dir
-from workbench.postures.model import Posture, PostureId
+from workbench.postures.model import CONTAINER_POSTURES, Posture, PostureId
 from workbench.probes.lab import Cell, run_lab
 from workbench.probes.verdict import Verdict as ProbeVerdict
 from workbench.runs.compare import shell_command
@@ -104,10 +106,9 @@ async def measure(
     if lab:
         await run_lab(chosen, service, cancel=cancel, on_cell=on_cell)
     for skill in discover(examples if examples is not None else [example_skills_dir()]):
-        for posture_id in chosen:
-            if cancel.cancelled:
-                break
-            pairs.append(await _example_pair(service, skill, posture_id, cancel))
+        if cancel.cancelled:
+            break
+        pairs += await _example_pairs(service, skill, chosen, cancel)
     return Agreement(tuple(pairs))
 
 
@@ -128,6 +129,30 @@ def _probe_pair(service: RunService, cell: Cell) -> Pair:
     contained = cell.verdict is ProbeVerdict.CONTAINED
     actual = Verdict.PARTLY_BLOCKED if contained else Verdict.RUNS
     return Pair(name, cell.posture, predicted, actual, f"lab: {cell.verdict.value}, {cell.detail}")
+
+
+async def _example_pairs(
+    service: RunService, skill: Skill, postures: tuple[PostureId, ...], cancel: CancelToken
+) -> list[Pair]:
+    """One example's pairs, in `postures`' order. The container postures' runs go beside the
+    host's, and the host's run one at a time: a host run beside another may take its escapee
+    (see `probes.lab`)."""
+    on_host = [posture_id for posture_id in postures if posture_id not in CONTAINER_POSTURES]
+    contained = [posture_id for posture_id in postures if posture_id in CONTAINER_POSTURES]
+
+    async def host_pairs() -> list[Pair]:
+        done = []
+        for posture_id in on_host:
+            if cancel.cancelled:
+                break
+            done.append(await _example_pair(service, skill, posture_id, cancel))
+        return done
+
+    async with asyncio.TaskGroup() as group:
+        beside = [group.create_task(_example_pair(service, skill, p, cancel)) for p in contained]
+        host = await host_pairs()
+    pairs = [*host, *(task.result() for task in beside)]
+    return sorted(pairs, key=lambda pair: postures.index(pair.posture))
 
 
 async def _example_pair(
