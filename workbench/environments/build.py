@@ -10,8 +10,7 @@ target the Debian packages go into an image built from the base image by id (apt
 engine's build container), tagged `skill-workbench-env:<id>`. A process target cannot get
 Debian packages: the manifest notes those this computer lacks. Every failure, an interrupt
 included, removes the build folder and any image made, then raises `EnvironmentBuildError`
-naming the step and what the tool said (which names the package). docker-py loads only when an
-image is built, looked up or removed.
+naming the step and what the tool said (which names the package).
 """
 
 import contextlib
@@ -28,12 +27,15 @@ from dataclasses import dataclass
 from importlib.metadata import distributions
 from pathlib import Path
 
+from docker.errors import DockerException, ImageNotFound
+from requests.exceptions import RequestException
 from uv import find_uv_bin
 
 from workbench.environments.needs import parse_requirement
 from workbench.environments.store import PYTHON_DIR, Environment, EnvironmentStore, Inputs
 from workbench.environments.targets import TargetKind
 from workbench.errors import EnvironmentBuildError
+from workbench.executors.docker.engine import engine_client
 from workbench.skills.model import Skill
 
 ENV_IMAGE = "skill-workbench-env"
@@ -266,11 +268,6 @@ def _said(lines: deque[str], code: int) -> str:
 
 def _build_image(inputs: Inputs, tag: str, env_id: str, step: _StepProgress) -> str:
     """Build `tag` from the target's base image with the Debian packages; its id."""
-    from docker.errors import DockerException
-    from requests.exceptions import RequestException
-
-    from workbench.executors.docker.engine import engine_client
-
     base = inputs.target.base_id
     try:
         client = engine_client(ENGINE_WAIT_S)
@@ -310,11 +307,6 @@ def _build_image(inputs: Inputs, tag: str, env_id: str, step: _StepProgress) -> 
 def _image_id(image: str) -> str | None:
     """The id of `image`, "" when the engine says it lacks it, None when the engine does not
     answer (which says nothing about the image: an environment is never dropped for it)."""
-    from docker.errors import DockerException, ImageNotFound
-    from requests.exceptions import RequestException
-
-    from workbench.executors.docker.engine import engine_client
-
     try:
         client = engine_client()
     except DockerException:
@@ -330,11 +322,6 @@ def _image_id(image: str) -> str | None:
 
 
 def _remove_image(image: str) -> None:
-    from docker.errors import DockerException, ImageNotFound
-    from requests.exceptions import RequestException
-
-    from workbench.executors.docker.engine import engine_client
-
     with contextlib.suppress(DockerException, RequestException):
         client = engine_client(ENGINE_WAIT_S)
         try:

@@ -6,7 +6,8 @@ throwaway container without network, and the answer is remembered in the environ
 /usr/bin/python3, the only one its sandbox holds), asked each time (a few milliseconds). QuickJS
 runs no Python and has no environment. The answer is a `Target`: Python version, machine and
 glibc (which wheels fit), and what the environment is built on (the image and its id, or the
-host interpreter and its exact version), which is part of the cache key.
+host interpreter and its exact version), which is part of the cache key. docker-py is imported
+only when an image is asked, so the app's start never loads it here.
 """
 
 import json
@@ -109,7 +110,7 @@ def host_target(python: str = "python3") -> Target:
 
 def image_target(image: str, cache: Path) -> Target:
     """The image's `python3`, asked once per image id (see the module docstring)."""
-    from docker.errors import DockerException, ImageNotFound  # docker-py loads only here
+    from docker.errors import DockerException, ImageNotFound
     from requests.exceptions import RequestException
 
     from workbench.executors.docker.engine import engine_client

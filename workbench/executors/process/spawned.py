@@ -110,7 +110,7 @@ class Spawned:
     """A process `spawn()` started, not yet (or, kept after a run, no longer) supervised.
 
     It carries `tag_id` as its run tag from birth; `since` is a little before its spawn, so a
-    run that adopts it counts as its own what was born since then.
+    run that adopts it counts as its own what was born since then. `launch` is what started it.
     """
 
     transport: asyncio.SubprocessTransport
@@ -118,10 +118,8 @@ class Spawned:
     root: psutil.Process | None
     tag_id: str
     since: float
-    own_uid: int | None
     spawned_at: float  # loop time just before the spawn
-    contained: bool = False
-    alone: bool = False
+    launch: Launch
 
     @property
     def pid(self) -> int:
@@ -135,8 +133,10 @@ class Spawned:
 
     def scope(self) -> RunScope:
         """How to recognise the process and anything it started."""
-        tag = run_tag(self.tag_id)
-        return RunScope(tag, self.since, self.own_uid, self.contained, self.alone)
+        launch = self.launch
+        return RunScope(
+            run_tag(self.tag_id), self.since, launch.own_uid, launch.contained, launch.alone
+        )
 
 
 async def spawn(launch: Launch, tag_id: str) -> Spawned | str:
@@ -170,17 +170,7 @@ async def spawn(launch: Launch, tag_id: str) -> Spawned | str:
         root: psutil.Process | None = psutil.Process(pid)
     except psutil.Error:
         root = None
-    return Spawned(
-        transport,
-        pipes,
-        root,
-        tag_id,
-        since,
-        launch.own_uid,
-        spawned_at,
-        launch.contained,
-        launch.alone,
-    )
+    return Spawned(transport, pipes, root, tag_id, since, spawned_at, launch)
 
 
 async def retire(spawned: Spawned) -> KillReport:

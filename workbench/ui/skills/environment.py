@@ -11,6 +11,7 @@ from the skill's files and is plain text.
 """
 
 import asyncio
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QShowEvent
@@ -29,7 +30,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.environments.build import BuildStep, build
 from workbench.environments.resolve import EnvState, EnvStatus, status
 from workbench.environments.store import EnvironmentStore
 from workbench.environments.targets import target_kind
@@ -40,6 +40,9 @@ from workbench.skills import Skill
 from workbench.ui.common.tasks import Tasks
 from workbench.ui.common.text import tooltip
 from workbench.ui.common.widgets import plain_label, set_status
+
+if TYPE_CHECKING:
+    from workbench.environments.build import BuildStep
 
 STATE_LOOK = {
     EnvState.BUILT: "ok",
@@ -255,6 +258,8 @@ class EnvironmentPanel(QWidget):
         store: EnvironmentStore,
         changes: dict[str, list[str] | None],
     ) -> None:
+        from workbench.environments.build import build  # it loads docker-py: not at start-up
+
         loop = asyncio.get_running_loop()
         self.build_button.setEnabled(False)
         self.reset_button.setEnabled(False)
@@ -262,7 +267,7 @@ class EnvironmentPanel(QWidget):
         self.message.setText("Building…")
         set_status(self.message, "muted")
 
-        def progress(step: BuildStep) -> None:
+        def progress(step: "BuildStep") -> None:
             loop.call_soon_threadsafe(self._show_step, step)
 
         self._building = True
@@ -286,7 +291,7 @@ class EnvironmentPanel(QWidget):
         if skill is self._skill:
             self.refresh()
 
-    def _show_step(self, step: BuildStep) -> None:
+    def _show_step(self, step: "BuildStep") -> None:
         if step.total:
             self.progress.setRange(0, step.total * 100)
             self.progress.setValue(min(step.done * 100 + 50, step.total * 100))
