@@ -215,6 +215,10 @@ class DockerSession:
         self._secret = LinkSecret()
         self._latest_link: SupervisorLink | None = None  # open or lost: what it heard
         self.runs: set[str] = set()  # the tags of the runs in flight: their orphans are spared
+        # The killers under way, each with the live tags it was given: a command starts only
+        # once those that may lack its run's tag are done (`exec`), or one could take its
+        # orphans for escapees.
+        self._killers: set[asyncio.Future[None]] = set()
         self.halted = ""  # why the session stopped its own container (`halt`), if it did
 
     @property
@@ -384,7 +388,10 @@ class DockerSession:
         self, argv: list[str], env: dict[str, str], workdir: str
     ) -> ExecStream | SupervisedCommand:
         """Start `argv` in the container and return its stream: under gVisor through the
-        supervisor (`gvisor_supervisor`), else with `docker exec`."""
+        supervisor (`gvisor_supervisor`), else with `docker exec`. The run's tag is in `runs`
+        already; a killer started before that is waited for first."""
+        if earlier := set(self._killers):
+            await asyncio.wait(earlier)
         if self.supervised:
             return await (await self.supervisor()).start(argv, env, workdir)
         created = await asyncio.to_thread(
@@ -433,13 +440,20 @@ class DockerSession:
     async def _kill(self, tag: str) -> tuple[str, bool]:
         """The killer's report (`KILL_SCRIPT`'s lines) and whether it ended: the supervisor's
         sweep under gVisor, else the script in an exec of its own."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._killers.add(done)
         live = sorted(self.runs)
-        if self.supervised:
-            link = await self.supervisor()
-            return await link.sweep(tag, KEEP_COMMANDS, live), True
-        session = run_tag(SESSION_TAG).decode()
-        argv = ["sh", "-c", KILL_SCRIPT, "kill", tag, str(KEEP_COMMANDS), session, " ".join(live)]
-        return await self.exec_text(argv)
+        try:
+            if self.supervised:
+                link = await self.supervisor()
+                return await link.sweep(tag, KEEP_COMMANDS, live), True
+            session = run_tag(SESSION_TAG).decode()
+            live_tags = " ".join(live)
+            argv = ["sh", "-c", KILL_SCRIPT, "kill", tag, str(KEEP_COMMANDS), session, live_tags]
+            return await self.exec_text(argv)
+        finally:
+            self._killers.discard(done)
+            done.set_result(None)
 
     async def _host_sweep(self, cgroup: CgroupFiles, tag: bytes, commands: list[str]) -> bool:
         """Kill the run's processes by host pid, adding each one's command line to `commands`;
