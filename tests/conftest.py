@@ -4,9 +4,11 @@ Docker tests skip with a reason when no engine answers, except under
 WORKBENCH_REQUIRE_DOCKER=1 (CI), where any skip of a `docker`, `gvisor`, `podman` or
 `remote_engine` test is a failure: a missing engine, runtime, image or executor must not pass
 unnoticed. Under pytest-xdist (`--dist loadgroup`, as `python3 dev.py test` runs it) the tests of
-a module stay in one worker, so its module-scoped fixtures start once, and every module with a
-test that uses a container engine runs in one worker, `engine`: such tests drain the engine's
-pooled containers and count what it holds, so they never run beside each other.
+a module stay in one worker, so its module-scoped fixtures start once, and every test that uses a
+container engine runs in one worker, `engine`: such tests drain the engine's pooled containers
+and count what it holds, so they never run beside each other. A test uses the engine when it has
+an engine mark or fixture (`ENGINE_FIXTURES`), or shares a fixture that outlives one test with
+such a test; the others of its module (a host posture's parameters) go with the module.
 """
 
 import os
@@ -61,17 +63,39 @@ def remote_engine(monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 ENGINE_MARKERS = ("docker", "gvisor", "podman", "remote_engine")
+ENGINE_FIXTURES = {"docker_runtimes", "remote_engine"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Put each test in its xdist group: `engine`, or its module (see the module doc)."""
-    engine_modules = {
-        item.path for item in items if any(map(item.get_closest_marker, ENGINE_MARKERS))
-    }
+    engine = {item for item in items if _uses_an_engine(item)}
+    # A fixture an engine test shares starts once, in the engine's worker.
+    shared = {instance for item in engine for instance in _shared_fixtures(item)}
+    engine |= {item for item in items if shared.intersection(_shared_fixtures(item))}
     for item in items:
-        group = "engine" if item.path in engine_modules else str(item.path)
+        group = "engine" if item in engine else str(item.path)
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _uses_an_engine(item: pytest.Item) -> bool:
+    fixtures = set(getattr(item, "fixturenames", ()))
+    return any(map(item.get_closest_marker, ENGINE_MARKERS)) or bool(fixtures & ENGINE_FIXTURES)
+
+
+def _shared_fixtures(item: pytest.Item) -> set[tuple[str, str]]:
+    """The instances of the tests' own fixtures that `item` uses and that outlive one test:
+    (its module, name) for a module's or class's, (where it is defined, name) for a package's or
+    the session's. pytest's and its plugins' fixtures have no `baseid`."""
+    info = getattr(item, "_fixtureinfo", None)
+    shared = set()
+    for name, defs in info.name2fixturedefs.items() if info else ():
+        fixture = defs[-1]
+        if fixture.baseid and fixture.scope in ("module", "class"):
+            shared.add((str(item.path), name))
+        elif fixture.baseid and fixture.scope != "function":
+            shared.add((fixture.baseid, name))
+    return shared
 
 
 @pytest.hookimpl(wrapper=True)

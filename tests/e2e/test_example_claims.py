@@ -53,7 +53,7 @@ class Ran:
     run_id: str
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def service() -> Iterator[RunService]:
     """A run service on a data folder every user may traverse."""
     root = Path(tempfile.mkdtemp(prefix="workbench-examples-"))
@@ -214,7 +214,7 @@ def test_runaway_in_a_container_is_oom_killed_and_cpu_ends_as_the_posture_says(
     OOM-killed by the cgroup at the memory limit (oom killed; workbench run exits 137)"; gvisor:
     "memory is OOM-killed at the memory limit as under docker, but gVisor does not enforce the
     CPU-time limit: cpu runs until the timeout (timed out)"."""
-    cpu = run_example(service, "runaway", posture, f"{RUNAWAY} cpu", timeout_s=10, cpu_seconds=1)
+    cpu = run_example(service, "runaway", posture, f"{RUNAWAY} cpu", timeout_s=5, cpu_seconds=1)
     if posture is PostureId.GVISOR:
         assert cpu.result.status is RunStatus.TIMED_OUT
     else:

@@ -94,17 +94,22 @@ class _TestLoop(qasync.QEventLoop):  # type: ignore[misc]  # qasync has no type 
             asyncio.events._set_running_loop(self)
 
 
-@pytest.fixture
-def loop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
-    """A qasync loop on the test's QApplication, set as the current (and running) asyncio loop.
+def pytest_runtest_logfinish() -> None:
+    """Free each GUI test's garbage on the GUI thread, once pytest has let go of its fixtures.
 
-    A closed loop lingers in a reference cycle. If a garbage collection that happens to run in
-    a worker thread (`asyncio.to_thread`) frees it, its timer QObject is deleted off its thread,
-    Qt cannot stop that object's timers, and the next timer event crashes the process
-    (segmentation fault in QTimerInfoList::activateTimers). So the loop is freed here, on the
-    GUI thread, before the next test starts any thread.
+    A closed loop lingers in a reference cycle, with the `QtBot` the test's request holds. If
+    a garbage collection that happens to run in a worker thread (`asyncio.to_thread`) frees the
+    loop, even in a later test of another folder, its timer QObject is deleted off its thread:
+    Qt warns that it cannot stop that object's timers, and the next timer event can crash the
+    process (segmentation fault in QTimerInfoList::activateTimers).
     """
     gc.collect()
+
+
+@pytest.fixture
+def loop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
+    """A qasync loop on the test's QApplication, set as the current (and running) asyncio loop
+    (`pytest_runtest_logfinish` frees it)."""
     event_loop = _TestLoop(qapp)
     asyncio.set_event_loop(event_loop)
     asyncio.events._set_running_loop(event_loop)
@@ -112,8 +117,6 @@ def loop(qapp: QApplication) -> Iterator[qasync.QEventLoop]:
     asyncio.events._set_running_loop(None)
     asyncio.set_event_loop(None)
     event_loop.close()
-    del event_loop
-    gc.collect()
 
 
 @pytest.fixture
