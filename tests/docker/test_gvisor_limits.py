@@ -200,7 +200,7 @@ def test_an_unbounded_fork_bomb_is_swept_and_the_session_goes_on(gvisor: Session
     engine = docker.from_env()
     try:
         container = engine.containers.get(gvisor.executor.container_id)
-        for _ in range(4):
+        for _ in range(2):
             result = gvisor.run("sh", "-c", UNBOUNDED_BOMB).result
             # Its shell exited 0 at once: the refused forks are a note, not the outcome.
             assert result.status is RunStatus.OK

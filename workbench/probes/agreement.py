@@ -30,7 +30,7 @@ from workbench.runs.service import CompletedRun, RunPlan, RunService
 from workbench.skills import Skill, discover, load_skill
 from workbench.skills.scripts import Capability
 
-EXAMPLE_TIMEOUT_S = 10.0  # a runaway example is stopped by it as surely as by the default
+EXAMPLE_TIMEOUT_S = 5.0  # a runaway example is stopped by it as surely as by the default
 # What a measured run must never do to this computer: such a skill runs only in a container.
 _NEVER_ON_THE_HOST = {
     Capability.NETWORK: "reach the internet",

@@ -361,11 +361,13 @@ class DockerSession:
         The engine may learn of an OOM kill a while after the container stopped (under gVisor,
         more than three seconds on a loaded machine), or never hear of it when the kernel killed
         gVisor's own kernel: ask for up to ten seconds. Only a container that stopped under a
-        run waits this long.
+        run waits this long, and not one that was removed.
         """
         near_the_limit = peak_bytes >= MEMORY_KILL_SHARE * limit_bytes > 0
         for _ in range(100):
             state = await self._state()
+            if not state:  # removed: whatever stopped it, the engine has nothing more to say
+                return ""
             if state.get("OOMKilled") is True:
                 return "cgroup OOM killed the container"
             if near_the_limit and state.get("ExitCode") == 137:
