@@ -1,5 +1,7 @@
 """The warm pools on the posture cards: size (remembered), live status, priming per skill."""
 
+import asyncio
+import threading
 from dataclasses import replace
 from typing import Any
 
@@ -150,6 +152,34 @@ def test_choosing_a_skill_primes_the_chosen_postures_pool_for_a_fresh_workspace(
     assert posture == window.run_panel.limits.posture(PostureId.DOCKER)
     assert posture.limits.memory_bytes == 256 * MIB
     run(window.shutdown())
+
+
+def test_pools_that_open_after_the_skill_is_chosen_are_primed_for_it(
+    qtbot: Any, services: Services, settings: QSettings, run: Run
+) -> None:
+    """The catalog and the probe may be done (the first skill chosen) before the pools are."""
+    pool, release = FakePool(), threading.Event()
+
+    def open_pools() -> dict[PostureId, FakePool]:
+        release.wait(10)
+        return {PostureId.DOCKER: pool}
+
+    opened = replace(services, probe_postures=lambda: WITH_DOCKER, open_pools=open_pools)
+    window = MainWindow(opened, settings)
+    qtbot.addWidget(window)
+    loading = asyncio.ensure_future(window.load())
+    try:
+        run(until(window.browser.current_skill))
+        window.browser.select_path(example_skills_dir() / "workspace-report")
+        run(until(lambda: window.postures.chosen() is PostureId.DOCKER))
+        assert not pool.primed
+    finally:
+        release.set()
+        run(loading)
+    run(primes(pool))
+    (primed,) = pool.primed
+    assert primed[1].skill_dir == example_skills_dir() / "workspace-report"
+    run(window.postures.shutdown())
 
 
 async def primes(pool: FakePool) -> None:

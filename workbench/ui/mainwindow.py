@@ -405,6 +405,7 @@ class MainWindow(QMainWindow):
     async def _open_pools(self) -> None:
         pools = await asyncio.to_thread(self._services.open_pools)
         self.postures.set_pools(pools, self._settings)
+        self._prime_pool()  # a skill and posture chosen while the pools opened
 
     async def _probe_postures(self) -> None:
         probe: PostureProbe = await asyncio.to_thread(self._services.probe_postures)
