@@ -23,7 +23,7 @@ from workbench.executors.docker.executor import (
 )
 from workbench.executors.docker.sampler import ContainerSampler
 from workbench.executors.docker.session import remove_leftovers
-from workbench.executors.docker.spec import LABEL_APP
+from workbench.executors.docker.spec import LABEL_APP, RUNC_IDLE_TASKS
 from workbench.executors.types import (
     CancelToken,
     OutputChunk,
@@ -453,6 +453,23 @@ def test_a_local_runc_engine_kills_from_the_host_one_exec_per_run(
         assert _execs(client, session) >= 6
     finally:
         client.close()
+        session.close()
+
+
+def test_an_idle_runc_container_holds_what_host_sweeps_count_on(docker_runtimes: set[str]) -> None:
+    """`RUNC_IDLE_TASKS` (the init, the supervisor's shell and its sleep): a host sweep is
+    verified when the container's cgroup is back to it."""
+    session = Session(Posture(PostureId.DOCKER).with_limits(**LIMITS))
+    try:
+        listing = subprocess.run(
+            ["docker", "exec", session.executor.container_id, "ps", "-o", "args"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()[1:]
+        idle = [args for args in listing if not args.startswith("ps ")]
+        assert len(idle) == RUNC_IDLE_TASKS, idle
+    finally:
         session.close()
 
 

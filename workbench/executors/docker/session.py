@@ -28,7 +28,13 @@ from requests.exceptions import RequestException, Timeout
 from workbench.errors import ExecutorError
 from workbench.executors.docker.engine import close_attached, missing_image, shut_attached
 from workbench.executors.docker.sampler import CgroupFiles
-from workbench.executors.docker.spec import LABEL_APP, LABEL_SESSION, SESSION_TAG, SWEEP_SIGNAL
+from workbench.executors.docker.spec import (
+    LABEL_APP,
+    LABEL_SESSION,
+    RUNC_IDLE_TASKS,
+    SESSION_TAG,
+    SWEEP_SIGNAL,
+)
 from workbench.executors.docker.supervisor_link import (
     LinkSecret,
     SupervisedCommand,
@@ -262,7 +268,12 @@ class DockerSession:
         cgroup = CgroupFiles.for_pid(host_pid) if host_pid else None
         # On another machine the engine's pid is some other process here, in another cgroup.
         self.cgroup = cgroup if cgroup and self.container_id in str(cgroup.pids) else None
-        self.baseline_tasks = self.cgroup.usage().tasks if self.cgroup else 0
+        if self.cgroup is None:
+            self.baseline_tasks = 0
+        elif self.supervised:
+            self.baseline_tasks = self.cgroup.usage().tasks
+        else:  # counted so soon after the start, it could miss the shell's sleep, and then no
+            self.baseline_tasks = RUNC_IDLE_TASKS  # host sweep of the session would be verified
         host_kills = not self.supervised and os.geteuid() == 0
         self._host = self.cgroup if host_kills else None
 

@@ -68,6 +68,7 @@ SUPERVISOR_SCRIPT = (
     'while :; do command eval "sleep 3600 &" 2>/dev/null && wait; done'
 )
 SWEEP_SIGNAL = "SIGUSR1"
+RUNC_IDLE_TASKS = 3  # an idle runc container: the init, the shell of SUPERVISOR_SCRIPT, its sleep
 SESSION_TAG = "session"
 
 
