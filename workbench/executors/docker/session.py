@@ -123,6 +123,12 @@ REMOVE_WAIT_S = 60.0  # for a removal the engine goes on with after the client's
 HOST_ROUNDS = 100  # passes over the cgroup's members, as the in-container killer makes
 HOST_POLL_S = 0.002
 HOST_SETTLE_S = 0.5  # how long killed processes may take to be reaped before the exec sweep
+# How long the engine may take to report the OOM kill of a container that stopped. Under runc
+# the OOM killer takes the largest process, a command, and the container goes on: one that
+# stopped was seldom stopped for memory. Under gVisor it can be the sandbox's own kernel.
+RUNC_OOM_REPORT_S = 2.0
+GVISOR_OOM_REPORT_S = 10.0
+OOM_POLL_S = 0.1
 MEMORY_KILL_SHARE = 0.5  # of the memory limit: a bomb that doubles its use was sampled past it
 POOL_NAME_PREFIX = "skill-workbench-pool-"  # a warm pool's container, until it is claimed
 # A request sent into a lost link may be lost or torn with it, which the supervisor could not
@@ -371,11 +377,13 @@ class DockerSession:
 
         The engine may learn of an OOM kill a while after the container stopped (under gVisor,
         more than three seconds on a loaded machine), or never hear of it when the kernel killed
-        gVisor's own kernel: ask for up to ten seconds. Only a container that stopped under a
-        run waits this long, and not one that was removed.
+        gVisor's own kernel: ask for up to `GVISOR_OOM_REPORT_S` (`RUNC_OOM_REPORT_S` under
+        runc). Only a container that stopped under a run waits this long, and not one that was
+        removed.
         """
         near_the_limit = peak_bytes >= MEMORY_KILL_SHARE * limit_bytes > 0
-        for _ in range(100):
+        wait_s = GVISOR_OOM_REPORT_S if self.supervised else RUNC_OOM_REPORT_S
+        for _ in range(int(wait_s / OOM_POLL_S)):
             state = await self._state()
             if not state:  # removed: whatever stopped it, the engine has nothing more to say
                 return ""
@@ -386,7 +394,7 @@ class DockerSession:
                     f"the container was killed with {format_bytes(peak_bytes)} in use; the "
                     "engine reported no OOM kill"
                 )
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(OOM_POLL_S)
         return ""
 
     async def _state(self) -> dict[str, object]:
