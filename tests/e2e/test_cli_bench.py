@@ -1,9 +1,9 @@
 """`workbench bench` end to end: a real subprocess of the CLI over a subset of the rows.
 
-The whole `--quick` run takes most of a minute, so one run measures one row of every kind (every
-group: its set-up, its floor and ours, its clean-up) for the tests of the JSON document, and a
-few cheap runs check the text table and errors; they check the document's shape and the
-statistics' consistency, never the timings themselves.
+The whole `--quick` run takes most of a minute, so two runs measure one row of every kind (every
+group: its set-up, its floor and ours, its clean-up), the host's and the container engine's, for
+the tests of the JSON document, and a few cheap runs check the text table and errors; they check
+the document's shape and the statistics' consistency, never the timings themselves.
 """
 
 import json
@@ -18,11 +18,13 @@ import pytest
 from workbench.bench.suite import GROUPS
 
 pytestmark = pytest.mark.slow
+Bench = subprocess.CompletedProcess[str]
 
 STATUSES = {"met", "missed", "skipped", "failed"}
-# One row of every group, the cheapest to set up; the first chunk is measured in the rounds of
-# the round trip, its floor.
-ONE_OF_EACH_KIND = (
+# One row of every group, the cheapest to set up, in two runs: the host's, and the container
+# engine's (which goes with the other engine tests). The first chunk is measured in the rounds
+# of the round trip, its floor.
+HOST_KINDS = (
     "hardened-spawn",
     "quickjs-first-result",
     "sampler-local",
@@ -31,11 +33,8 @@ ONE_OF_EACH_KIND = (
     "workspace-10k",
     "env-cache-hit",
     "app-start",
-    "docker-round-trip",
-    "docker-first-chunk",
-    "gvisor-round-trip",
-    "sampler-container",
 )
+ENGINE_KINDS = ("docker-round-trip", "docker-first-chunk", "gvisor-round-trip", "sampler-container")
 
 
 def bench(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -50,42 +49,59 @@ def _check_stats(stats: dict[str, Any]) -> None:
     assert 0 < stats["min_s"] <= stats["median_s"] <= stats["max_s"]
 
 
+def _quick_json(factory: pytest.TempPathFactory, rows: tuple[str, ...]) -> Bench:
+    return bench(factory.mktemp("bench"), "--quick", "--json", "--rows", ",".join(rows))
+
+
 @pytest.fixture(scope="module")
-def every_kind(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
-    """One `bench --quick --json` over `ONE_OF_EACH_KIND` (docker rows skip without an engine)."""
-    rows = ",".join(ONE_OF_EACH_KIND)
-    return bench(tmp_path_factory.mktemp("bench"), "--quick", "--json", "--rows", rows)
+def host_kinds(tmp_path_factory: pytest.TempPathFactory) -> Bench:
+    """One `bench --quick --json` over `HOST_KINDS`."""
+    return _quick_json(tmp_path_factory, HOST_KINDS)
 
 
-def rows_of(done: subprocess.CompletedProcess[str]) -> dict[str, dict[str, Any]]:
+@pytest.fixture(scope="module")
+def engine_kinds(tmp_path_factory: pytest.TempPathFactory) -> Bench:
+    """One `bench --quick --json` over `ENGINE_KINDS` (they skip without an engine)."""
+    return _quick_json(tmp_path_factory, ENGINE_KINDS)
+
+
+def rows_of(done: Bench) -> dict[str, dict[str, Any]]:
     """The rows of a finished `bench --json`, by id."""
     assert done.returncode == 0, done.stderr
     return {row["id"]: row for row in json.loads(done.stdout)["rows"]}
 
 
-def test_quick_json_is_one_schema_versioned_document(
-    every_kind: subprocess.CompletedProcess[str],
-) -> None:
-    assert list(rows_of(every_kind)) == list(ONE_OF_EACH_KIND)
-    _check_document(json.loads(every_kind.stdout))
-    assert "bench: measuring" in every_kind.stderr  # progress goes to stderr, never into the JSON
+def test_quick_json_is_one_schema_versioned_document(host_kinds: Bench) -> None:
+    assert list(rows_of(host_kinds)) == list(HOST_KINDS)
+    _check_document(json.loads(host_kinds.stdout))
+    assert "bench: measuring" in host_kinds.stderr  # progress goes to stderr, never into the JSON
 
 
 def test_one_row_of_each_kind_covers_every_group() -> None:
-    kinds = {group.id for group in GROUPS for row in group.rows if row.id in ONE_OF_EACH_KIND}
+    chosen = {*HOST_KINDS, *ENGINE_KINDS}
+    kinds = {group.id for group in GROUPS for row in group.rows if row.id in chosen}
     assert kinds == {group.id for group in GROUPS}
 
 
+def test_a_host_row_of_each_kind_is_measured(host_kinds: Bench) -> None:
+    assert _unmeasured(host_kinds) == {}
+
+
 @pytest.mark.docker
-def test_a_row_of_each_kind_is_measured(
-    every_kind: subprocess.CompletedProcess[str], docker_runtimes: set[str]
+def test_an_engine_row_of_each_kind_is_measured(
+    engine_kinds: Bench, docker_runtimes: set[str]
 ) -> None:
-    unmeasured = {
+    assert list(rows_of(engine_kinds)) == list(ENGINE_KINDS)
+    _check_document(json.loads(engine_kinds.stdout))
+    assert _unmeasured(engine_kinds) == {}
+
+
+def _unmeasured(done: Bench) -> dict[str, str]:
+    return {
         row_id: row["error"] or row["skipped"]
-        for row_id, row in rows_of(every_kind).items()
+        for row_id, row in rows_of(done).items()
         if row["status"] not in ("met", "missed")
     }
-    assert unmeasured == {}
 
 
 def _check_document(document: dict[str, Any]) -> None:
@@ -124,9 +140,9 @@ def test_unknown_row_is_a_usage_error(tmp_path: Path) -> None:
 
 @pytest.mark.docker
 def test_docker_rows_measure_through_the_executor(
-    every_kind: subprocess.CompletedProcess[str], docker_runtimes: set[str]
+    engine_kinds: Bench, docker_runtimes: set[str]
 ) -> None:
-    rows = rows_of(every_kind)
+    rows = rows_of(engine_kinds)
     chunk, round_trip = rows["docker-first-chunk"], rows["docker-round-trip"]
     for row in (chunk, round_trip):
         assert row["status"] in ("met", "missed"), row
