@@ -11,7 +11,8 @@ through sudo). A second call reuses everything and only reinstalls when pyprojec
 Extra arguments after `test` go to pytest (e.g. `python3 dev.py test -k catalog`). pytest first
 runs the tests that time something (marked `timing`) alone, then the others in two worker
 processes (pytest-xdist, `PYTEST_WORKERS`), the tests that use the container engine all in one of
-them (see tests/conftest.py); arguments with `-n` (`-n 0`: one process) or `-m` get one run.
+them (see tests/conftest.py), and lists the slowest; arguments with `-n` (`-n 0`: one process) or
+`-m` get one run.
 """
 
 from __future__ import annotations
@@ -138,6 +139,7 @@ def open_app() -> int:
 
 
 NO_TESTS = 5  # pytest's exit code when the selection holds no test
+SLOWEST_SHOWN = 15  # the whole suite's slowest tests, listed after it: where its time goes
 
 
 def pytest_runs(pytest_args: list[str]) -> list[list[str]]:
@@ -146,7 +148,8 @@ def pytest_runs(pytest_args: list[str]) -> list[list[str]]:
     if any(arg.startswith(("-n", "--numprocesses", "-m")) for arg in pytest_args):
         return [pytest_args]
     workers = ["-n", os.environ.get("PYTEST_WORKERS", "2"), "--dist", "loadgroup"]
-    return [["-m", "timing", *pytest_args], [*workers, "-m", "not timing", *pytest_args]]
+    slowest = ["--durations", str(SLOWEST_SHOWN)]
+    return [["-m", "timing", *pytest_args], [*workers, *slowest, "-m", "not timing", *pytest_args]]
 
 
 def run_tests(pytest_args: list[str]) -> int:
