@@ -166,7 +166,8 @@ class HostCall:
 
     `target` says what was asked ("GET https://example.org/x"), `allowed` whether the posture
     let it through, `outcome` what came of it ("HTTP 200 OK, 512 bytes", "refused: ...",
-    "error: ..."); `t` is seconds after the run started, `duration_s` how long the call took.
+    "error: ..."); `t` is seconds after the run started (as the command saw it start: never past
+    the run's end), `duration_s` how long the call took.
     """
 
     api: str

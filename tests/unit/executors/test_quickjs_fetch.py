@@ -140,6 +140,17 @@ def test_allowed_get_and_post_work_and_are_logged(js: Harness, server: Server) -
     assert "fetch off (no network API)" not in checks
 
 
+def test_a_call_at_the_end_of_a_run_is_timed_within_it(js: Harness, server: Server) -> None:
+    """The run's clock starts at the spawn, after the workspace's snapshot: a big workspace
+    must not push a call's time past the run's end."""
+    for index in range(4000):
+        (js.workspace / f"file{index}.txt").write_text("x")
+    result = fetch_run(js, f'fetch("{base(server)}/hello");')
+    assert result.status is RunStatus.OK, result.stderr.text
+    (call,) = result.host_calls
+    assert 0 < call.t < call.t + call.duration_s < result.wall_seconds
+
+
 def test_a_host_off_the_list_is_refused_without_connecting(js: Harness, server: Server) -> None:
     port = server.server_address[1]
     source = f"""
@@ -228,7 +239,7 @@ def test_subdomain_wildcards_match_subdomains_only() -> None:
 def test_a_call_gets_no_more_time_than_the_run_has_left() -> None:
     log: list[dict[str, object]] = []
     config = {"hosts": ["127.0.0.1"], "timeout_s": 10, "max_bytes": 1024, "max_calls": 5}
-    fetcher = Fetcher(config, time.time() - 5, time.time() - 0.1, log.append)
+    fetcher = Fetcher(config, time.time() - 0.1, log.append)
     answer = json.loads(fetcher.call(json.dumps(["http://127.0.0.1:9/", "GET", [], None])))
     assert answer == {"e": "fetch http://127.0.0.1:9/: the run has no time left"}
     assert (log[0]["allowed"], log[0]["outcome"]) == (True, "error: the run has no time left")

@@ -117,7 +117,6 @@ class QuickJsExecutor(SubprocessExecutor):
                 "max_bytes": FETCH_MAX_BYTES,
                 "max_calls": FETCH_MAX_CALLS,
             }
-        started_at = time.time()
         spec: dict[str, Any] = {
             "run_as": uid,
             "rlimits": worker_rlimits(limits),
@@ -128,8 +127,7 @@ class QuickJsExecutor(SubprocessExecutor):
                 "workspace": str(context.session.workspace),
                 "memory_limit": limits.memory_bytes,
                 "stack_limit": STACK_LIMIT_BYTES,
-                "started_at": started_at,
-                "deadline": started_at + limits.timeout_s,
+                "deadline": time.time() + limits.timeout_s,
                 "fetch": fetch,
             },
         }

@@ -229,8 +229,7 @@ class WarmRun(WorkerRun):
     async def on_spawned(self, pid: int) -> None:
         """Send the run (timed from now) and its descriptors; read the worker's messages."""
         run = self.message["run"]
-        run["started_at"] = time.time()
-        run["deadline"] = run["started_at"] + self.card.posture.limits.timeout_s
+        run["deadline"] = time.time() + self.card.posture.limits.timeout_s
         try:
             self.worker.send(self.message, self.fds)
         except OSError:

@@ -29,7 +29,6 @@ class Fetcher:
     def __init__(
         self,
         config: dict[str, Any],
-        started_at: float,
         deadline: float,
         report: Callable[[dict[str, Any]], None],
     ) -> None:
@@ -37,7 +36,9 @@ class Fetcher:
         self.timeout_s = float(config["timeout_s"])
         self.max_bytes = int(config["max_bytes"])
         self.max_calls = int(config["max_calls"])
-        self.started_at = started_at
+        # Calls are timed from here, once the run is set up: after the run's own start, so a
+        # call's time never passes the run's end.
+        self.started_at = time.time()
         self.deadline = deadline
         self.report = report
         self.calls = 0

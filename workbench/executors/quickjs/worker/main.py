@@ -216,7 +216,7 @@ def run(request: dict[str, Any], control_fd: int, opened: Opened | None = None) 
             Fetcher,  # only a run that may fetch imports it
         )
 
-        fetcher = Fetcher(request["fetch"], request["started_at"], request["deadline"], report)
+        fetcher = Fetcher(request["fetch"], request["deadline"], report)
         context.add_callable("__workbench_fetch_call", fetcher.call)
     prelude = PRELUDE.replace("CAP_UNITS", str(MAX_OUTPUT_BYTES + 1))
     context.eval(prelude.replace("ARGS", jsonwire.dumps(jsonwire.dumps(request["args"]))))
