@@ -461,13 +461,7 @@ def test_an_idle_runc_container_holds_what_host_sweeps_count_on(docker_runtimes:
     verified when the container's cgroup is back to it."""
     session = Session(Posture(PostureId.DOCKER).with_limits(**LIMITS))
     try:
-        listing = subprocess.run(
-            ["docker", "exec", session.executor.container_id, "ps", "-o", "args"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.splitlines()[1:]
-        idle = [args for args in listing if not args.startswith("ps ")]
+        idle = _listed_processes(session)
         assert len(idle) == RUNC_IDLE_TASKS, idle
     finally:
         session.close()
@@ -485,18 +479,23 @@ def _labelled(client: docker.DockerClient, container_id: str) -> bool:
     return any(item["Id"] == container_id for item in found)
 
 
-def _container_processes(session: Session) -> list[str]:
-    """The container's processes besides the init, the supervisor (under runc a shell and its
-    sleep, under gVisor python3) and this listing."""
+def _listed_processes(session: Session) -> list[str]:
+    """The command lines of the container's processes, besides this listing."""
     listing = subprocess.run(
-        ["docker", "exec", session.executor.container_id, "ps", "-o", "pid,args"],
+        ["docker", "exec", session.executor.container_id, "ps", "-o", "args"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    rows = [line.split(None, 1)[1] for line in listing.splitlines()[1:]]
+    return [args for args in listing.splitlines()[1:] if not args.startswith("ps ")]
+
+
+def _container_processes(session: Session) -> list[str]:
+    """The container's processes besides the init, the supervisor (under runc a shell and its
+    sleep, under gVisor python3) and this listing."""
     session_own = ("docker-init", "trap", "sleep 3600", "python3 -I -S -c")
-    return [r for r in rows if not any(own in r for own in session_own) and r[:2] != "ps"]
+    rows = _listed_processes(session)
+    return [r for r in rows if not any(own in r for own in session_own)]
 
 
 CONCURRENT_RUNS = 20

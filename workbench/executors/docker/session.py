@@ -274,12 +274,14 @@ class DockerSession:
         cgroup = CgroupFiles.for_pid(host_pid) if host_pid else None
         # On another machine the engine's pid is some other process here, in another cgroup.
         self.cgroup = cgroup if cgroup and self.container_id in str(cgroup.pids) else None
+        # Under runc the idle tree is the spec's: counted this soon after the start, it could
+        # miss the shell's sleep, and no host sweep of the session would ever be verified.
         if self.cgroup is None:
             self.baseline_tasks = 0
         elif self.supervised:
             self.baseline_tasks = self.cgroup.usage().tasks
-        else:  # counted so soon after the start, it could miss the shell's sleep, and then no
-            self.baseline_tasks = RUNC_IDLE_TASKS  # host sweep of the session would be verified
+        else:
+            self.baseline_tasks = RUNC_IDLE_TASKS
         host_kills = not self.supervised and os.geteuid() == 0
         self._host = self.cgroup if host_kills else None
 
