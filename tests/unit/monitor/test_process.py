@@ -107,17 +107,20 @@ def test_sampler_follows_a_tagged_orphan() -> None:
     ) as shell:
         assert shell.stdout is not None and shell.stdout.readline() == b"started\n"
         root = psutil.Process(shell.pid)
-    deadline = time.monotonic() + 5  # the orphan may still be in the middle of its exec
-    while not tagged_processes(run_tag("t-orphan")) and time.monotonic() < deadline:
-        time.sleep(0.01)
     try:
 
-        async def go() -> set[int]:
+        async def follow() -> tuple[set[int], set[int]]:
             sampler = ProcessTreeSampler(root, run_tag("t-orphan"), 0.0)
-            return sampler.members()
+            # The orphan may still be in the middle of its exec, when an ordinary user cannot
+            # read its environment (neither can the sampler, which asks again).
+            deadline = time.monotonic() + 5
+            while True:
+                members, orphans = sampler.members(), tagged_processes(run_tag("t-orphan"))
+                if (orphans and members == orphans) or time.monotonic() > deadline:
+                    return members, orphans
+                await asyncio.sleep(0.01)
 
-        members = asyncio.run(go())
-        orphans = tagged_processes(run_tag("t-orphan"))
+        members, orphans = asyncio.run(follow())
         assert len(orphans) == 1 and members == orphans
         (orphan,) = orphans
         assert psutil.Process(orphan).ppid() == os.getpid()  # adopted by the subreaper
