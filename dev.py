@@ -10,9 +10,9 @@ and its test tools into it, and installs the system libraries Qt needs when it m
 through sudo). A second call reuses everything and only reinstalls when pyproject.toml changed.
 Extra arguments after `test` go to pytest (e.g. `python3 dev.py test -k catalog`). pytest first
 runs the tests that time something (marked `timing`) alone, then the others in two worker
-processes (pytest-xdist, `PYTEST_WORKERS`), the tests that use the container engine all in one of
-them (see tests/conftest.py), and lists the slowest; arguments with `-n` (`-n 0`: one process) or
-`-m` get one run.
+processes (pytest-xdist, `PYTEST_WORKERS`), the tests that use one container engine all in one
+of them (see tests/conftest.py), and lists the slowest; arguments with `-n` (`-n 0`: one
+process) or `-m` get one run.
 """
 
 from __future__ import annotations

@@ -4,11 +4,13 @@ Docker tests skip with a reason when no engine answers, except under
 WORKBENCH_REQUIRE_DOCKER=1 (CI), where any skip of a `docker`, `gvisor`, `podman` or
 `remote_engine` test is a failure: a missing engine, runtime, image or executor must not pass
 unnoticed. Under pytest-xdist (`--dist loadgroup`, as `python3 dev.py test` runs it) the tests of
-a module stay in one worker, so its module-scoped fixtures start once, and every test that uses a
-container engine runs in one worker, `engine`: such tests drain the engine's pooled containers
-and count what it holds, so they never run beside each other. A test uses the engine when it has
-an engine mark or fixture (`ENGINE_FIXTURES`), or shares a fixture that outlives one test with
-such a test; the others of its module (a host posture's parameters) go with the module.
+a module stay in one worker, so its module-scoped fixtures start once, and the tests of each
+container engine run in one worker, the engine's group (`ENGINES`: the Docker engine, Podman's
+socket, the remote engine, each with its own containers): such tests drain the engine's pooled
+containers and count what it holds, so they never run beside each other, while the tests of
+another engine may. A test uses an engine when it has one of its marks or fixtures, or shares a
+fixture that outlives one test with such a test; the others of its module (a host posture's
+parameters) go with the module.
 """
 
 import os
@@ -63,24 +65,34 @@ def remote_engine(monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 ENGINE_MARKERS = ("docker", "gvisor", "podman", "remote_engine")
-ENGINE_FIXTURES = {"docker_runtimes", "remote_engine"}
+# Each engine's xdist group, and the marks or fixtures of its tests; the first that fits wins (a
+# remote engine's test is marked `docker` for its posture).
+ENGINES = (
+    ("remote-engine", {"remote_engine"}),
+    ("podman-engine", {"podman"}),
+    ("docker-engine", {"docker", "gvisor", "docker_runtimes"}),
+)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Put each test in its xdist group: `engine`, or its module (see the module doc)."""
-    engine = {item for item in items if _uses_an_engine(item)}
-    # A fixture an engine test shares starts once, in the engine's worker.
-    shared = {instance for item in engine for instance in _shared_fixtures(item)}
-    engine |= {item for item in items if shared.intersection(_shared_fixtures(item))}
-    for item in items:
-        group = "engine" if item in engine else str(item.path)
-        item.add_marker(pytest.mark.xdist_group(group))
+    """Put each test in its xdist group: its engine's, or its module's (see the module doc)."""
+    groups = {item: _engine_group(item) for item in items}
+    # A fixture an engine's test shares starts once, in that engine's worker.
+    for engine, _ in reversed(ENGINES):  # a fixture the Docker engine's tests share stays there
+        used = [item for item, group in groups.items() if group == engine]
+        shared = {instance for item in used for instance in _shared_fixtures(item)}
+        for item, group in groups.items():
+            if group is None and shared.intersection(_shared_fixtures(item)):
+                groups[item] = engine
+    for item, group in groups.items():
+        item.add_marker(pytest.mark.xdist_group(group or str(item.path)))
 
 
-def _uses_an_engine(item: pytest.Item) -> bool:
-    fixtures = set(getattr(item, "fixturenames", ()))
-    return any(map(item.get_closest_marker, ENGINE_MARKERS)) or bool(fixtures & ENGINE_FIXTURES)
+def _engine_group(item: pytest.Item) -> str | None:
+    """The group of the engine `item` uses, or None."""
+    used = {mark.name for mark in item.iter_markers()} | set(getattr(item, "fixturenames", ()))
+    return next((group for group, names in ENGINES if used & names), None)
 
 
 def _shared_fixtures(item: pytest.Item) -> set[tuple[str, str]]:
