@@ -30,7 +30,7 @@ from workbench.runs.service import CompletedRun, RunPlan, RunService
 from workbench.skills import Skill, discover, load_skill
 from workbench.skills.scripts import Capability
 
-EXAMPLE_TIMEOUT_S = 5.0  # a runaway example is stopped by it as surely as by the default
+EXAMPLE_TIMEOUT_S = 3.0  # a runaway example is stopped by it as surely as by the default
 # What a measured run must never do to this computer: such a skill runs only in a container.
 _NEVER_ON_THE_HOST = {
     Capability.NETWORK: "reach the internet",
@@ -105,10 +105,8 @@ async def measure(
 
     if lab:
         await run_lab(chosen, service, cancel=cancel, on_cell=on_cell)
-    for skill in discover(examples if examples is not None else [example_skills_dir()]):
-        if cancel.cancelled:
-            break
-        pairs += await _example_pairs(service, skill, chosen, cancel)
+    skills = discover(examples if examples is not None else [example_skills_dir()])
+    pairs += await _example_pairs(service, skills, chosen, cancel)
     return Agreement(tuple(pairs))
 
 
@@ -132,27 +130,37 @@ def _probe_pair(service: RunService, cell: Cell) -> Pair:
 
 
 async def _example_pairs(
-    service: RunService, skill: Skill, postures: tuple[PostureId, ...], cancel: CancelToken
+    service: RunService, skills: list[Skill], postures: tuple[PostureId, ...], cancel: CancelToken
 ) -> list[Pair]:
-    """One example's pairs, in `postures`' order. The container postures' runs go beside the
-    host's, and the host's run one at a time: a host run beside another may take its escapee
-    (see `probes.lab`)."""
+    """The examples' pairs, in `skills`' then `postures`' order. The host's runs go one at a
+    time, one skill after another (a host run beside another may take its escapee, see
+    `probes.lab`); beside them go the container postures' runs, one skill's at a time."""
     on_host = [posture_id for posture_id in postures if posture_id not in CONTAINER_POSTURES]
     contained = [posture_id for posture_id in postures if posture_id in CONTAINER_POSTURES]
 
     async def host_pairs() -> list[Pair]:
-        done = []
-        for posture_id in on_host:
+        done: list[Pair] = []
+        for skill in skills:
+            for posture_id in on_host:
+                if cancel.cancelled:
+                    return done
+                done.append(await _example_pair(service, skill, posture_id, cancel))
+        return done
+
+    async def container_pairs() -> list[Pair]:
+        done: list[Pair] = []
+        for skill in skills:
             if cancel.cancelled:
                 break
-            done.append(await _example_pair(service, skill, posture_id, cancel))
+            runs = (_example_pair(service, skill, posture_id, cancel) for posture_id in contained)
+            done += await asyncio.gather(*runs)
         return done
 
     async with asyncio.TaskGroup() as group:
-        beside = [group.create_task(_example_pair(service, skill, p, cancel)) for p in contained]
-        host = await host_pairs()
-    pairs = [*host, *(task.result() for task in beside)]
-    return sorted(pairs, key=lambda pair: postures.index(pair.posture))
+        host, beside = group.create_task(host_pairs()), group.create_task(container_pairs())
+    order = {skill.name: index for index, skill in enumerate(skills)}
+    pairs = [*host.result(), *beside.result()]
+    return sorted(pairs, key=lambda pair: (order[pair.skill], postures.index(pair.posture)))
 
 
 async def _example_pair(
