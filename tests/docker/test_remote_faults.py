@@ -15,6 +15,7 @@ import pytest
 
 from tests.docker.faulty_link import FaultyLink
 from tests.unit.workspace.conftest import _listing
+from workbench.executors.docker import executor as docker_executor
 from workbench.executors.docker.executor import DockerExecutor
 from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus, SessionSpec
 from workbench.postures.model import MIB, Posture, PostureId
@@ -23,6 +24,7 @@ pytestmark = [pytest.mark.docker, pytest.mark.remote_engine, pytest.mark.timeout
 
 WORKSPACE_ARCHIVE = "archive?path=%2Fworkspace"
 WRITE = "head -c 4000000 /dev/urandom > made.bin && echo changed >> kept.txt"
+IMPATIENT_S = 3  # the stall test's engine client timeout (see `impatient_remote`)
 
 
 class Remote:
@@ -57,27 +59,32 @@ class Remote:
         shutil.rmtree(self.base, ignore_errors=True)
 
 
-@pytest.fixture
-def remote(remote_engine: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Remote]:
+def _started(remote_engine: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Remote]:
     started = Remote(remote_engine, monkeypatch)
     yield started
     started.close()
+
+
+@pytest.fixture
+def remote(remote_engine: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Remote]:
+    yield from _started(remote_engine, monkeypatch)
+
+
+@pytest.fixture
+def impatient_remote(remote_engine: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Remote]:
+    """A `Remote` whose engine client gives up on a silent engine after `IMPATIENT_S`, not the
+    executor's `ENGINE_TIMEOUT_S`: the same path to the same cause, sooner."""
+    monkeypatch.setattr(docker_executor, "ENGINE_TIMEOUT_S", IMPATIENT_S)
+    yield from _started(remote_engine, monkeypatch)
 
 
 def _cautions(result: RunResult) -> str:
     return " ".join(w.text for w in result.warnings)
 
 
-@pytest.mark.parametrize(
-    ("fault", "cause"),
-    [
-        ("cut", "the connection was cut"),
-        pytest.param("stall", "stopped answering", marks=pytest.mark.slow),  # the 10 s timeout
-    ],
-)
-def test_a_fault_while_copying_back_keeps_the_outcome_and_the_workspace(
-    remote: Remote, fault: str, cause: str
-) -> None:
+def _fault_while_copying_back(remote: Remote, fault: str, cause: str) -> None:
+    """`fault` strikes the copy back: the run's outcome is kept, the caution names `cause`,
+    and the workspace is as it was."""
     before = _listing(remote.workspace)
     remote.link.fault("GET", WORKSPACE_ARCHIVE, fault, after=MIB)
     result = remote.run(WRITE)
@@ -87,6 +94,18 @@ def test_a_fault_while_copying_back_keeps_the_outcome_and_the_workspace(
     assert cause in _cautions(result)
     assert _listing(remote.workspace) == before
     assert not (result.run_dir / "workspace-copy").exists()  # type: ignore[operator]
+
+
+def test_a_link_cut_while_copying_back_keeps_the_outcome_and_the_workspace(
+    remote: Remote,
+) -> None:
+    _fault_while_copying_back(remote, "cut", "the connection was cut")
+
+
+def test_an_engine_that_stops_answering_while_copying_back_keeps_the_outcome_and_the_workspace(
+    impatient_remote: Remote,
+) -> None:
+    _fault_while_copying_back(impatient_remote, "stall", "stopped answering")
 
 
 def test_a_link_cut_while_copying_in_runs_nothing_and_says_why(remote: Remote) -> None:
@@ -103,7 +122,7 @@ def test_a_link_cut_while_copying_in_runs_nothing_and_says_why(remote: Remote) -
 
 def test_a_slow_link_copies_with_progress(remote: Remote) -> None:
     (remote.workspace / "bigger.bin").write_bytes(os.urandom(12 * MIB))  # more than buffers hold
-    remote.link.bytes_per_s = 8 * MIB
+    remote.link.bytes_per_s = 16 * MIB  # each copy takes over 1 s: progress is due at 0.5 s
     result = remote.run(WRITE)
     assert result.status is RunStatus.OK, result.cause
     assert (remote.workspace / "kept.txt").read_text() == "before\nchanged\n"

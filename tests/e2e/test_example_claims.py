@@ -179,9 +179,9 @@ RUNAWAY = 'python3 "$SKILL_DIR/scripts/runaway.py"'
 def test_runaway_under_local_only_the_timeout_stops_it(service: RunService) -> None:
     """ "local: nothing stops it but the workbench's wall-clock timeout ... (timed out)"."""
     for mode in ("cpu", "memory --max-mib 100"):
-        ran = run_example(service, "runaway", PostureId.LOCAL, f"{RUNAWAY} {mode}", timeout_s=3)
+        ran = run_example(service, "runaway", PostureId.LOCAL, f"{RUNAWAY} {mode}", timeout_s=2)
         assert ran.result.status is RunStatus.TIMED_OUT
-        assert ran.result.cause == "wall-clock timeout of 3 s"
+        assert ran.result.cause == "wall-clock timeout of 2 s"
 
 
 def test_the_default_cpu_time_limit_comes_before_the_timeout() -> None:
@@ -195,11 +195,11 @@ def test_runaway_under_hardened_or_bubblewrap_is_stopped_by_its_limits(
 ) -> None:
     """ "RLIMIT_CPU ends cpu once it has used the CPU-time limit ... (limit exceeded), and
     RLIMIT_AS makes memory fail with a MemoryError at the memory limit (oom killed, the cause
-    naming the limit and RLIMIT_AS)"; bubblewrap: "as hardened". The CPU-time limit is 2 s here
+    naming the limit and RLIMIT_AS)"; bubblewrap: "as hardened". The CPU-time limit is 1 s here
     against a 30-s timeout, the default's order with room for a busy machine."""
-    cpu = run_example(service, "runaway", posture, f"{RUNAWAY} cpu", cpu_seconds=2, timeout_s=30)
+    cpu = run_example(service, "runaway", posture, f"{RUNAWAY} cpu", cpu_seconds=1, timeout_s=30)
     assert cpu.result.status is RunStatus.LIMIT_EXCEEDED
-    assert cpu.result.cause == "RLIMIT_CPU 2 s"
+    assert cpu.result.cause == "RLIMIT_CPU 1 s"
     memory = run_example(service, "runaway", posture, f"{RUNAWAY} memory")
     assert memory.result.status is RunStatus.OOM_KILLED
     assert memory.result.cause == "memory limit 512 MiB (RLIMIT_AS)"
@@ -214,7 +214,10 @@ def test_runaway_in_a_container_is_oom_killed_and_cpu_ends_as_the_posture_says(
     OOM-killed by the cgroup at the memory limit (oom killed; workbench run exits 137)"; gvisor:
     "memory is OOM-killed at the memory limit as under docker, but gVisor does not enforce the
     CPU-time limit: cpu runs until the timeout (timed out)"."""
-    cpu = run_example(service, "runaway", posture, f"{RUNAWAY} cpu", timeout_s=5, cpu_seconds=1)
+    timeout_s = 2 if posture is PostureId.GVISOR else 5  # gVisor's cpu run ends at its timeout
+    cpu = run_example(
+        service, "runaway", posture, f"{RUNAWAY} cpu", timeout_s=timeout_s, cpu_seconds=1
+    )
     if posture is PostureId.GVISOR:
         assert cpu.result.status is RunStatus.TIMED_OUT
     else:
