@@ -40,6 +40,20 @@ def test_a_function_call_child_never_imports_from_its_working_folder(tmp_path: P
     assert done.returncode == 1 and "ModuleNotFoundError" in done.stderr
 
 
+def test_a_function_call_child_skips_site_and_imports_what_it_needs_from_where_we_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "needed_here.py").write_text(
+        "import sys\n\ndef main(argv):\n    return 1 if 'site' in sys.modules else 7\n"
+    )
+    monkeypatch.syspath_prepend(str(lib))
+    argv = interpreter.child_call_argv("needed_here", "main", needs=("needed_here",))
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 7, done.stderr  # found in lib, started without site
+
+
 def test_a_frozen_app_runs_its_modules_through_itself(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     assert interpreter.child_argv("a.module") == (

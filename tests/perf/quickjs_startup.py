@@ -31,13 +31,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from workbench.executors.quickjs.executor import WORKER_MODULE, QuickJsExecutor
+from workbench.executors.quickjs.executor import QuickJsExecutor, worker_argv
 from workbench.executors.quickjs.run import STACK_LIMIT_BYTES, worker_rlimits
 from workbench.executors.quickjs.worker import main as worker
 from workbench.executors.quickjs.worker.protocol import MessageDecoder
 from workbench.executors.types import CancelToken, OutputChunk, RunRequest, SessionSpec
 from workbench.executors.warm.quickjs import QuickJsWorkerPool
-from workbench.platform.interpreter import child_call_argv
 from workbench.postures.model import Posture, PostureId
 
 
@@ -72,7 +71,7 @@ def cold_worker(workspace: Path, script: Path) -> tuple[float, float]:
         "rlimits": worker_rlimits(Posture(PostureId.QUICKJS).limits),
         "run": run_request(workspace, script),
     }
-    argv = [*child_call_argv(WORKER_MODULE, "main"), json.dumps(spec)]
+    argv = [*worker_argv(), json.dumps(spec)]
     started = time.perf_counter()
     worker = subprocess.Popen(argv, cwd=workspace, pass_fds=(write_fd,), env={})
     os.close(write_fd)

@@ -8,9 +8,12 @@ script mode: the child is the app with `INTERNAL_FLAG MODULE`, and the frozen en
 calls `clean_frozen_environment()`, so the bootloader's variables never reach a user's command.
 """
 
+import functools
+import importlib.util
 import runpy
 import sys
 from collections.abc import MutableMapping
+from pathlib import Path
 
 INTERNAL_FLAG = "--workbench-internal-module"
 
@@ -23,15 +26,37 @@ def child_argv(module: str) -> tuple[str, ...]:
     return (sys.executable, "-I", "-m", module)
 
 
-def child_call_argv(module: str, function: str) -> tuple[str, ...]:
+def child_call_argv(module: str, function: str, needs: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Like `child_argv`, for a child whose start is on a run's path: from source it imports
-    `module` and exits (`os._exit`) with what `function(sys.argv)` returns, without `-m`, whose
-    runpy cost about 3 ms of each start. A frozen build runs `module` as `__main__`, whose own
-    guard must do the same."""
+    `module` and exits (`os._exit`) with what `function(sys.argv)` returns. It starts without
+    `-m`, whose runpy cost about 3 ms of each start, and without `site` (`-S`), whose `.pth`
+    files cost about 2 ms: its path is the standard library's, then the folders this process
+    imports the workbench and the top-level modules `needs` names from. A frozen build runs
+    `module` as `__main__`, whose own guard must do the same."""
     if getattr(sys, "frozen", False):
         return child_argv(module)
-    code = f"import os, sys\nfrom {module} import {function}\nos._exit({function}(sys.argv))"
-    return (sys.executable, "-I", "-c", code)
+    folders = _import_folders(("workbench", *needs))
+    code = (
+        f"import os, sys\nsys.path += {folders!r}\n"
+        f"from {module} import {function}\nos._exit({function}(sys.argv))"
+    )
+    return (sys.executable, "-I", "-S", "-c", code)
+
+
+@functools.cache
+def _import_folders(names: tuple[str, ...]) -> list[str]:
+    """The folders on this process's path that the top-level modules `names` are imported
+    from, in that order, without repeats (a name not found has none)."""
+    folders: list[str] = []
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        found = Path(spec.origin).parent  # a module's folder, or a package's own
+        folder = str(found.parent if spec.submodule_search_locations is not None else found)
+        if folder not in folders:
+            folders.append(folder)
+    return folders
 
 
 def run_internal(argv: list[str]) -> None:

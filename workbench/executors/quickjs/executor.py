@@ -44,7 +44,14 @@ if TYPE_CHECKING:
     from workbench.executors.warm.quickjs import QuickJsWorkerPool
 
 WORKER_MODULE = "workbench.executors.quickjs.worker.main"
+ENGINE_MODULE = "_quickjs"  # the binding's engine, which the worker imports itself
 SKILL_PREFIXES = ("$SKILL_DIR/", "${SKILL_DIR}/")
+
+
+def worker_argv() -> tuple[str, ...]:
+    """The argv prefix of a fresh worker process: `main` of `WORKER_MODULE`, with the engine's
+    folder on its path."""
+    return child_call_argv(WORKER_MODULE, "main", needs=(ENGINE_MODULE,))
 
 
 def resolve_entry_script(session: SessionSpec, argv0: str) -> tuple[Path, str] | str:
@@ -163,10 +170,7 @@ class QuickJsExecutor(SubprocessExecutor):
             return WarmRun(card, limits, worker, spec, fds, uid, loan, pool.settle)
         read_fd, write_fd = os.pipe()
         # -I: the working folder is the workspace, so it must never be on the worker's path.
-        argv = (
-            *child_call_argv(WORKER_MODULE, "main"),
-            json.dumps({"control_fd": write_fd, **spec}),
-        )
+        argv = (*worker_argv(), json.dumps({"control_fd": write_fd, **spec}))
         launch = Launch(argv, env, context.session.workspace, pass_fds=(write_fd,), alone=True)
         return WorkerRun(launch, card, limits, read_fd, uid, loan)
 

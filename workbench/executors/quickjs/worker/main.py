@@ -1,6 +1,6 @@
 """The QuickJS worker process: one fresh engine context for one run, then exit.
 
-Started as `python -I -c` calling `main` with SPEC (`child_call_argv`) in the workspace, `main`
+Started as `python -I -S -c` calling `main` with SPEC (`worker_argv`) in the workspace, `main`
 opens the workspace and the script (`open_run`), switches to the run's uid, applies its rlimits and
 sends `ready` before it imports the engine, then `run` executes the script and its promise jobs in a
 context with the engine's memory and stack limits and exactly this host API (`Host`): `console`,
