@@ -54,6 +54,17 @@ def test_a_function_call_child_skips_site_and_imports_what_it_needs_from_where_w
     assert done.returncode == 7, done.stderr  # found in lib, started without site
 
 
+def test_a_needed_module_is_never_taken_from_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "planted_need.py").write_text("def main(argv):\n    return 42\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))  # as `python -m` puts the working folder first
+    argv = interpreter.child_call_argv("planted_need", "main", needs=("planted_need",))
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 1 and "ModuleNotFoundError" in done.stderr
+
+
 def test_a_frozen_app_runs_its_modules_through_itself(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     assert interpreter.child_argv("a.module") == (

@@ -9,10 +9,10 @@ calls `clean_frozen_environment()`, so the bootloader's variables never reach a 
 """
 
 import functools
-import importlib.util
 import runpy
 import sys
 from collections.abc import MutableMapping
+from importlib.machinery import PathFinder
 from pathlib import Path
 
 INTERNAL_FLAG = "--workbench-internal-module"
@@ -30,12 +30,13 @@ def child_call_argv(module: str, function: str, needs: tuple[str, ...] = ()) -> 
     """Like `child_argv`, for a child whose start is on a run's path: from source it imports
     `module` and exits (`os._exit`) with what `function(sys.argv)` returns. It starts without
     `-m`, whose runpy cost about 3 ms of each start, and without `site` (`-S`), whose `.pth`
-    files cost about 2 ms: its path is the standard library's, then the folders this process
-    imports the workbench and the top-level modules `needs` names from. A frozen build runs
-    `module` as `__main__`, whose own guard must do the same."""
+    files cost about 2 ms: its path is the standard library's, then the folder this process
+    imported the workbench from and those it would import the top-level modules `needs` names
+    from, never its working folder. A frozen build runs `module` as `__main__`, whose own guard
+    must do the same."""
     if getattr(sys, "frozen", False):
         return child_argv(module)
-    folders = _import_folders(("workbench", *needs))
+    folders = _import_folders(needs)
     code = (
         f"import os, sys\nsys.path += {folders!r}\n"
         f"from {module} import {function}\nos._exit({function}(sys.argv))"
@@ -44,12 +45,15 @@ def child_call_argv(module: str, function: str, needs: tuple[str, ...] = ()) -> 
 
 
 @functools.cache
-def _import_folders(names: tuple[str, ...]) -> list[str]:
-    """The folders on this process's path that the top-level modules `names` are imported
-    from, in that order, without repeats (a name not found has none)."""
-    folders: list[str] = []
-    for name in names:
-        spec = importlib.util.find_spec(name)
+def _import_folders(needs: tuple[str, ...]) -> list[str]:
+    """The folder holding the workbench package this process runs, then the folders on its
+    path, less its working folder (`python -m` puts it first), that the top-level modules
+    `needs` are found in, without repeats (a name not found has none)."""
+    folders = [str(Path(__file__).parents[2])]  # workbench/platform/interpreter.py
+    working = Path.cwd().resolve()
+    search = [entry for entry in sys.path if entry and Path(entry).resolve() != working]
+    for name in needs:
+        spec = PathFinder.find_spec(name, search)
         if spec is None or spec.origin is None:
             continue
         found = Path(spec.origin).parent  # a module's folder, or a package's own
