@@ -47,11 +47,15 @@ def child_call_argv(module: str, function: str, needs: tuple[str, ...] = ()) -> 
 @functools.cache
 def _import_folders(needs: tuple[str, ...]) -> list[str]:
     """The folder holding the workbench package this process runs, then the folders on its
-    path, less its working folder (`python -m` puts it first), that the top-level modules
-    `needs` are found in, without repeats (a name not found has none)."""
+    path (absolute ones other than its working folder, which `python -m` puts first) that the
+    top-level modules `needs` are found in, without repeats (a name not found has none)."""
     folders = [str(Path(__file__).parents[2])]  # workbench/platform/interpreter.py
     working = Path.cwd().resolve()
-    search = [entry for entry in sys.path if entry and Path(entry).resolve() != working]
+    search = [
+        entry
+        for entry in sys.path
+        if Path(entry).is_absolute() and Path(entry).resolve() != working
+    ]
     for name in needs:
         spec = PathFinder.find_spec(name, search)
         if spec is None or spec.origin is None:
