@@ -7,7 +7,8 @@ preview's verdict and the real outcome in the preview's terms: `cannot-run`, `pa
 (the lab found it contained, or a control of the posture stopped or refused part of the run) or
 `runs` (it ran, or failed for its own reasons).
 Cells the lab cannot judge are left out, and so are runs on this computer of a skill that would
-reach the internet or write outside its workspace; `Agreement.rate()` is the share that agree.
+reach the internet or write outside its workspace and runs the workbench could not start (their
+pairs say why); `Agreement.rate()` is the share that agree.
 """
 
 import asyncio
@@ -137,30 +138,30 @@ async def _example_pairs(
     `probes.lab`); beside them go the container postures' runs, one skill's at a time."""
     on_host = [posture_id for posture_id in postures if posture_id not in CONTAINER_POSTURES]
     contained = [posture_id for posture_id in postures if posture_id in CONTAINER_POSTURES]
+    done: list[tuple[int, Pair]] = []  # each with its skill's place in `skills`
 
-    async def host_pairs() -> list[Pair]:
-        done: list[Pair] = []
-        for skill in skills:
+    async def host_pairs() -> None:
+        for index, skill in enumerate(skills):
             for posture_id in on_host:
                 if cancel.cancelled:
-                    return done
-                done.append(await _example_pair(service, skill, posture_id, cancel))
-        return done
+                    return
+                done.append((index, await _example_pair(service, skill, posture_id, cancel)))
 
-    async def container_pairs() -> list[Pair]:
-        done: list[Pair] = []
-        for skill in skills:
+    async def container_pairs() -> None:
+        for index, skill in enumerate(skills):
             if cancel.cancelled:
-                break
-            runs = (_example_pair(service, skill, posture_id, cancel) for posture_id in contained)
-            done += await asyncio.gather(*runs)
-        return done
+                return
+            async with asyncio.TaskGroup() as group:
+                runs = [
+                    group.create_task(_example_pair(service, skill, p, cancel)) for p in contained
+                ]
+            done.extend((index, run.result()) for run in runs)
 
     async with asyncio.TaskGroup() as group:
-        host, beside = group.create_task(host_pairs()), group.create_task(container_pairs())
-    order = {skill.name: index for index, skill in enumerate(skills)}
-    pairs = [*host.result(), *beside.result()]
-    return sorted(pairs, key=lambda pair: (order[pair.skill], postures.index(pair.posture)))
+        group.create_task(host_pairs())
+        group.create_task(container_pairs())
+    done.sort(key=lambda placed: (placed[0], postures.index(placed[1].posture)))
+    return [pair for _, pair in done]
 
 
 async def _example_pair(
@@ -181,7 +182,12 @@ async def _example_pair(
     run_id = new_run_id()  # a fresh workspace of its own, as every fresh run gets
     workspace = service.layout.fresh_workspace(run_id)
     plan = RunPlan(skill.name, skill.path, posture, argv, workspace, run_id=run_id)
-    done = await service.run_once(plan, _discard, cancel)
+    try:
+        done = await service.run_once(plan, _discard, cancel)
+    except WorkbenchError as error:  # e.g. its session could not start: nothing to measure
+        return Pair(
+            skill.name, posture_id, predicted, None, f"the workbench could not run it: {error}"
+        )
     actual, evidence = run_outcome(done)
     return Pair(skill.name, posture_id, predicted, actual, evidence)
 
