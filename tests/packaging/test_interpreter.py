@@ -1,6 +1,7 @@
 """Starting the workbench's own modules as children, from source and as a frozen app would."""
 
 import json
+import site
 import subprocess
 import sys
 from pathlib import Path
@@ -40,26 +41,45 @@ def test_a_function_call_child_never_imports_from_its_working_folder(tmp_path: P
     assert done.returncode == 1 and "ModuleNotFoundError" in done.stderr
 
 
-def test_a_function_call_child_skips_site_and_imports_what_it_needs_from_where_we_do(
+def _module(folder: Path, name: str, returns: str) -> None:
+    """A module `name` in `folder` whose `main(argv)` returns the value of `returns`."""
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.py").write_text(f"import sys\n\ndef main(argv):\n    return {returns}\n")
+
+
+def test_a_function_call_child_skips_site_and_imports_what_it_needs_from_the_installed_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    (lib / "needed_here.py").write_text(
-        "import sys\n\ndef main(argv):\n    return 1 if 'site' in sys.modules else 7\n"
-    )
-    monkeypatch.syspath_prepend(str(lib))
+    installed, lent = tmp_path / "site-packages", tmp_path / "lent"  # lent: as by a .pth file
+    _module(lent, "needed_here", "1 if 'site' in sys.modules else 7")
+    monkeypatch.setattr(site, "getsitepackages", lambda: [str(installed)])
+    monkeypatch.setattr(sys, "path", [*sys.path, str(installed), str(lent)])
     argv = interpreter.child_call_argv("needed_here", "main", needs=("needed_here",))
     done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path)
-    assert done.returncode == 7, done.stderr  # found in lib, started without site
+    assert done.returncode == 7, done.stderr  # found where installed, started without site
 
 
-def test_a_needed_module_is_never_taken_from_the_working_folder(
+def test_a_needed_folder_keeps_its_place_before_the_workbench_s_on_the_child_s_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "planted_need.py").write_text("def main(argv):\n    return 42\n")
+    installed, lent = tmp_path / "site-packages", tmp_path / "lent"
+    ours = str(Path(interpreter.__file__).parents[2])  # the folder holding the workbench
+    ahead = f"7 if sys.path.index({str(lent)!r}) < sys.path.index({ours!r}) else 1"
+    _module(lent, "needed_ahead", ahead)
+    monkeypatch.setattr(site, "getsitepackages", lambda: [str(installed)])
+    monkeypatch.setattr(sys, "path", [str(installed), str(lent), *sys.path])
+    argv = interpreter.child_call_argv("needed_ahead", "main", needs=("needed_ahead",))
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 7, done.stderr
+
+
+def test_a_needed_module_is_taken_from_no_other_folder_on_the_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for folder in (tmp_path, tmp_path / "elsewhere"):  # the working folder, as `python -m` puts
+        _module(folder, "planted_need", "42")  # it first; a PYTHONPATH folder
+        monkeypatch.syspath_prepend(str(folder))
     monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))  # as `python -m` puts the working folder first
     argv = interpreter.child_call_argv("planted_need", "main", needs=("planted_need",))
     done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 1 and "ModuleNotFoundError" in done.stderr

@@ -11,8 +11,9 @@ spawned as the executor spawns it, with a trivial script:
   `run()` called in this process once its imports (and the engine's) are done, a fresh
   context each time.
 
-For reference: a bare `python -I` start, and the import of `workbench.executors`, which the
-worker paid when it lived in that package (75 of its 89 ms then; that `__init__` is lazy
+For reference: a bare `python -I` start, a bare `python -I -S` one (a fresh worker starts
+without `site`), and the import of `workbench.executors`, which the worker paid when it lived
+in that package (75 of its 89 ms then; that `__init__` is lazy
 now). Last, the whole `QuickJsExecutor.run()` of the same script (spawn or adoption, sampling,
 kill verification, result), which is what a user waits for: cold, with a warm one-shot worker
 from a `QuickJsWorkerPool`, and with a reused one (the wait for the pool to be ready is not
@@ -40,10 +41,10 @@ from workbench.executors.warm.quickjs import QuickJsWorkerPool
 from workbench.postures.model import Posture, PostureId
 
 
-def interpreter(code: str) -> float:
-    """Seconds from spawning `python -I -c code` to its exit."""
+def interpreter(code: str, *flags: str) -> float:
+    """Seconds from spawning `python -I FLAGS -c code` to its exit."""
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-I", "-c", code], check=True)
+    subprocess.run([sys.executable, "-I", *flags, "-c", code], check=True)
     return time.perf_counter() - started
 
 
@@ -163,6 +164,7 @@ def main(runs: int) -> None:
         script.write_text("const sum = scriptArgs.length + 1;")  # prints nothing
         print(f"{runs} runs each, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
         show("python -I (bare interpreter)", timed(runs, lambda: interpreter("pass")))
+        show("python -I -S (bare, no site)", timed(runs, lambda: interpreter("pass", "-S")))
         old = timed(runs, lambda: interpreter("import workbench.executors"))
         show("python -I, import workbench.executors", old)
         phases = [cold_worker(workspace, script) for _ in range(runs)]

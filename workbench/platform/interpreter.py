@@ -10,6 +10,7 @@ calls `clean_frozen_environment()`, so the bootloader's variables never reach a 
 
 import functools
 import runpy
+import site
 import sys
 from collections.abc import MutableMapping
 from importlib.machinery import PathFinder
@@ -30,13 +31,13 @@ def child_call_argv(module: str, function: str, needs: tuple[str, ...] = ()) -> 
     """Like `child_argv`, for a child whose start is on a run's path: from source it imports
     `module` and exits (`os._exit`) with what `function(sys.argv)` returns. It starts without
     `-m`, whose runpy cost about 3 ms of each start, and without `site` (`-S`), whose `.pth`
-    files cost about 2 ms: its path is the standard library's, then the folder this process
-    imported the workbench from and those it would import the top-level modules `needs` names
-    from, never its working folder. A frozen build runs `module` as `__main__`, whose own guard
-    must do the same."""
+    files took 2 ms of a bare 8 ms start here: its path is the standard library's, then the
+    folder this process imported the workbench from and the folders of the installed modules
+    `needs` names. A frozen build runs `module` as `__main__`, whose own guard must do the
+    same."""
     if getattr(sys, "frozen", False):
         return child_argv(module)
-    folders = _import_folders(needs)
+    folders = list(_import_folders(needs))
     code = (
         f"import os, sys\nsys.path += {folders!r}\n"
         f"from {module} import {function}\nos._exit({function}(sys.argv))"
@@ -45,17 +46,17 @@ def child_call_argv(module: str, function: str, needs: tuple[str, ...] = ()) -> 
 
 
 @functools.cache
-def _import_folders(needs: tuple[str, ...]) -> list[str]:
-    """The folder holding the workbench package this process runs, then the folders on its
-    path (absolute ones other than its working folder, which `python -m` puts first) that the
-    top-level modules `needs` are found in, without repeats (a name not found has none)."""
+def _import_folders(needs: tuple[str, ...]) -> tuple[str, ...]:
+    """The folder holding the workbench package this process runs and the folders that hold
+    the top-level modules `needs` names (a name not found has none), in the order of this
+    process's path, without repeats. `needs` are found as a child with `site` would find them:
+    on the path from its first installed packages' folder (`site.getsitepackages()`) on, which
+    the `.pth` files there extend; never in the working folder, PYTHONPATH or a user's site,
+    which come before it."""
     folders = [str(Path(__file__).parents[2])]  # workbench/platform/interpreter.py
-    working = Path.cwd().resolve()
-    search = [
-        entry
-        for entry in sys.path
-        if Path(entry).is_absolute() and Path(entry).resolve() != working
-    ]
+    installed = site.getsitepackages()
+    first = next((i for i, entry in enumerate(sys.path) if entry in installed), None)
+    search = installed if first is None else [e for e in sys.path[first:] if Path(e).is_absolute()]
     for name in needs:
         spec = PathFinder.find_spec(name, search)
         if spec is None or spec.origin is None:
@@ -64,7 +65,10 @@ def _import_folders(needs: tuple[str, ...]) -> list[str]:
         folder = str(found.parent if spec.submodule_search_locations is not None else found)
         if folder not in folders:
             folders.append(folder)
-    return folders
+    # A module `needs` names is found first where this process would find it, not in the
+    # workbench's folder (a checkout, which may hold a workspace).
+    on_path = {entry: index for index, entry in reversed(list(enumerate(sys.path)))}
+    return tuple(sorted(folders, key=lambda folder: on_path.get(folder, len(sys.path))))
 
 
 def run_internal(argv: list[str]) -> None:
