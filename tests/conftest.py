@@ -10,7 +10,8 @@ socket, the remote engine, each with its own containers): such tests drain the e
 containers and count what it holds, so they never run beside each other, while the tests of
 another engine may. A test uses an engine when it has one of its marks or fixtures, or shares a
 fixture that outlives one test with such a test; the others of its module (a host posture's
-parameters) go with the module.
+parameters) go with the module. (A fixture that two engines' tests share starts in each of
+their workers.)
 """
 
 import os
