@@ -32,8 +32,8 @@ def child_call_argv(module: str, function: str, needs: tuple[str, ...] = ()) -> 
     `module` and exits (`os._exit`) with what `function(sys.argv)` returns. It starts without
     `-m`, whose runpy cost about 3 ms of each start, and without `site` (`-S`), whose `.pth`
     files took 2 ms of a bare 8 ms start here: its path is the standard library's, then the
-    folder this process imported the workbench from and the folders of the installed modules
-    `needs` names. A frozen build runs `module` as `__main__`, whose own guard must do the
+    folders of the installed modules `needs` names and the folder this process imported the
+    workbench from. A frozen build runs `module` as `__main__`, whose own guard must do the
     same."""
     if getattr(sys, "frozen", False):
         return child_argv(module)
@@ -47,28 +47,23 @@ def child_call_argv(module: str, function: str, needs: tuple[str, ...] = ()) -> 
 
 @functools.cache
 def _import_folders(needs: tuple[str, ...]) -> tuple[str, ...]:
-    """The folder holding the workbench package this process runs and the folders that hold
-    the top-level modules `needs` names (a name not found has none), in the order of this
-    process's path, without repeats. `needs` are found as a child with `site` would find them:
-    on the path from its first installed packages' folder (`site.getsitepackages()`) on, which
-    the `.pth` files there extend; never in the working folder, PYTHONPATH or a user's site,
-    which come before it."""
-    folders = [str(Path(__file__).parents[2])]  # workbench/platform/interpreter.py
+    """The folders that hold the top-level modules `needs` names (a name not found has none),
+    then the one holding the workbench package this process runs, without repeats: a module
+    `needs` names is found first where this process finds it, not in the workbench's folder (a
+    checkout, which may hold a workspace). `needs` are found as a child with `site` would find
+    them: on the path from its first installed packages' folder (`site.getsitepackages()`) on,
+    which the `.pth` files there extend; never in the working folder, PYTHONPATH or a user's
+    site, which come before it."""
     installed = site.getsitepackages()
     first = next((i for i, entry in enumerate(sys.path) if entry in installed), None)
     search = installed if first is None else [e for e in sys.path[first:] if Path(e).is_absolute()]
-    for name in needs:
-        spec = PathFinder.find_spec(name, search)
-        if spec is None or spec.origin is None:
-            continue
-        found = Path(spec.origin).parent  # a module's folder, or a package's own
-        folder = str(found.parent if spec.submodule_search_locations is not None else found)
-        if folder not in folders:
-            folders.append(folder)
-    # A module `needs` names is found first where this process would find it, not in the
-    # workbench's folder (a checkout, which may hold a workspace).
-    on_path = {entry: index for index, entry in reversed(list(enumerate(sys.path)))}
-    return tuple(sorted(folders, key=lambda folder: on_path.get(folder, len(sys.path))))
+    folders: list[str] = []
+    for spec in (PathFinder.find_spec(name, search) for name in needs):
+        if spec is not None and spec.origin is not None:
+            found = Path(spec.origin).parent  # a module's folder, or a package's own
+            folders.append(str(found.parent if spec.submodule_search_locations else found))
+    folders.append(str(Path(__file__).parents[2]))  # workbench/platform/interpreter.py
+    return tuple(dict.fromkeys(folders))
 
 
 def run_internal(argv: list[str]) -> None:
