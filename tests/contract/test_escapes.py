@@ -16,9 +16,24 @@ import psutil
 import pytest
 
 from tests.contract.conftest import Harness
-from workbench.executors.process.reaper import RunScope, collect, escapees, spawning
+from workbench.executors.hardened.limits_exec import PR_SET_CHILD_SUBREAPER, prctl
+from workbench.executors.process import reaper
+from workbench.executors.process.reaper import (
+    RunScope,
+    become_subreaper,
+    collect,
+    escapees,
+    spawning,
+)
 from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus
-from workbench.monitor.process import RUN_TAG_ENV, carries_tag, process_clock, run_tag
+from workbench.monitor.process import (
+    RUN_TAG_ENV,
+    carries_tag,
+    descendants,
+    proc_children,
+    process_clock,
+    run_tag,
+)
 from workbench.postures.model import PostureId
 
 pytestmark = pytest.mark.timeout(60)
@@ -193,3 +208,65 @@ def test_a_run_that_cannot_start_a_process_is_its_root_alone() -> None:
         for child in (root, tagged):
             child.kill()
             child.wait()
+
+
+def _tagged_grandchild(tag_id: str) -> tuple[subprocess.Popen[bytes], int]:
+    """A helper in the app's session (no tag) and its child, a sleep that carries run `tag_id`'s
+    tag (its pid)."""
+    helper = subprocess.Popen(
+        ["sh", "-c", f"env {RUN_TAG_ENV}={tag_id} sleep 30 & echo $!; wait"],
+        stdout=subprocess.PIPE,
+    )
+    assert helper.stdout is not None
+    pid = int(helper.stdout.readline())
+    until_execd = time.monotonic() + 5  # its environment shows once its exec is done
+    while not carries_tag(pid, run_tag(tag_id)) and time.monotonic() < until_execd:
+        time.sleep(0.01)
+    return helper, pid
+
+
+def test_a_tagged_process_below_a_helper_of_the_app_is_found() -> None:
+    """The run's tag is looked for in the whole subtree of the app (a subreaper), not only its
+    children: here below an untagged helper in the app's own session."""
+    assert become_subreaper()
+    tag_id = f"below-{secrets.token_hex(4)}"
+    root = subprocess.Popen(["sleep", "30"])
+    helper, tagged = _tagged_grandchild(tag_id)
+    with root, helper:
+        try:
+            scope = RunScope(run_tag(tag_id), process_clock() - 1)
+            process = psutil.Process(root.pid)
+            assert tagged in collect(process, scope, (), full_scan=True)
+            assert tagged not in collect(process, scope, (), full_scan=False)
+        finally:
+            os.kill(tagged, signal.SIGKILL)
+            root.kill()
+            helper.kill()
+
+
+def test_a_tagged_orphan_is_looked_for_everywhere_when_the_app_adopts_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without the subreaper an orphan leaves the app's subtree (for init): the tag is then looked
+    for on the whole machine."""
+    tag_id = f"away-{secrets.token_hex(4)}"
+    root = subprocess.Popen(["sleep", "30"])
+    prctl(PR_SET_CHILD_SUBREAPER, 0)
+    monkeypatch.setattr(reaper, "_subreaper_pid", 0)
+    try:
+        with root:
+            helper, tagged = _tagged_grandchild(tag_id)
+            with helper:
+                helper.kill()  # the sleep is orphaned, and not to this process
+            until_adopted = time.monotonic() + 5
+            while psutil.Process(tagged).ppid() == helper.pid and time.monotonic() < until_adopted:
+                time.sleep(0.01)
+            assert tagged not in descendants(proc_children(os.getpid()))
+            scope = RunScope(run_tag(tag_id), process_clock() - 1)
+            try:
+                assert tagged in collect(psutil.Process(root.pid), scope, (), full_scan=True)
+            finally:
+                os.kill(tagged, signal.SIGKILL)
+                root.kill()
+    finally:
+        assert become_subreaper()

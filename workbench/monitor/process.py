@@ -106,10 +106,17 @@ def tag_verdict(pid: int, tag: bytes) -> bool | None:
     return b"\0" + tag + b"\0" in b"\0" + data + b"\0" if data else None
 
 
-def tagged_processes(tag: bytes) -> set[int]:
-    """Every readable process on the machine that carries `tag` (a full /proc scan)."""
+def all_processes() -> list[int]:
+    """Every process on the machine, by pid (a listing of /proc)."""
     names = os.listdir("/proc")  # noqa: PTH208 - hot path, plain names
-    return {int(name) for name in names if name.isdigit() and carries_tag(int(name), tag)}
+    return [int(name) for name in names if name.isdigit()]
+
+
+def tagged_processes(tag: bytes, among: Iterable[int] | None = None) -> set[int]:
+    """The processes among `among` that carry `tag`; every readable one on the machine that
+    does when `among` is None (a full /proc scan)."""
+    pids = all_processes() if among is None else among
+    return {pid for pid in pids if carries_tag(pid, tag)}
 
 
 def alive(process: psutil.Process) -> bool:

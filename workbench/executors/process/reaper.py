@@ -1,12 +1,13 @@
 """Finding, killing and reaping every process of a run, escaped descendants included.
 
 `become_subreaper` makes the app the parent of every orphan; `kill_run` (and `kill_now`,
-synchronous) signals the union of the run's tree, the processes carrying its tag, those its monitor
-saw, its `escapees` and, for a run with a uid of its own, that uid's processes, until a check finds
-none; `reap_orphans` reaps the zombies re-parented to the app. `track_root` / `claim` record what
-live runs own, so one run's kill never takes another's processes. A `contained` run (a PID
-namespace, whose orphans go to its own init) is its root's tree alone: no scan beyond it. An
-`alone` run (a QuickJS worker, which may start no process) is its root: no scan at all.
+synchronous) signals the union of the run's tree, those its monitor saw, its `escapees`, and the
+processes carrying its tag or, for a run with a uid of its own, that uid (looked for below the
+app, which no orphan leaves, or on the whole machine when the app is no subreaper), until a check
+finds none; `reap_orphans` reaps the zombies re-parented to the app. `track_root` / `claim`
+record what live runs own, so one run's kill never takes another's processes. A `contained` run
+(a PID namespace, whose orphans go to its own init) is its root's tree alone: no scan beyond it.
+An `alone` run (a QuickJS worker, which may start no process) is its root: no scan at all.
 """
 
 import asyncio
@@ -27,6 +28,7 @@ from workbench.monitor.process import (
     KEEP_COMMANDS,
     RUN_TAG_ENV,
     alive,
+    all_processes,
     carries_tag,
     command_line,
     descendants,
@@ -53,6 +55,8 @@ SPAWN_MARGIN_S = 0.05
 # The earliest `since` of the orphan reaps that left zombies to a spawn under way: reaped when
 # the last spawn is done.
 _deferred_since: float | None = None
+# The pid of the process that became a child subreaper (a fork of it is none).
+_subreaper_pid = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,13 +82,15 @@ class KillReport:
 
 def become_subreaper() -> bool:
     """Make this process adopt its orphaned descendants (Linux); False where unsupported."""
+    global _subreaper_pid  # process-wide on purpose, like `_live_roots`
     if not sys.platform.startswith("linux"):
         return False
     try:
         prctl(PR_SET_CHILD_SUBREAPER, 1)
     except OSError:
         return False
-    os.environ[APP_MARK_ENV] = str(os.getpid())  # helpers the app detaches are not escapees
+    _subreaper_pid = os.getpid()
+    os.environ[APP_MARK_ENV] = str(_subreaper_pid)  # helpers the app detaches are not escapees
     return True
 
 
@@ -209,19 +215,27 @@ def _command(pid: int | str) -> bytes:
         return cmdline.read()
 
 
-def _uid_processes(uid: int) -> set[int]:
-    """Every process whose real uid is `uid` (a full scan of /proc/PID/status, read directly:
-    through psutil it cost a few ms of every run)."""
+def _suspects(others: set[int]) -> list[int]:
+    """Where a run's processes may be outside the places it is known to use: below the app when
+    it is a child subreaper (no orphan leaves its subtree then), outside the live runs in
+    `others`; anywhere on the machine when it is not."""
+    if _subreaper_pid != os.getpid():
+        return all_processes()
+    return list(descendants(set(proc_children(_subreaper_pid)) - others) - others)
+
+
+def _uid_processes(uid: int, among: Iterable[int]) -> set[int]:
+    """The processes among `among` whose real uid is `uid` (their /proc/PID/status, read
+    directly: through psutil it cost a few ms of every run)."""
     wanted = f"\nUid:\t{uid}\t".encode()
     found: set[int] = set()
-    for name in os.listdir("/proc"):  # noqa: PTH208 - hot path, plain names
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/status", "rb") as status:  # noqa: PTH123 - hot path
-                    if wanted in status.read():
-                        found.add(int(name))
-            except OSError:
-                continue
+    for pid in among:
+        try:
+            with open(f"/proc/{pid}/status", "rb") as status:  # noqa: PTH123 - hot path
+                if wanted in status.read():
+                    found.add(pid)
+        except OSError:
+            continue
     return found
 
 
@@ -230,8 +244,9 @@ def collect(
 ) -> dict[int, psutil.Process]:
     """Every live process of the run, by pid (never this process nor other live runs').
 
-    Without `full_scan`, tagged processes are looked for only among the app's direct children
-    (where orphans land), and the run's uid is not scanned: cheap enough to repeat while killing.
+    With `full_scan`, the run's tag and uid are looked for wherever its processes may be
+    (`_suspects`); without, only among the app's direct children (where orphans land), and the
+    run's uid not at all: cheap enough to repeat while killing.
     """
     candidates = {p.pid: p for p in seen if alive(p)}
     if root is not None and alive(root):
@@ -240,14 +255,17 @@ def collect(
         return candidates
     if scope.contained:  # its orphans go to the namespace's init, inside the tree; a full scan
         # also finds a sandbox's init whose parent was killed before it could ask to die with it
-        starts = set(candidates) | (tagged_processes(scope.tag) if full_scan else set())
+        starts = set(candidates)
+        if full_scan:
+            starts |= tagged_processes(scope.tag, _suspects(set()))
         return dict(_alive_in(descendants(starts) - {os.getpid()}, candidates))
     others = _others(scope, candidates) - candidates.keys()
     starts = set(candidates) | escapees(scope, others)
     if full_scan:
-        starts |= tagged_processes(scope.tag)
+        suspects = _suspects(others)
+        starts |= tagged_processes(scope.tag, suspects)
         if scope.uid is not None:
-            starts |= _uid_processes(scope.uid) - others
+            starts |= _uid_processes(scope.uid, suspects)
     else:
         children = set(proc_children(os.getpid())) - others
         starts |= {pid for pid in children if carries_tag(pid, scope.tag)}
