@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import docker
+import psutil
 import pytest
 
 from workbench.errors import ExecutorError
@@ -34,6 +35,7 @@ from workbench.executors.types import (
     SessionSpec,
     Stream,
 )
+from workbench.monitor.process import run_tag
 from workbench.monitor.sample import ResourceSample
 from workbench.postures.model import MIB, Posture, PostureId
 
@@ -461,6 +463,44 @@ def test_a_local_runc_engine_kills_from_the_host_one_exec_per_run(
         # Its exec, then the killer's: how many depends on how fast the escapee is reaped.
         assert _execs(client, session) >= 6
     finally:
+        client.close()
+        session.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="moving a process into a cgroup needs root")
+def test_a_host_sweep_waits_for_a_zombie_but_not_for_a_live_stranger(
+    docker_runtimes: set[str],
+) -> None:
+    """The cgroup's task count holds a zombie until it is reaped, its process list does not: a
+    host sweep waits for the reap and pays no exec, while a live process it did not kill sends
+    it to the exec sweep at once. Both are host processes put into the container's cgroup."""
+    session = Session(Posture(PostureId.DOCKER).with_limits(**LIMITS))
+    docker_session = session.executor._session
+    assert docker_session is not None and docker_session.cgroup is not None
+    members = docker_session.cgroup.pids.parent / "cgroup.procs"
+    client = docker.from_env()
+    dying = subprocess.Popen(["sleep", "0.2"])
+    stranger: subprocess.Popen[bytes] | None = None
+    try:
+        members.write_text(str(dying.pid))
+        until_dead = time.monotonic() + 5
+        while psutil.Process(dying.pid).status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < until_dead
+            time.sleep(0.01)
+        assert docker_session.cgroup.tasks() == RUNC_IDLE_TASKS + 1  # the zombie counts
+        execs = _execs(client, session)
+        session.loop.call_later(0.1, dying.wait)
+        session.loop.run_until_complete(docker_session.sweep(run_tag("none").decode()))
+        assert _execs(client, session) == execs
+        stranger = subprocess.Popen(["sleep", "30"])
+        members.write_text(str(stranger.pid))
+        session.loop.run_until_complete(docker_session.sweep(run_tag("none").decode()))
+        assert _execs(client, session) == execs + 1
+    finally:
+        for process in (dying, stranger):
+            if process is not None:
+                process.kill()
+                process.wait()
         client.close()
         session.close()
 

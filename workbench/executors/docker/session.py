@@ -484,7 +484,8 @@ class DockerSession:
 
         Not verified when the task count does not come back to the idle session's (a process
         without the tag, such as an escapee, one still being reaped past the bound) or the
-        files cannot be read.
+        files cannot be read. The count holds zombies until they are reaped, the cgroup's
+        process list does not: while that list is the idle session's, the rest is being reaped.
         """
         killed: dict[int, str] = {}
         try:
@@ -500,7 +501,10 @@ class DockerSession:
                 return False
             deadline = time.monotonic() + HOST_SETTLE_S
             while cgroup.tasks() != self.baseline_tasks:
-                if time.monotonic() > deadline or not any(map(_exists, killed)):
+                reaping = any(map(_exists, killed)) or (
+                    len(cgroup.processes()) == self.baseline_tasks
+                )
+                if time.monotonic() > deadline or not reaping:
                     return False  # what is left is not the run's, or is slow
                 await asyncio.sleep(HOST_POLL_S)
         except (OSError, ValueError):
