@@ -88,8 +88,9 @@ def test_an_allowed_loopback_server_is_reached_a_second_refused_and_both_logged(
 
 
 def test_checking_the_posture_leaves_the_app_no_zombie(bubblewrap: Harness) -> None:
-    """The availability check's probe sandbox ends whole: none of its processes is left to
-    the app (a subreaper) to reap, which only a run's kill would do, for that run's own."""
+    """The availability check's probe sandbox ends whole: none of its processes is left to the
+    app (a subreaper) as a zombie, which it would keep, since it reaps orphans only at a run's
+    kill and only those born since that run began."""
     assert become_subreaper()
     since = process_clock() - 0.05
     for _ in range(3):

@@ -5,11 +5,13 @@ escapee's command line (`sleep 60.NNNNNN`) and looks for it in the host's proces
 """
 
 import asyncio
+import contextlib
 import os
 import secrets
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 
 import psutil
@@ -19,10 +21,12 @@ from tests.contract.conftest import Harness
 from workbench.executors.hardened.limits_exec import PR_SET_CHILD_SUBREAPER, prctl
 from workbench.executors.process import reaper
 from workbench.executors.process.reaper import (
+    Reach,
     RunScope,
     become_subreaper,
     collect,
     escapees,
+    kill_run,
     spawning,
 )
 from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus
@@ -201,28 +205,41 @@ def test_a_run_that_cannot_start_a_process_is_its_root_alone() -> None:
         since = process_clock() - 1
         process = psutil.Process(root.pid)
         may_fork = RunScope(run_tag(tag_id), since)
-        assert {root.pid, tagged.pid} <= set(collect(process, may_fork, (), full_scan=True))
+        assert {root.pid, tagged.pid} <= set(collect(process, may_fork, (), Reach.MACHINE))
         alone = replace(may_fork, alone=True)
-        assert set(collect(process, alone, (), full_scan=True)) == {root.pid}
+        assert set(collect(process, alone, (), Reach.MACHINE)) == {root.pid}
     finally:
         for child in (root, tagged):
             child.kill()
             child.wait()
 
 
-def _tagged_grandchild(tag_id: str) -> tuple[subprocess.Popen[bytes], int]:
+@contextlib.contextmanager
+def _tagged_grandchild(tag_id: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     """A helper in the app's session (no tag) and its child, a sleep that carries run `tag_id`'s
-    tag (its pid)."""
-    helper = subprocess.Popen(
-        ["sh", "-c", f"env {RUN_TAG_ENV}={tag_id} sleep 30 & echo $!; wait"],
-        stdout=subprocess.PIPE,
-    )
-    assert helper.stdout is not None
-    pid = int(helper.stdout.readline())
-    until_execd = time.monotonic() + 5  # its environment shows once its exec is done
-    while not carries_tag(pid, run_tag(tag_id)) and time.monotonic() < until_execd:
-        time.sleep(0.01)
-    return helper, pid
+    tag (its pid); both are killed on the way out."""
+    script = f"env {RUN_TAG_ENV}={tag_id} sleep 30 & echo $!; wait"
+    with subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE) as helper:
+        try:
+            assert helper.stdout is not None
+            pid = int(helper.stdout.readline())
+            try:
+                until_execd = time.monotonic() + 5  # its environment shows once it is exec'd
+                while not carries_tag(pid, run_tag(tag_id)) and time.monotonic() < until_execd:
+                    time.sleep(0.01)
+                yield helper, pid
+            finally:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        finally:
+            helper.kill()
+
+
+def _ended(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def test_a_tagged_process_below_a_helper_of_the_app_is_found() -> None:
@@ -230,43 +247,49 @@ def test_a_tagged_process_below_a_helper_of_the_app_is_found() -> None:
     children: here below an untagged helper in the app's own session."""
     assert become_subreaper()
     tag_id = f"below-{secrets.token_hex(4)}"
-    root = subprocess.Popen(["sleep", "30"])
-    helper, tagged = _tagged_grandchild(tag_id)
-    with root, helper:
+    with subprocess.Popen(["sleep", "30"]) as root, _tagged_grandchild(tag_id) as (_, tagged):
         try:
             scope = RunScope(run_tag(tag_id), process_clock() - 1)
             process = psutil.Process(root.pid)
-            assert tagged in collect(process, scope, (), full_scan=True)
-            assert tagged not in collect(process, scope, (), full_scan=False)
+            assert tagged in collect(process, scope, (), Reach.SUBTREE)
+            assert tagged not in collect(process, scope, (), Reach.CHILDREN)
         finally:
-            os.kill(tagged, signal.SIGKILL)
             root.kill()
-            helper.kill()
 
 
-def test_a_tagged_orphan_is_looked_for_everywhere_when_the_app_adopts_none(
+def test_a_tagged_process_outside_the_app_is_killed_with_its_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Without the subreaper an orphan leaves the app's subtree (for init): the tag is then looked
-    for on the whole machine."""
+    """A run's process can leave the app's subtree though the app is a subreaper: one that joined
+    a PID namespace made elsewhere (nsenter) goes to that namespace's init when its parent exits.
+    Made here by orphaning it while the app adopts none: the search below the app misses it (and
+    is the whole machine when the app is no subreaper); the kill's last check finds it."""
+    assert become_subreaper()
     tag_id = f"away-{secrets.token_hex(4)}"
-    root = subprocess.Popen(["sleep", "30"])
-    prctl(PR_SET_CHILD_SUBREAPER, 0)
-    monkeypatch.setattr(reaper, "_subreaper_pid", 0)
-    try:
-        with root:
-            helper, tagged = _tagged_grandchild(tag_id)
-            with helper:
+    with (
+        subprocess.Popen(["sleep", "30"]) as root,
+        _tagged_grandchild(tag_id) as (helper, tagged),
+    ):
+        try:
+            prctl(PR_SET_CHILD_SUBREAPER, 0)
+            try:
                 helper.kill()  # the sleep is orphaned, and not to this process
-            until_adopted = time.monotonic() + 5
-            while psutil.Process(tagged).ppid() == helper.pid and time.monotonic() < until_adopted:
-                time.sleep(0.01)
+                helper.wait()
+                until_adopted = time.monotonic() + 5
+                while psutil.Process(tagged).ppid() == helper.pid:
+                    assert time.monotonic() < until_adopted
+                    time.sleep(0.01)
+            finally:
+                assert become_subreaper()
             assert tagged not in descendants(proc_children(os.getpid()))
             scope = RunScope(run_tag(tag_id), process_clock() - 1)
-            try:
-                assert tagged in collect(psutil.Process(root.pid), scope, (), full_scan=True)
-            finally:
-                os.kill(tagged, signal.SIGKILL)
-                root.kill()
-    finally:
-        assert become_subreaper()
+            process = psutil.Process(root.pid)
+            assert tagged not in collect(process, scope, (), Reach.SUBTREE)
+            with monkeypatch.context() as patch:
+                patch.setattr(reaper, "_subreaper_pid", 0)
+                assert tagged in collect(process, scope, (), Reach.SUBTREE)
+            report = asyncio.run(kill_run(process, scope, ()))
+            assert (report.leftover, report.commands) == (0, ("sleep 30",))
+            assert _ended(tagged)
+        finally:
+            root.kill()

@@ -3,11 +3,11 @@
 `become_subreaper` makes the app the parent of every orphan; `kill_run` (and `kill_now`,
 synchronous) signals the union of the run's tree, those its monitor saw, its `escapees`, and the
 processes carrying its tag or, for a run with a uid of its own, that uid (looked for below the
-app, which no orphan leaves, or on the whole machine when the app is no subreaper), until a check
-finds none; `reap_orphans` reaps the zombies re-parented to the app. `track_root` / `claim`
-record what live runs own, so one run's kill never takes another's processes. A `contained` run
-(a PID namespace, whose orphans go to its own init) is its root's tree alone: no scan beyond it.
-An `alone` run (a QuickJS worker, which may start no process) is its root: no scan at all.
+app, where a subreaper keeps orphans, then on the whole machine), until a check finds none;
+`reap_orphans` reaps the zombies re-parented to the app. `track_root` / `claim` record what live
+runs own, so one run's kill never takes another's processes. A `contained` run (a PID namespace,
+whose orphans go to its own init) is its root's tree alone: no scan beyond it. An `alone` run (a
+QuickJS worker, which may start no process) is its root: no scan at all.
 """
 
 import asyncio
@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from enum import Enum
 
 import psutil
 
@@ -215,11 +216,20 @@ def _command(pid: int | str) -> bytes:
         return cmdline.read()
 
 
-def _suspects(others: set[int]) -> list[int]:
-    """Where a run's processes may be outside the places it is known to use: below the app when
-    it is a child subreaper (no orphan leaves its subtree then), outside the live runs in
-    `others`; anywhere on the machine when it is not."""
-    if _subreaper_pid != os.getpid():
+class Reach(Enum):
+    """How far `collect` looks for the run's tag and uid, beyond what it knows of the run."""
+
+    CHILDREN = "children"  # the app's direct children, where orphans land; no uid: cheap enough
+    # to repeat while killing
+    SUBTREE = "subtree"  # the app's subtree outside other live runs, where a subreaper keeps its
+    # runs' orphans unless they joined a PID namespace made elsewhere (nsenter): its init takes
+    # them; the whole machine when the app is no subreaper
+    MACHINE = "machine"  # every process on the machine: the check that ends a kill
+
+
+def _suspects(reach: Reach, others: set[int]) -> list[int]:
+    """The processes `reach` looks at (besides the run's own tree), outside `others`."""
+    if reach is Reach.MACHINE or _subreaper_pid != os.getpid():
         return all_processes()
     return list(descendants(set(proc_children(_subreaper_pid)) - others) - others)
 
@@ -240,35 +250,31 @@ def _uid_processes(uid: int, among: Iterable[int]) -> set[int]:
 
 
 def collect(
-    root: psutil.Process | None, scope: RunScope, seen: Iterable[psutil.Process], full_scan: bool
+    root: psutil.Process | None, scope: RunScope, seen: Iterable[psutil.Process], reach: Reach
 ) -> dict[int, psutil.Process]:
-    """Every live process of the run, by pid (never this process nor other live runs').
-
-    With `full_scan`, the run's tag and uid are looked for wherever its processes may be
-    (`_suspects`); without, only among the app's direct children (where orphans land), and the
-    run's uid not at all: cheap enough to repeat while killing.
-    """
+    """Every live process of the run, by pid (never this process nor other live runs'): its
+    tree, what its monitor saw, its escapees, and what carries its tag or uid within `reach`."""
     candidates = {p.pid: p for p in seen if alive(p)}
     if root is not None and alive(root):
         candidates[root.pid] = root
     if scope.alone:
         return candidates
-    if scope.contained:  # its orphans go to the namespace's init, inside the tree; a full scan
-        # also finds a sandbox's init whose parent was killed before it could ask to die with it
+    if scope.contained:  # its orphans go to the namespace's init, inside the tree; a wider
+        # reach also finds a sandbox's init whose parent was killed before it asked to die with it
         starts = set(candidates)
-        if full_scan:
-            starts |= tagged_processes(scope.tag, _suspects(set()))
+        if reach is not Reach.CHILDREN:
+            starts |= tagged_processes(scope.tag, _suspects(reach, set()))
         return dict(_alive_in(descendants(starts) - {os.getpid()}, candidates))
     others = _others(scope, candidates) - candidates.keys()
     starts = set(candidates) | escapees(scope, others)
-    if full_scan:
-        suspects = _suspects(others)
+    if reach is Reach.CHILDREN:
+        children = set(proc_children(os.getpid())) - others
+        starts |= {pid for pid in children if carries_tag(pid, scope.tag)}
+    else:
+        suspects = _suspects(reach, others)
         starts |= tagged_processes(scope.tag, suspects)
         if scope.uid is not None:
             starts |= _uid_processes(scope.uid, suspects)
-    else:
-        children = set(proc_children(os.getpid())) - others
-        starts |= {pid for pid in children if carries_tag(pid, scope.tag)}
     return dict(_alive_in(descendants(starts) - others - {os.getpid()}, candidates))
 
 
@@ -301,30 +307,33 @@ async def kill_run(
 ) -> KillReport:
     """SIGTERM every process of the run, SIGKILL survivors after `grace_s`, then verify.
 
+    Its tag and uid are looked for below the app first (`Reach.SUBTREE`), on the whole machine
+    to verify (what joined a PID namespace made elsewhere is killed then, without the grace).
     New processes forked meanwhile (a fork bomb) are found and signalled on every round.
     `scope.since` bounds which zombie children of the app may be reaped.
     """
     seen = tuple(seen)
     signalled: set[int] = set()
-    victims = collect(root, scope, seen, full_scan=True)
+    victims = collect(root, scope, seen, Reach.SUBTREE)
     commands = _commands(victims.keys() - {root.pid if root else 0}, KEEP_COMMANDS)
     _signal(victims.values(), signal.SIGTERM)
     signalled |= victims.keys()
     deadline = time.monotonic() + grace_s
     while victims and time.monotonic() < deadline:
         await asyncio.sleep(_POLL_S)
-        victims = collect(root, scope, victims.values(), full_scan=False)
+        victims = collect(root, scope, victims.values(), Reach.CHILDREN)
         fresh = victims.keys() - signalled
         commands += _commands(fresh, KEEP_COMMANDS - len(commands))
         _signal((victims[pid] for pid in fresh), signal.SIGTERM)
         signalled |= fresh
     await _kill_rounds(root, scope, victims, signalled)
     reap_orphans(scope.since)
-    leftover = collect(root, scope, seen, full_scan=True)
+    leftover = collect(root, scope, seen, Reach.MACHINE)
     if leftover:  # e.g. a sandbox's init whose parent was killed before it asked to die with it
+        commands += _commands(leftover.keys() - signalled, KEEP_COMMANDS - len(commands))
         await _kill_rounds(root, scope, leftover, signalled)
         reap_orphans(scope.since)
-        leftover = collect(root, scope, seen, full_scan=True)
+        leftover = collect(root, scope, seen, Reach.MACHINE)
     shown = tuple(command for command in commands if command)[:KEEP_COMMANDS]
     return KillReport(signalled=len(signalled), leftover=len(leftover), commands=shown)
 
@@ -354,7 +363,7 @@ def _kill_round(
 ) -> dict[int, psutil.Process]:
     """SIGKILL `victims`; return the run's processes still alive (or newly forked) after."""
     _signal(victims.values(), signal.SIGKILL)
-    return collect(root, scope, victims.values(), full_scan=False)
+    return collect(root, scope, victims.values(), Reach.CHILDREN)
 
 
 def kill_now(root: psutil.Process | None, scope: RunScope, seen: Iterable[psutil.Process]) -> int:
@@ -362,7 +371,7 @@ def kill_now(root: psutil.Process | None, scope: RunScope, seen: Iterable[psutil
 
     Blocks for at most a few milliseconds per round; returns how many survived.
     """
-    victims = collect(root, scope, seen, full_scan=True)
+    victims = collect(root, scope, seen, Reach.MACHINE)
     for _ in range(_KILL_ROUNDS):
         if not victims:
             break

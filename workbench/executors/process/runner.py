@@ -21,6 +21,7 @@ import psutil
 from workbench.executors.process.capture import StreamCapture, finish_logs, stream_captures
 from workbench.executors.process.reaper import (
     KillReport,
+    Reach,
     RunScope,
     claim,
     collect,
@@ -250,7 +251,7 @@ def _alone(root: psutil.Process | None, scope: RunScope, seen: Iterable[psutil.P
     """True when the root is alive and no other process of the run is."""
     if root is None or not alive(root):
         return False
-    return set(collect(root, scope, seen, full_scan=True)) == {root.pid}
+    return set(collect(root, scope, seen, Reach.MACHINE)) == {root.pid}
 
 
 class _AdoptedSampler(ProcessTreeSampler):
