@@ -216,21 +216,25 @@ def test_a_run_that_cannot_start_a_process_is_its_root_alone() -> None:
 
 @contextlib.contextmanager
 def _tagged_grandchild(tag_id: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    """A helper in the app's session (no tag) and its child, a sleep that carries run `tag_id`'s
-    tag (its pid); both are killed on the way out."""
-    script = f"env {RUN_TAG_ENV}={tag_id} sleep 30 & echo $!; wait"
+    """A helper in the app's session (no tag) and its child, a `sleep 31` that carries run
+    `tag_id`'s tag (its pid); both are ended and reaped on the way out."""
+    script = f"env {RUN_TAG_ENV}={tag_id} sleep 31 & echo $!; wait"
     with subprocess.Popen(["sh", "-c", script], stdout=subprocess.PIPE) as helper:
         try:
             assert helper.stdout is not None
             pid = int(helper.stdout.readline())
+            sleep = psutil.Process(pid)  # killed through it: never a reused pid
             try:
                 until_execd = time.monotonic() + 5  # its environment shows once it is exec'd
-                while not carries_tag(pid, run_tag(tag_id)) and time.monotonic() < until_execd:
+                while not carries_tag(pid, run_tag(tag_id)):
+                    assert time.monotonic() < until_execd
                     time.sleep(0.01)
                 yield helper, pid
             finally:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    sleep.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    helper.wait(5)  # its `wait` reaps the sleep
         finally:
             helper.kill()
 
@@ -289,7 +293,7 @@ def test_a_tagged_process_outside_the_app_is_killed_with_its_run(
                 patch.setattr(reaper, "_subreaper_pid", 0)
                 assert tagged in collect(process, scope, (), Reach.SUBTREE)
             report = asyncio.run(kill_run(process, scope, ()))
-            assert (report.leftover, report.commands) == (0, ("sleep 30",))
+            assert (report.signalled, report.leftover, report.commands) == (2, 0, ("sleep 31",))
             assert _ended(tagged)
         finally:
             root.kill()

@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, auto
 
 import psutil
 
@@ -42,6 +42,7 @@ APP_MARK_ENV = "WORKBENCH_APP"
 KILL_GRACE_S = 0.5
 _POLL_S = 0.02
 _KILL_ROUNDS = 100
+_VERIFY_ROUNDS = 3  # whole-machine checks that find some and kill them, after the first kill
 _ANY_TAG = f"{RUN_TAG_ENV}=".encode()
 
 # Pids of run roots that asyncio's child watcher waits for: reaping one of them here would steal
@@ -217,18 +218,23 @@ def _command(pid: int | str) -> bytes:
 
 
 class Reach(Enum):
-    """How far `collect` looks for the run's tag and uid, beyond what it knows of the run."""
+    """How far `collect` looks for the run's tag and uid, beyond what it knows of the run.
 
-    CHILDREN = "children"  # the app's direct children, where orphans land; no uid: cheap enough
-    # to repeat while killing
-    SUBTREE = "subtree"  # the app's subtree outside other live runs, where a subreaper keeps its
-    # runs' orphans unless they joined a PID namespace made elsewhere (nsenter): its init takes
-    # them; the whole machine when the app is no subreaper
-    MACHINE = "machine"  # every process on the machine: the check that ends a kill
+    `CHILDREN`: the app's direct children, where orphans land, and not the uid; cheap enough to
+    repeat while killing. `SUBTREE`: the app's subtree outside other live runs, where a subreaper
+    keeps its runs' orphans unless they joined a PID namespace made elsewhere (`nsenter`), whose
+    init then takes them; the whole machine when the app is no subreaper. `MACHINE`: every
+    process on the machine, to verify a kill, for `kill_now` and for a kept worker.
+    """
+
+    CHILDREN = auto()
+    SUBTREE = auto()
+    MACHINE = auto()
 
 
 def _suspects(reach: Reach, others: set[int]) -> list[int]:
-    """The processes `reach` looks at (besides the run's own tree), outside `others`."""
+    """The processes a `SUBTREE` or `MACHINE` reach looks at (besides the run's own tree),
+    outside `others`."""
     if reach is Reach.MACHINE or _subreaper_pid != os.getpid():
         return all_processes()
     return list(descendants(set(proc_children(_subreaper_pid)) - others) - others)
@@ -317,7 +323,7 @@ async def kill_run(
     victims = collect(root, scope, seen, Reach.SUBTREE)
     commands = _commands(victims.keys() - {root.pid if root else 0}, KEEP_COMMANDS)
     _signal(victims.values(), signal.SIGTERM)
-    signalled |= victims.keys()
+    signalled.update(victims)
     deadline = time.monotonic() + grace_s
     while victims and time.monotonic() < deadline:
         await asyncio.sleep(_POLL_S)
@@ -325,11 +331,13 @@ async def kill_run(
         fresh = victims.keys() - signalled
         commands += _commands(fresh, KEEP_COMMANDS - len(commands))
         _signal((victims[pid] for pid in fresh), signal.SIGTERM)
-        signalled |= fresh
+        signalled.update(fresh)
     await _kill_rounds(root, scope, victims, signalled)
     reap_orphans(scope.since)
     leftover = collect(root, scope, seen, Reach.MACHINE)
-    if leftover:  # e.g. a sandbox's init whose parent was killed before it asked to die with it
+    for _ in range(_VERIFY_ROUNDS):
+        if not leftover:  # else e.g. a sandbox's init whose parent was killed before it asked
+            break  # to die with it, or what left the subtree and forks there
         commands += _commands(leftover.keys() - signalled, KEEP_COMMANDS - len(commands))
         await _kill_rounds(root, scope, leftover, signalled)
         reap_orphans(scope.since)
@@ -353,7 +361,7 @@ async def _kill_rounds(
     for _ in range(_KILL_ROUNDS):
         if not victims:
             return
-        signalled |= victims.keys()
+        signalled.update(victims)
         victims = _kill_round(root, scope, victims)
         await asyncio.sleep(_POLL_S / 2)
 
