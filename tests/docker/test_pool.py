@@ -215,6 +215,7 @@ def test_a_used_pooled_container_is_removed_and_the_run_starts_cold(
 
 
 @pytest.mark.docker
+@pytest.mark.usefixtures("docker_runtimes")
 def test_a_fresh_workspace_takes_the_spare_folder_of_a_warm_container(folders: Folders) -> None:
     pool = ContainerPool(spares_dir=folders.fresh)
     next_run = folders.spec(folders.fresh / "run-1")  # not made yet, as when priming

@@ -134,6 +134,7 @@ def test_the_event_check_sees_an_exec_made_the_moment_before_it(
 
 
 @pytest.mark.docker
+@pytest.mark.usefixtures("docker_runtimes")
 @pytest.mark.parametrize("where", ["outside", "not-mounted"])
 def test_a_spare_folder_the_labels_misname_is_not_moved(
     folders: Folders, monkeypatch: pytest.MonkeyPatch, where: str

@@ -144,6 +144,13 @@ def _params() -> list[object]:
     ]
 
 
+@pytest.fixture(autouse=True)
+def engine_for_containers(request: pytest.FixtureRequest) -> None:
+    """A case under a container posture skips where no engine answers (tests/conftest.py)."""
+    if request.node.get_closest_marker("docker"):
+        request.getfixturevalue("docker_runtimes")
+
+
 @pytest.fixture
 def service(tmp_path: Path) -> RunService:
     """A run service over a tmp data folder."""

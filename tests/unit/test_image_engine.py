@@ -87,6 +87,8 @@ def test_the_default_context_is_the_local_socket(
     no_engine_settings: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("DOCKER_CONTEXT", "default")
+    # not the machine's Podman socket, which would be chosen when Docker's does not answer
+    monkeypatch.setattr("workbench.executors.docker.engine._podman_sockets", list)
     assert resolve_engine() == Engine("unix:///var/run/docker.sock", "default socket")
 
 

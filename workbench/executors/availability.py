@@ -56,7 +56,9 @@ def docker_engine_runtimes(timeout_s: float = 3.0) -> EngineRuntimes | None:
     except ImportError:
         return None
     # docker-py leaks its socket when it cannot connect (docker/docker-py#3356): collect it
-    # here, where its ResourceWarning is expected, rather than at some later, random point.
+    # here, where its ResourceWarning is expected, rather than at some later, random point;
+    # once the error is let go of, since its traceback still holds the socket.
+    info = None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ResourceWarning)
         try:
@@ -66,10 +68,9 @@ def docker_engine_runtimes(timeout_s: float = 3.0) -> EngineRuntimes | None:
             finally:
                 client.close()
         except (DockerException, OSError):
-            return None
-        finally:
-            gc.collect()
-    return EngineRuntimes.from_info(info.get("Runtimes") or {})
+            pass
+        gc.collect()
+    return None if info is None else EngineRuntimes.from_info(info.get("Runtimes") or {})
 
 
 def _no_engine_reason() -> str:
