@@ -8,14 +8,14 @@ import pytest
 
 from tests.contract.conftest import Harness
 from workbench.executors.types import CancelToken, RunRequest, RunStatus, Stream
-from workbench.monitor.process import process_clock, run_tag, tagged_processes
+from workbench.monitor.process import all_processes, process_clock, run_tag, tagged_processes
 from workbench.postures.model import Posture, PostureId, Severity
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def _no_run_processes(run_id: str) -> bool:
-    return not tagged_processes(run_tag(run_id))
+    return not tagged_processes(run_tag(run_id), all_processes())
 
 
 def _zombie_children(since: float) -> list[int]:

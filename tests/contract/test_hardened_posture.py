@@ -10,7 +10,7 @@ import pytest
 
 from tests.contract.conftest import Harness
 from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus
-from workbench.monitor.process import run_tag, tagged_processes
+from workbench.monitor.process import all_processes, run_tag, tagged_processes
 from workbench.postures.model import MIB, Posture, PostureId
 from workbench.workspace.safe_walk import remove_tree, walk
 
@@ -38,7 +38,7 @@ def test_bounded_fork_bomb_is_contained(hardened: Harness) -> None:
     assert "RLIMIT_NPROC" in result.cause
     assert result.peak_processes <= 64
     assert result.leftover_processes == 0
-    assert not tagged_processes(run_tag(result.run_id))
+    assert not tagged_processes(run_tag(result.run_id), all_processes())
 
 
 def test_cpu_limit_ends_a_busy_loop(hardened: Harness) -> None:

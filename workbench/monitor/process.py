@@ -112,11 +112,9 @@ def all_processes() -> list[int]:
     return [int(name) for name in names if name.isdigit()]
 
 
-def tagged_processes(tag: bytes, among: Iterable[int] | None = None) -> set[int]:
-    """The processes among `among` that carry `tag`; every readable one on the machine that
-    does when `among` is None (a full /proc scan)."""
-    pids = all_processes() if among is None else among
-    return {pid for pid in pids if carries_tag(pid, tag)}
+def tagged_processes(tag: bytes, among: Iterable[int]) -> set[int]:
+    """The processes among `among` (e.g. `all_processes()`) that carry `tag` readably."""
+    return {pid for pid in among if carries_tag(pid, tag)}
 
 
 def alive(process: psutil.Process) -> bool:

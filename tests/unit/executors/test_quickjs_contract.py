@@ -22,7 +22,7 @@ from tests.waiting import until
 from workbench.executors.contract import Executor
 from workbench.executors.types import RunStatus, SessionSpec, Stream
 from workbench.executors.warm.quickjs import QuickJsWorkerPool
-from workbench.monitor.process import run_tag, tagged_processes
+from workbench.monitor.process import all_processes, run_tag, tagged_processes
 from workbench.postures.model import Posture, PostureId, Severity
 
 pytestmark = pytest.mark.timeout(60)
@@ -115,7 +115,7 @@ def test_timeout_kills_the_worker_and_nothing_is_left(js: Harness) -> None:
     assert result.status is RunStatus.TIMED_OUT
     assert result.cause == "wall-clock timeout of 1 s"
     assert result.leftover_processes == 0
-    assert not tagged_processes(run_tag(result.run_id))
+    assert not tagged_processes(run_tag(result.run_id), all_processes())
 
 
 def test_stop_cancels_and_kills(js: Harness) -> None:

@@ -15,6 +15,7 @@ from workbench.monitor import process as process_module
 from workbench.monitor.process import (
     RUN_TAG_ENV,
     ProcessTreeSampler,
+    all_processes,
     carries_tag,
     descendants,
     process_clock,
@@ -58,7 +59,7 @@ def test_tree_and_tag_helpers(tagged_tree: subprocess.Popen[bytes]) -> None:
     assert len(tree) == 3
     assert all(carries_tag(pid, run_tag("t-tree")) for pid in tree)
     assert not carries_tag(tagged_tree.pid, run_tag("t-other"))
-    assert tagged_processes(run_tag("t-tree")) == tree
+    assert tagged_processes(run_tag("t-tree"), all_processes()) == tree
 
 
 def test_sampler_reads_cpu_memory_and_count() -> None:
@@ -115,7 +116,8 @@ def test_sampler_follows_a_tagged_orphan() -> None:
             # read its environment (neither can the sampler, which asks again).
             deadline = time.monotonic() + 5
             while True:
-                members, orphans = sampler.members(), tagged_processes(run_tag("t-orphan"))
+                members = sampler.members()
+                orphans = tagged_processes(run_tag("t-orphan"), all_processes())
                 if (orphans and members == orphans) or time.monotonic() > deadline:
                     return members, orphans
                 await asyncio.sleep(0.01)
@@ -125,7 +127,7 @@ def test_sampler_follows_a_tagged_orphan() -> None:
         (orphan,) = orphans
         assert psutil.Process(orphan).ppid() == os.getpid()  # adopted by the subreaper
     finally:
-        for pid in tagged_processes(run_tag("t-orphan")):
+        for pid in tagged_processes(run_tag("t-orphan"), all_processes()):
             psutil.Process(pid).kill()
         time.sleep(0.1)
         assert reap_orphans(since) >= 1
