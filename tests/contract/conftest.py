@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
 import pytest
 
 from workbench.executors import Executor, build_executor
@@ -45,6 +46,15 @@ CONTAINER_POSTURES = {PostureId.DOCKER, PostureId.GVISOR}  # gated on a Docker e
 # the run service removes after every run; gVisor's are not visible here. (Bubblewrap's stay in
 # its PID namespace, whose PID 1 is its own.)
 HOST_POSTURES = [PostureId.LOCAL, PostureId.HARDENED, PostureId.BUBBLEWRAP]
+
+
+def zombie_children(since: float) -> list[int]:
+    """Zombie children of this (subreaper) test process born after `since`."""
+    return [
+        child.pid
+        for child in psutil.Process().children()
+        if child.status() == psutil.STATUS_ZOMBIE and child.create_time() >= since
+    ]
 
 
 @dataclass

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.contract.conftest import Harness
+from tests.contract.conftest import Harness, zombie_children
 from workbench.executors.bubblewrap.availability import check
 from workbench.executors.process.reaper import become_subreaper
 from workbench.executors.types import RunStatus
@@ -96,12 +96,7 @@ def test_checking_the_posture_leaves_the_app_no_zombie(bubblewrap: Harness) -> N
     for _ in range(3):
         assert check(None).available
     time.sleep(0.2)  # for whatever the probe left to end
-    zombies = [
-        child.pid
-        for child in psutil.Process().children()
-        if child.status() == psutil.STATUS_ZOMBIE and child.create_time() >= since
-    ]
-    assert zombies == []
+    assert zombie_children(since) == []
 
 
 def test_without_allowed_hosts_there_is_no_proxy_and_no_network(bubblewrap: Harness) -> None:

@@ -6,7 +6,7 @@ import time
 import psutil
 import pytest
 
-from tests.contract.conftest import Harness
+from tests.contract.conftest import Harness, zombie_children
 from workbench.executors.types import CancelToken, RunRequest, RunStatus, Stream
 from workbench.monitor.process import all_processes, process_clock, run_tag, tagged_processes
 from workbench.postures.model import Posture, PostureId, Severity
@@ -16,15 +16,6 @@ pytestmark = pytest.mark.timeout(60)
 
 def _no_run_processes(run_id: str) -> bool:
     return not tagged_processes(run_tag(run_id), all_processes())
-
-
-def _zombie_children(since: float) -> list[int]:
-    """Zombie children of this (subreaper) test process born after `since`."""
-    return [
-        p.pid
-        for p in psutil.Process().children()
-        if p.status() == psutil.STATUS_ZOMBIE and p.create_time() >= since
-    ]
 
 
 def test_streams_arrive_before_exit_and_apart(harness: Harness) -> None:
@@ -108,7 +99,7 @@ def test_timeout_kills_the_whole_tree_including_setsid_escapes(harness: Harness)
     assert result.leftover_processes == 0
     assert result.peak_processes >= _countable(harness, 3)  # the shell and its sleeps
     assert _no_run_processes(result.run_id)
-    assert _zombie_children(born_after) == []
+    assert zombie_children(born_after) == []
 
 
 def test_stop_cancels_and_kills(harness: Harness) -> None:
