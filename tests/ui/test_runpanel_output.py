@@ -53,7 +53,7 @@ def test_a_backlog_is_skipped_with_a_notice_and_the_tail_is_kept(qtbot: Any) -> 
     text = _feed(qtbot, view, lines[: len(lines) // 2], lines[len(lines) // 2 :])
     assert "of output skipped here to keep up; the full log has all of it" in text
     assert text.splitlines()[-1].startswith("line 39999 x")
-    assert view.colour_paused and view.badge.text().startswith("Colour paused")
+    assert view.colour_paused and view.badge.full_text().startswith("Colour paused")
 
 
 def test_slow_output_keeps_its_colours_and_stderr_is_tinted(qtbot: Any) -> None:

@@ -1,16 +1,20 @@
 """The window fits small screens and long names; the skill view reads well at its default size:
 an elided header, a first launch cut to the screen, room for SKILL.md and its editor, broken
-front matter explained where the fields would be."""
+front matter explained where the fields would be; what a run updates while it goes never lays
+the window out again."""
 
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QSettings
+from PySide6.QtCore import QEvent, QObject, QSettings
 
 from tests.ui.conftest import Run, items
+from workbench.executors.types import OutputChunk, Stream
+from workbench.monitor.sample import ResourceSample
 from workbench.platform.paths import example_skills_dir
+from workbench.postures.model import MIB
 from workbench.ui.mainwindow import FIRST_SIZE, MainWindow
 from workbench.ui.services import Services
 
@@ -87,6 +91,52 @@ def test_broken_front_matter_is_explained_in_its_tab(
     assert view._front.isVisible() and not message.isVisible()
     assert items(view._front)[0].text(0) == "name"
     run(window.shutdown())  # ends a reload a watched folder's change may have started
+
+
+class _LayoutRequests(QObject):
+    """Counts the times the watched widget is asked to lay itself out again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        self.count += event.type() == QEvent.Type.LayoutRequest
+        return False
+
+
+def test_live_numbers_and_the_colour_badge_never_lay_the_window_out_again(
+    window: MainWindow, run: Run
+) -> None:
+    window.resize(1280, 800)
+    assert window.browser.select_path(example_skills_dir() / "workspace-report")
+    panel = window.run_panel
+    panel.charts.reset(memory_limit=512 * MIB)
+
+    def tick(n: int) -> None:  # what a run's samples and its countdown change
+        sample = ResourceSample(t=n / 10, cpu_percent=n * 9.0, rss_bytes=n * 7 * MIB, processes=n)
+        panel.charts.add_sample(sample)
+        panel.countdown.setText(f"{n / 10:.1f} s · timeout in {60 - n // 10} s")
+
+    tick(19)  # the widest texts first: a label may widen once, to its widest
+    run(_settle())
+    sizes = window._splitter.sizes()
+    requests = _LayoutRequests()
+    window.installEventFilter(requests)
+    for n in range(1, 19):
+        tick(n)
+        run(_settle())
+    assert requests.count == 0
+    panel.output.begin()
+    panel.output.append(OutputChunk(Stream.STDOUT, b"x" * 1_000_000 + b"\n", 0.0))
+    run(_settle())
+    assert panel.output.colour_paused and panel.output.badge.isVisible()
+    badge = panel.output.badge
+    sentence = badge.fontMetrics().horizontalAdvance(badge.full_text())
+    assert panel.output.minimumSizeHint().width() < sentence  # elided, never room-taking
+    assert window._splitter.sizes() == sizes
+    window.removeEventFilter(requests)
+    run(window.shutdown())
 
 
 async def _settle() -> None:

@@ -1,9 +1,10 @@
-"""Tiny widget helpers shared by the views: literal labels, one-line elided labels, status
-colouring, questions, and splitters that remember their sizes."""
+"""Tiny widget helpers shared by the views: literal labels, one-line elided labels, labels that
+change many times a second, status colouring, questions, and splitters that remember their
+sizes."""
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, Signal
+from PySide6.QtCore import QByteArray, QEvent, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QMessageBox, QSplitter, QWidget
 
@@ -21,8 +22,35 @@ def plain_label(text: str = "", parent: QWidget | None = None, wrap: bool = Fals
     return label
 
 
+class LiveLabel(QLabel):
+    """One line of plain text that changes while a run goes (a countdown, the current CPU),
+    fixed in size and only ever widened, to its widest text: Qt passes a label's every change
+    of size up the layouts to the window, and each tab widget on the way repaints all it holds,
+    where a fixed-size label repaints itself alone."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setText(text)
+
+    def setText(self, text: str) -> None:  # QLabel's own name, for every caller
+        super().setText(text)
+        self._fit()
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
+            self._fit()
+
+    def _fit(self) -> None:
+        hint = super().sizeHint()
+        self.setFixedSize(max(hint.width(), self.minimumWidth()), hint.height())
+
+
 def set_status(widget: QWidget, status: str) -> None:
     """Colour `widget` as `danger`, `warning`, `ok` or `muted` (rules live in `theme`)."""
+    if widget.property("status") == status:
+        return
     widget.setProperty("status", status)
     widget.style().unpolish(widget)
     widget.style().polish(widget)

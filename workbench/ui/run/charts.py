@@ -17,7 +17,7 @@ from PySide6.QtGui import QColor, QPainter, QPaintEvent, QPalette, QPen, QPolygo
 from PySide6.QtWidgets import QGridLayout, QSizePolicy, QWidget
 
 from workbench.monitor.sample import ResourceSample
-from workbench.ui.common.widgets import plain_label, set_status
+from workbench.ui.common.widgets import LiveLabel, plain_label, set_status
 from workbench.ui.theme import is_dark, status_colors
 
 MAX_POINTS = 600  # one minute at 10 Hz
@@ -174,9 +174,9 @@ class ResourceCharts(QWidget):
         super().__init__(parent)
         self.cpu = LineChart("CPU", format_percent, 100.0, "#2f80d1", parent=self)
         self.memory = LineChart("Memory", format_mib, 16 * MIB, "#8e44ad", MIB, self)
-        self.cpu_label = plain_label("CPU: no samples yet", self)
-        self.memory_label = plain_label("Memory: no samples yet", self)
-        self.processes_label = plain_label("Processes: –", self)
+        self.cpu_label = LiveLabel("CPU: no samples yet", self)
+        self.memory_label = LiveLabel("Memory: no samples yet", self)
+        self.processes_label = LiveLabel("Processes: –", self)
         self._processes_hidden = False  # the host cannot count the run's processes
         self.limit_label = plain_label("", self)
         set_status(self.limit_label, "muted")

@@ -36,7 +36,7 @@ from workbench.ansi import AnsiDecoder, Piece, Style
 from workbench.executors.types import OutputChunk, Stream
 from workbench.runs.diagnosis import Evidence
 from workbench.ui.common.text import format_size
-from workbench.ui.common.widgets import plain_label, set_status
+from workbench.ui.common.widgets import ElidedLabel, plain_label, set_status
 from workbench.ui.theme import status_colors
 
 MAX_BLOCKS = 20_000
@@ -78,7 +78,7 @@ class OutputView(QWidget):
         self.text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.text.setPlaceholderText("The command's output appears here; stderr is tinted.")
         self.text.setAccessibleName("Run output")
-        self.badge = plain_label("", self)
+        self.badge = ElidedLabel(Qt.TextElideMode.ElideRight, self)  # never widens the pane
         set_status(self.badge, "warning")
         self.badge.hide()
         self.open_stdout = QPushButton("Open full stdout log", self)
@@ -296,7 +296,7 @@ class OutputView(QWidget):
 
     def _set_colour_paused(self, paused: bool) -> None:
         self.colour_paused = paused
-        self.badge.setText(
+        self.badge.set_full_text(
             "Colour paused: output is arriving faster than 0.5 MB/s, shown as plain text"
             if paused
             else ""

@@ -40,7 +40,13 @@ from workbench.runs.diagnosis import Change
 from workbench.runs.service import CompletedRun, RunPlan, RunService
 from workbench.skills import Skill
 from workbench.ui.common.tasks import Tasks
-from workbench.ui.common.widgets import ask, plain_label, remember_sizes, set_status
+from workbench.ui.common.widgets import (
+    LiveLabel,
+    ask,
+    plain_label,
+    remember_sizes,
+    set_status,
+)
 from workbench.ui.run.banner import OutcomeBanner
 from workbench.ui.run.card import CardView
 from workbench.ui.run.changes import ChangesView
@@ -107,7 +113,7 @@ class RunPanel(QWidget):
         self.run_button.setToolTip("Run the command (Ctrl+Return)")
         self.stop_button = QPushButton("Stop", self)
         self.stop_button.setToolTip("Stop the run and everything it started (Ctrl+.)")
-        self.countdown = plain_label("", self)
+        self.countdown = LiveLabel("", self)
         self.limits = LimitControls(self)
         self.workspace = WorkspaceChoice(settings, self)
         self.loosened = plain_label("", self, wrap=True)
