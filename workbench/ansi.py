@@ -14,7 +14,9 @@ safe to print: it escapes what `json` leaves raw (C1 controls, DEL, bidi control
 """
 
 import codecs
+import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 MAX_PENDING = 64 * 1024  # an unterminated escape string longer than this is dropped
@@ -63,6 +65,8 @@ _TOKEN = re.compile(
     r"|(?P<cr>\r)"
     r"|(?P<control>[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f])"
 )
+# Every character a `_TOKEN` can start with.
+_TOKEN_START = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # An escape that may still be completed by the next chunk: held back until it is.
 _INCOMPLETE = re.compile(
     r"(?:\x1b(?:\[[0-?]*[ -/]*|[\]PX^_][^\x07\x1b\x9c]*\x1b?|[ -/]*)?"
@@ -99,24 +103,64 @@ class AnsiDecoder:
                 self._held = _string_introducer(self._held)
         else:
             self._held = ""
-        pieces: list[Piece] = []
-        start = 0
+        pieces = _Pieces()
         shown = self.style if colour else PLAIN
-        for match in _TOKEN.finditer(text):
-            if match.start() > start:
-                pieces.append(Piece(reveal_bidi(text[start : match.start()]), shown))
-            start = match.end()
+        start = 0
+        for match in _tokens(text):
             kind = match.lastgroup
-            if kind == "crlf":
-                pieces.append(Piece("\n", shown))
-            elif kind == "cr":
-                pieces.append(Piece("", shown, rewrite=True))
+            if match.start() > start or kind == "crlf":
+                pieces.add(text[start : match.start()] + ("\n" if kind == "crlf" else ""), shown)
+            start = match.end()
+            if kind == "cr":
+                pieces.rewrite(shown)
             elif kind == "csi" and match.group("final") == "m":
                 self.style = apply_sgr(self.style, match.group("params"))
                 shown = self.style if colour else PLAIN
         if start < len(text):
-            pieces.append(Piece(reveal_bidi(text[start:]), shown))
-        return pieces
+            pieces.add(text[start:], shown)
+        return pieces.done()
+
+
+class _Pieces:
+    """Pieces being made: text of one style is joined into one piece (one insert to show)."""
+
+    def __init__(self) -> None:
+        self._pieces: list[Piece] = []
+        self._run: list[str] = []
+        self._style = PLAIN
+
+    def add(self, text: str, style: Style) -> None:
+        if style != self._style:
+            self._close()
+            self._style = style
+        self._run.append(text)
+
+    def rewrite(self, style: Style) -> None:
+        self._close()
+        self._pieces.append(Piece("", style, rewrite=True))
+
+    def done(self) -> list[Piece]:
+        self._close()
+        return self._pieces
+
+    def _close(self) -> None:
+        if self._run:
+            self._pieces.append(Piece(reveal_bidi("".join(self._run)), self._style))
+            self._run.clear()
+
+
+def _tokens(text: str) -> Iterator[re.Match[str]]:
+    """The escapes, controls and carriage returns in `text`, in order (what `_TOKEN` finds):
+    each is looked for only where a character that can start one is (a fast search for one
+    character class, where a scan for `_TOKEN` tries every alternative at every character)."""
+    position = 0
+    while (found := _TOKEN_START.search(text, position)) is not None:
+        match = _TOKEN.match(text, found.start())
+        if match is None:
+            position = found.start() + 1
+            continue
+        yield match
+        position = match.end()
 
 
 def reveal_bidi(text: str) -> str:
@@ -140,6 +184,7 @@ def _string_introducer(held: str) -> str:
     return held[:1] if held[:1] in _INTRODUCERS[2:] else ""
 
 
+@functools.lru_cache(maxsize=1024)  # output repeats the same few sequences
 def apply_sgr(style: Style, params: str) -> Style:
     """`style` after one SGR sequence's parameters (e.g. `1;31`, `38;5;208`, `0`)."""
     if not params.replace(";", "").isdigit():

@@ -27,6 +27,14 @@ def test_sgr_colours_are_kept_on_the_text_they_cover() -> None:
     ]
 
 
+def test_text_of_one_style_is_one_piece_whatever_escapes_it_held() -> None:
+    line = b"\x1b[32mflood\x1b[0m \x1b[2Jdone\r\n"  # an SGR, a screen clear, CRLF: one style
+    assert AnsiDecoder().feed(line * 3, colour=False) == [Piece("flood done\n" * 3, PLAIN)]
+    green = Style(fg=BASIC_COLOURS[2])
+    pieces = AnsiDecoder().feed(b"\x1b[32ma\x1b[32mb\x1b[1m\x1b[22mc\x1b[0md")
+    assert pieces == [Piece("abc", green), Piece("d", PLAIN)]
+
+
 def test_256_and_true_colour_and_resets() -> None:
     style = apply_sgr(PLAIN, "38;5;196;48;2;1;2;3;4")
     assert style == Style(fg="#ff0000", bg="#010203", underline=True)
