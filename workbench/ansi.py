@@ -5,12 +5,13 @@ It keeps only SGR (colours, bold, italic, underline); OSC (titles, clipboard wri
 OSC 52, hyperlinks), DCS/SOS/PM/APC strings, cursor moves and every other CSI or escape are
 dropped, and so are C0/C1 control characters other than newline and tab. Unicode bidi
 controls, which would reorder what is shown ("evil\\u202etxt.exe"), are shown as visible
-markers such as `⟨U+202E⟩` (`reveal_bidi`). A lone carriage return becomes a `rewrite` piece
-(a terminal goes back to the line start; the GUI starts a new line, so no text is hidden);
-`\\r\\n` is a plain newline. Invalid UTF-8 becomes U+FFFD, and sequences split across chunks
-are completed by the next chunk. Qt-free: the GUI shows its pieces with colour, and
-`workbench run` writes them as plain text to a terminal. `json_safe` makes a JSON document
-safe to print: it escapes what `json` leaves raw (C1 controls, DEL, bidi controls).
+markers such as `⟨U+202E⟩` (`reveal_bidi`). Carriage returns not followed by a newline become
+a `rewrite` piece (a terminal goes back to the line start; the GUI starts a new line, so no
+text is hidden); `\\r\\n` is a plain newline. Text of one style is one piece. Invalid UTF-8
+becomes U+FFFD, and sequences split across chunks are completed by the next chunk. Every pattern
+reads its input in linear time (a skill's output is hostile). Qt-free: the GUI shows its pieces
+with colour, and `workbench run` writes them as plain text to a terminal. `json_safe` makes a
+JSON document safe to print: it escapes what `json` leaves raw (C1 controls, DEL, bidi controls).
 """
 
 import codecs
@@ -20,6 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
 MAX_PENDING = 64 * 1024  # an unterminated escape string longer than this is dropped
+MAX_CODE_DIGITS = 5  # an SGR code longer than this is no code (int() refuses 4,300 digits)
+MAX_CACHED_PARAMS = 64  # longer SGR parameters are parsed each time, never kept
 
 # Bidi controls: embeddings, overrides, isolates and the invisible direction marks.
 _BIDI_CHARS = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
@@ -57,20 +60,24 @@ class Piece:
     rewrite: bool = False
 
 
+# What an escape string (OSC, DCS, SOS, PM, APC) holds: it ends at BEL, ST or ESC, and at
+# the next C1 string introducer, so a run of introducers without an end is read once, not once
+# from each of them (that was quadratic: 8 KiB of them cost half a second).
+_STRING_BODY = r"[^\x07\x1b\x9c\x90\x98\x9d\x9e\x9f]*"
+# Control characters, dropped (newline and tab are text); every token starts with one.
+_CONTROL = r"[\x00-\x08\x0b-\x1f\x7f-\x9f]"
 _TOKEN = re.compile(
     r"(?P<csi>(?:\x1b\[|\x9b)(?P<params>[0-?]*)[ -/]*(?P<final>[@-~]))"
-    r"|(?P<string>(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c))"
+    rf"|(?P<string>(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]){_STRING_BODY}(?:\x07|\x1b\\|\x9c))"
     r"|(?P<esc>\x1b[ -/]*[0-~])"
-    r"|(?P<crlf>\r+\n)"
-    r"|(?P<cr>\r)"
-    r"|(?P<control>[\x00-\x08\x0b-\x1a\x1c-\x1f\x7f-\x9f])"
+    r"|(?P<cr>\r+)(?P<crlf>\n)?"  # a run of CRs at once: from each CR, it was quadratic
+    rf"|(?P<control>{_CONTROL})"  # an ESC that starts nothing above is dropped alone
 )
-# Every character a `_TOKEN` can start with.
-_TOKEN_START = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_TOKEN_START = re.compile(_CONTROL)
 # An escape that may still be completed by the next chunk: held back until it is.
 _INCOMPLETE = re.compile(
-    r"(?:\x1b(?:\[[0-?]*[ -/]*|[\]PX^_][^\x07\x1b\x9c]*\x1b?|[ -/]*)?"
-    r"|\x9b[0-?]*[ -/]*|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c]*\x1b?|\r)\Z"
+    rf"(?:\x1b(?:\[[0-?]*[ -/]*|[\]PX^_]{_STRING_BODY}\x1b?|[ -/]*)?"
+    rf"|\x9b[0-?]*[ -/]*|[\x90\x98\x9d\x9e\x9f]{_STRING_BODY}\x1b?|\r)\Z"
 )
 
 
@@ -108,10 +115,12 @@ class AnsiDecoder:
         start = 0
         for match in _tokens(text):
             kind = match.lastgroup
-            if match.start() > start or kind == "crlf":
-                pieces.add(text[start : match.start()] + ("\n" if kind == "crlf" else ""), shown)
+            if match.start() > start:
+                pieces.add(text[start : match.start()], shown)
             start = match.end()
-            if kind == "cr":
+            if kind == "crlf":
+                pieces.add("\n", shown)
+            elif kind == "cr":
                 pieces.rewrite(shown)
             elif kind == "csi" and match.group("final") == "m":
                 self.style = apply_sgr(self.style, match.group("params"))
@@ -150,15 +159,18 @@ class _Pieces:
 
 
 def _tokens(text: str) -> Iterator[re.Match[str]]:
-    """The escapes, controls and carriage returns in `text`, in order (what `_TOKEN` finds):
-    each is looked for only where a character that can start one is (a fast search for one
-    character class, where a scan for `_TOKEN` tries every alternative at every character)."""
+    """The escapes, controls and carriage returns in `text`, in order: what `_TOKEN.finditer`
+    finds, but past plain text a search for one character class finds where the next token
+    starts (`finditer` tries every alternative at every character)."""
     position = 0
-    while (found := _TOKEN_START.search(text, position)) is not None:
-        match = _TOKEN.match(text, found.start())
+    while True:
+        match = _TOKEN.match(text, position)
         if match is None:
-            position = found.start() + 1
-            continue
+            found = _TOKEN_START.search(text, position)
+            if found is None:
+                return
+            match = _TOKEN.match(text, found.start())  # every control character is a token
+            assert match is not None
         yield match
         position = match.end()
 
@@ -184,11 +196,19 @@ def _string_introducer(held: str) -> str:
     return held[:1] if held[:1] in _INTRODUCERS[2:] else ""
 
 
-@functools.lru_cache(maxsize=1024)  # output repeats the same few sequences
 def apply_sgr(style: Style, params: str) -> Style:
-    """`style` after one SGR sequence's parameters (e.g. `1;31`, `38;5;208`, `0`)."""
+    """`style` after one SGR sequence's parameters (e.g. `1;31`, `38;5;208`, `0`); a sequence
+    with a code of more than `MAX_CODE_DIGITS` digits changes nothing."""
+    if len(params) > MAX_CACHED_PARAMS:
+        return _apply_sgr(style, params)
+    return _cached_sgr(style, params)
+
+
+def _apply_sgr(style: Style, params: str) -> Style:
     if not params.replace(";", "").isdigit():
         return PLAIN if params.strip(";") == "" else style
+    if any(len(code) > MAX_CODE_DIGITS for code in params.split(";")):
+        return style
     codes = [int(code) if code else 0 for code in params.split(";")]
     i = 0
     while i < len(codes):
@@ -218,6 +238,9 @@ def apply_sgr(style: Style, params: str) -> Style:
                 style = replace(style, bg=colour)
         i += 1
     return style
+
+
+_cached_sgr = functools.lru_cache(maxsize=1024)(_apply_sgr)  # the same few sequences recur
 
 
 def _extended_colour(rest: list[int]) -> tuple[str | None, int]:

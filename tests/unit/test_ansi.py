@@ -1,6 +1,11 @@
 """The ANSI decoder: SGR colours kept, every other escape dropped, carriage returns, UTF-8."""
 
 import json
+import random
+import re
+import time
+
+import pytest
 
 from workbench.ansi import (
     BASIC_COLOURS,
@@ -8,10 +13,13 @@ from workbench.ansi import (
     AnsiDecoder,
     Piece,
     Style,
+    _cached_sgr,
     apply_sgr,
     json_safe,
     reveal_bidi,
 )
+
+CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all but newline and tab
 
 
 def _text(pieces: list[Piece]) -> str:
@@ -125,3 +133,46 @@ def test_json_safe_escapes_what_json_leaves_raw_and_keeps_the_data() -> None:
     assert not any(c in document for c in "\x1b\x9b\x7f\u202e")
     assert "é" in document
     assert json.loads(document) == value
+
+
+def test_no_control_character_ever_reaches_the_text() -> None:
+    # an ESC that starts no sequence used to stay, so the ones after it reached a terminal
+    for hostile in (b"\x1b\x1b[0m]0;pwned title\x1b\x1b[0m\\after\n", b"\x1b\x1b[m[2J"):
+        assert not CONTROL.search(_text(AnsiDecoder().feed(hostile)))
+    fragments = [
+        *(b"\x1b", b"[", b"]", b"P", b"\\", b"\x07", b"\r", b"\n", b"\t", b";", b"m", b"2", b"a"),
+        *(b"\xc2\x9b", b"\xc2\x90", b"\xc2\x9c", b"\x00", b"\x7f", b"\xff"),
+    ]
+    rnd = random.Random(7)
+    for _ in range(2000):
+        decoder, shown = AnsiDecoder(), ""
+        for _ in range(rnd.randint(1, 4)):
+            chunk = b"".join(rnd.choice(fragments) for _ in range(rnd.randint(0, 40)))
+            shown += _text(decoder.feed(chunk, colour=rnd.random() < 0.5))
+        shown += _text(decoder.flush())
+        assert not CONTROL.search(shown), shown
+
+
+def test_an_sgr_code_of_thousands_of_digits_changes_nothing() -> None:
+    red = Style(fg=BASIC_COLOURS[1])
+    assert apply_sgr(red, "9" * 4301) == red  # int() refuses it: the decoder used to raise
+    assert AnsiDecoder().feed(b"a\x1b[" + b"9" * 4301 + b"mb") == [Piece("ab", PLAIN)]
+
+
+def test_long_sgr_parameters_are_never_kept_in_the_cache() -> None:
+    kept = _cached_sgr.cache_info().currsize
+    for n in range(50):
+        apply_sgr(PLAIN, ";".join(["1"] * 40 + [str(n)]))
+    assert _cached_sgr.cache_info().currsize == kept
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize(
+    "hostile",
+    [b"\r" * 65536 + b"x", "\x90".encode() * 32768 + b"\x1bx", b"\x1b]" * 32768 + b"\x1bx"],
+    ids=["carriage returns", "C1 string introducers", "unended OSC strings"],
+)
+def test_hostile_runs_are_read_in_linear_time(hostile: bytes) -> None:
+    started = time.monotonic()
+    AnsiDecoder().feed(hostile)  # at once, as `workbench run` and the log viewer may
+    assert time.monotonic() - started < 1.0  # milliseconds; quadratic, it took seconds
