@@ -4,6 +4,7 @@ front matter explained where the fields would be; what a run updates while it go
 the window out again."""
 
 import asyncio
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from PySide6.QtCore import QEvent, QObject, QSettings
 
 from tests.ui.conftest import Run, items
+from tests.waiting import until
 from workbench.executors.types import OutputChunk, Stream
 from workbench.monitor.sample import ResourceSample
 from workbench.platform.paths import example_skills_dir
@@ -110,32 +112,42 @@ def test_live_numbers_and_the_colour_badge_never_lay_the_window_out_again(
 ) -> None:
     window.resize(1280, 800)
     assert window.browser.select_path(example_skills_dir() / "workspace-report")
-    panel = window.run_panel
-    panel.charts.reset(memory_limit=512 * MIB)
-
-    def tick(n: int) -> None:  # what a run's samples and its countdown change
-        sample = ResourceSample(t=n / 10, cpu_percent=n * 9.0, rss_bytes=n * 7 * MIB, processes=n)
-        panel.charts.add_sample(sample)
-        panel.countdown.setText(f"{n / 10:.1f} s · timeout in {60 - n // 10} s")
-
-    tick(19)  # the widest texts first: a label may widen once, to its widest
+    panel, charts = window.run_panel, window.run_panel.charts
+    charts.reset(memory_limit=512 * MIB)
     run(_settle())
+    narrowest = panel.minimumSizeHint().width()
+    live = (charts.cpu_label, charts.memory_label, charts.processes_label, panel.countdown)
+
+    def tick(n: int) -> None:  # what a run's samples and its countdown timer change
+        sample = ResourceSample(t=n / 10, cpu_percent=n * 9.0, rss_bytes=n * 7 * MIB, processes=n)
+        charts.add_sample(sample)
+        panel._started, panel._timeout = time.monotonic() - n / 10, 60.0 - n
+        panel.on_countdown_timer_timeout()
+        run(_settle())
+        for label in live:  # never cut short
+            assert label.width() >= label.fontMetrics().horizontalAdvance(label.text())
+
+    for n in range(1, 20):  # a label may widen, once to each wider text
+        tick(n)
     sizes = window._splitter.sizes()
     requests = _LayoutRequests()
     window.installEventFilter(requests)
-    for n in range(1, 19):
+    for n in range(1, 20):  # the same texts again: none is wider
         tick(n)
-        run(_settle())
     assert requests.count == 0
+    window.removeEventFilter(requests)
+    panel.countdown.restart("")  # as a run ends
+    charts.reset(memory_limit=512 * MIB)  # as the next one starts
+    run(_settle())
+    assert panel.minimumSizeHint().width() == narrowest  # wider texts are forgotten
     panel.output.begin()
     panel.output.append(OutputChunk(Stream.STDOUT, b"x" * 1_000_000 + b"\n", 0.0))
+    run(until(lambda: panel.output.colour_paused))
     run(_settle())
-    assert panel.output.colour_paused and panel.output.badge.isVisible()
     badge = panel.output.badge
     sentence = badge.fontMetrics().horizontalAdvance(badge.full_text())
-    assert panel.output.minimumSizeHint().width() < sentence  # elided, never room-taking
+    assert badge.isVisible() and panel.output.minimumSizeHint().width() < sentence  # elided
     assert window._splitter.sizes() == sizes
-    window.removeEventFilter(requests)
     run(window.shutdown())
 
 

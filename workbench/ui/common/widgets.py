@@ -24,33 +24,34 @@ def plain_label(text: str = "", parent: QWidget | None = None, wrap: bool = Fals
 
 class LiveLabel(QLabel):
     """One line of plain text that changes while a run goes (a countdown, the current CPU),
-    fixed in size and only ever widened, to its widest text: Qt passes a label's every change
-    of size up the layouts to the window, and each tab widget on the way repaints all it holds,
-    where a fixed-size label repaints itself alone."""
+    fixed in size and only ever widened, to its widest text, until `restart`: Qt passes a
+    label's every change of size up the layouts to the window, and each tab widget on the way
+    repaints all it holds, where a fixed-size label repaints itself alone."""
 
     def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setTextFormat(Qt.TextFormat.PlainText)
-        self.setText(text)
+        self.restart(text)
 
-    def setText(self, text: str) -> None:  # QLabel's own name, for every caller
+    def setText(self, text: str) -> None:  # QLabel's, for Python callers (setNum skips it)
         super().setText(text)
-        self._fit()
+        self.setFixedSize(super().sizeHint())  # QLabel's hint is never below its size
+
+    def restart(self, text: str) -> None:
+        """Show `text` at its own size, forgetting the wider texts shown before (a new run,
+        an empty countdown): the window is laid out once."""
+        super().setText(text)
+        self.setMinimumSize(0, 0)
+        self.setFixedSize(super().sizeHint())
 
     def changeEvent(self, event: QEvent) -> None:
         super().changeEvent(event)
         if event.type() in (QEvent.Type.FontChange, QEvent.Type.StyleChange):
-            self._fit()
-
-    def _fit(self) -> None:
-        hint = super().sizeHint()
-        self.setFixedSize(max(hint.width(), self.minimumWidth()), hint.height())
+            self.restart(self.text())
 
 
 def set_status(widget: QWidget, status: str) -> None:
     """Colour `widget` as `danger`, `warning`, `ok` or `muted` (rules live in `theme`)."""
-    if widget.property("status") == status:
-        return
     widget.setProperty("status", status)
     widget.style().unpolish(widget)
     widget.style().polish(widget)

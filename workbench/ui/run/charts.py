@@ -197,9 +197,9 @@ class ResourceCharts(QWidget):
         self.cpu.clear()
         self.memory.clear()
         self.memory.set_limit(float(memory_limit) if memory_limit else None)
-        self.cpu_label.setText("CPU: waiting for the first sample")
-        self.memory_label.setText("Memory: waiting for the first sample")
-        self.processes_label.setText("Processes: –")
+        self.cpu_label.restart("CPU: waiting for the first sample")
+        self.memory_label.restart("Memory: waiting for the first sample")
+        self.processes_label.restart("Processes: –")
         self._processes_hidden = False
         self.limit_label.setText(
             f"Memory limit {format_mib(memory_limit)} (dashed line)"

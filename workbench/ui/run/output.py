@@ -296,11 +296,9 @@ class OutputView(QWidget):
 
     def _set_colour_paused(self, paused: bool) -> None:
         self.colour_paused = paused
-        self.badge.set_full_text(
-            "Colour paused: output is arriving faster than 0.5 MB/s, shown as plain text"
-            if paused
-            else ""
-        )
+        sentence = "Colour paused: output is arriving faster than 0.5 MB/s, shown as plain text"
+        self.badge.set_full_text(sentence if paused else "")
+        self.badge.setAccessibleName(sentence if paused else "")  # whole, where it is elided
         self.badge.setVisible(paused)
 
     def _open_log(self, stream: Stream) -> None:

@@ -114,6 +114,7 @@ class RunPanel(QWidget):
         self.stop_button = QPushButton("Stop", self)
         self.stop_button.setToolTip("Stop the run and everything it started (Ctrl+.)")
         self.countdown = LiveLabel("", self)
+        self.countdown.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self.limits = LimitControls(self)
         self.workspace = WorkspaceChoice(settings, self)
         self.loosened = plain_label("", self, wrap=True)
@@ -389,7 +390,7 @@ class RunPanel(QWidget):
         finally:
             self.changes.stop_watching()
             self._countdown_timer.stop()
-            self.countdown.setText("")
+            self.countdown.restart("")
             self.output.finish()
 
     async def _with_environment(self, plan: RunPlan, skill: Skill) -> RunPlan:
