@@ -1,6 +1,7 @@
 """Status and cause of a run from what happened to its process."""
 
 import signal
+from dataclasses import replace
 
 import pytest
 
@@ -8,6 +9,7 @@ from workbench.executors.process.outcome import classify, left_behind_warnings
 from workbench.executors.process.reaper import KillReport
 from workbench.executors.process.runner import EndedBy, ProcessOutcome
 from workbench.executors.types import CapturedOutput, RunStatus
+from workbench.monitor.sample import ResourceSample
 from workbench.postures.model import MIB, Limits, Severity
 
 LIMITS = Limits(cpu_seconds=10, memory_bytes=256 * MIB, pids=64, file_size_bytes=MIB)
@@ -101,6 +103,19 @@ def test_classify(
     case: ProcessOutcome, limits: Limits | None, expected: tuple[RunStatus, str]
 ) -> None:
     assert classify(case, 2, limits) == expected
+
+
+def test_a_sigkill_counts_the_cpu_time_its_samples_missed() -> None:
+    limits = replace(LIMITS, cpu_seconds=1)
+    # a busy event loop took the last sample 0.2 s in; the command died 1.0 s in, as the
+    # kernel's SIGKILL at RLIMIT_CPU 1 s does for a busy loop
+    late = replace(outcome(returncode=-9, cpu=0.2), samples=(ResourceSample(0.2, 100.0, 0, 1),))
+    assert classify(late, 60, limits) == (RunStatus.LIMIT_EXCEEDED, "RLIMIT_CPU 1 s")
+    seen = replace(late, samples=(ResourceSample(0.95, 5.0, 0, 1),))  # idle to the end
+    assert classify(seen, 60, limits) == (RunStatus.FAILED, "killed by signal SIGKILL")
+    # the loop's first sample came after the end (seen in CI): it read nothing of the run
+    starved = replace(outcome(returncode=-9), samples=(ResourceSample(1.5, 0.0, 0, 0),))
+    assert classify(starved, 60, limits) == (RunStatus.LIMIT_EXCEEDED, "RLIMIT_CPU 1 s")
 
 
 def test_timeout_notes_fork_failures() -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.executors.hardened.executor import RUN_UID_BASE, RUN_UID_SPAN
 from workbench.executors.process.local import describe_user
-from workbench.executors.process.outcome import classify, format_bytes
+from workbench.executors.process.outcome import classify, cpu_limit_reached, format_bytes
 from workbench.executors.process.ownership import FolderLoan, SharedLoan
 from workbench.executors.process.runner import EndedBy, Launch, ProcessOutcome
 from workbench.executors.process.session import PreparedRun, RunContext, SubprocessExecutor
@@ -230,7 +230,7 @@ class QuickJsExecutor(SubprocessExecutor):
         if rc is None or rc >= 0:
             return RunStatus.ERROR, f"the QuickJS worker exited with code {rc} without a result"
         cpu = self.posture.limits.cpu_seconds
-        cpu_spent = outcome.cpu_seconds >= cpu - 0.5
+        cpu_spent = cpu_limit_reached(outcome, cpu)
         if -rc == signal.SIGXCPU or (-rc == signal.SIGKILL and cpu_spent):
             return RunStatus.LIMIT_EXCEEDED, f"RLIMIT_CPU {cpu} s"
         try:
