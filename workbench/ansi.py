@@ -62,7 +62,7 @@ class Piece:
 
 # What an escape string (OSC, DCS, SOS, PM, APC) holds: it ends at BEL, ST or ESC, and at
 # the next C1 string introducer, so a run of introducers without an end is read once, not once
-# from each of them (that was quadratic: 8 KiB of them cost half a second).
+# from each of them.
 _STRING_BODY = r"[^\x07\x1b\x9c\x90\x98\x9d\x9e\x9f]*"
 # Control characters, dropped (newline and tab are text); every token starts with one.
 _CONTROL = r"[\x00-\x08\x0b-\x1f\x7f-\x9f]"
@@ -70,7 +70,7 @@ _TOKEN = re.compile(
     r"(?P<csi>(?:\x1b\[|\x9b)(?P<params>[0-?]*)[ -/]*(?P<final>[@-~]))"
     rf"|(?P<string>(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f]){_STRING_BODY}(?:\x07|\x1b\\|\x9c))"
     r"|(?P<esc>\x1b[ -/]*[0-~])"
-    r"|(?P<cr>\r+)(?P<crlf>\n)?"  # a run of CRs at once: from each CR, it was quadratic
+    r"|(?P<cr>\r+)(?P<crlf>\n)?"  # a run of CRs is one token: read once, not from each
     rf"|(?P<control>{_CONTROL})"  # an ESC that starts nothing above is dropped alone
 )
 _TOKEN_START = re.compile(_CONTROL)
