@@ -8,6 +8,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from tests.ui.conftest import Run, items
+from tests.waiting import until
 from workbench.executors.docker.sampler import GVISOR_TREE
 from workbench.executors.types import RunResult, RunStatus
 from workbench.monitor.sample import ProcessRow, ProcessTable, ResourceSample
@@ -159,13 +160,21 @@ def test_a_real_run_shows_its_shell_and_two_children(
     assert window.browser.select_path(skill.path)
     panel = window.run_panel
     panel.set_posture(posture)
-    panel.command.setText("sleep 1 & sleep 1 & wait")
-    task = panel.start()
-    assert task is not None
-    run(task)
+    panel.command.setText("sleep 1.5 & sleep 1.5 & wait")
     view = panel.processes
+
+    def children() -> list[str]:
+        roots = items(view.tree)
+        return [item.text(COMMAND) for item in items(roots[0])] if len(roots) == 1 else []
+
+    async def watch() -> None:  # while the run goes: its last table may fall between two ends
+        task = panel.start()
+        assert task is not None
+        await until(lambda: children() == ["sleep 1.5", "sleep 1.5"] or task.done())
+        assert [item.text(NAME) for item in items(view.tree)] == ["sh"]
+        assert children() == ["sleep 1.5", "sleep 1.5"]
+        assert view.isVisible() and view.tree.isVisible()  # placed in the window, not hidden
+        await task
+
+    run(watch())
     assert view.status.text().startswith("At the end ("), view.status.text()
-    roots = items(view.tree)
-    assert [item.text(NAME) for item in roots] == ["sh"]
-    assert [item.text(COMMAND) for item in items(roots[0])] == ["sleep 1", "sleep 1"]
-    assert view.isVisible() and view.tree.isVisible()  # placed in the window, not hidden
