@@ -107,7 +107,7 @@ class _LayoutRequests(QObject):
         return False
 
 
-def test_live_numbers_and_the_colour_badge_never_lay_the_window_out_again(
+def test_repeated_live_numbers_and_the_colour_badge_leave_the_window_layout_alone(
     window: MainWindow, run: Run
 ) -> None:
     window.resize(1280, 800)

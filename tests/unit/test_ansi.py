@@ -172,7 +172,7 @@ def test_long_sgr_parameters_are_never_kept_in_the_cache() -> None:
     [b"\r" * 65536 + b"x", "\x90".encode() * 32768 + b"\x1bx", b"\x1b]" * 32768 + b"\x1bx"],
     ids=["carriage returns", "C1 string introducers", "unended OSC strings"],
 )
-def test_hostile_runs_are_read_in_linear_time(hostile: bytes) -> None:
+def test_a_hostile_run_of_64_kib_is_read_in_under_a_second(hostile: bytes) -> None:
     started = time.monotonic()
     AnsiDecoder().feed(hostile)  # at once, as `workbench run` and the log viewer may
     assert time.monotonic() - started < 1.0  # milliseconds; quadratic, it took seconds
