@@ -263,7 +263,9 @@ class RunService:
         on_progress: Callable[[str], None] | None,
     ) -> tuple[RunResult, tuple[str, ...]]:
         """The run's result, and what went wrong stopping the executor after it."""
-        executor = self.build_executor(plan.posture)
+        # Built in a thread: the first run of a posture imports its executor's modules, which
+        # would stall the event loop (an app's window) for 60-150 ms.
+        executor = await asyncio.to_thread(self.build_executor, plan.posture)
         try:
             await executor.start(self.session(plan))
             request = RunRequest(

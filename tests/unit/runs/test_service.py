@@ -3,6 +3,7 @@
 import asyncio
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -159,6 +160,25 @@ def test_executor_failure_is_recorded_and_the_executor_stopped(tmp_path: Path) -
         "error",
         "cannot start: no engine",
     )
+
+
+def test_the_executor_is_built_off_the_event_loop(tmp_path: Path) -> None:
+    """A posture's first run imports its executor's modules as the executor is built: that
+    must not stall an app's window, whose event loop runs the run."""
+    builders: list[int] = []
+
+    def build(posture: Posture) -> Executor:
+        builders.append(threading.get_ident())
+        return build_executor(posture)
+
+    async def run() -> int:
+        await _service(tmp_path, build).run_once(
+            _plan(_workspace(tmp_path / "ws"), "true"), _ignore, CancelToken()
+        )
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(run())
+    assert len(builders) == 1 and builders[0] != loop_thread
 
 
 def test_next_run_in_the_same_workspace_reuses_hashes(
