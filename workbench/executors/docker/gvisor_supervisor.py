@@ -150,13 +150,14 @@ def environment(pid: str) -> list[bytes] | None:
     return data.split(b"\0") if data else None
 
 
-def state_and_parent(pid: str) -> tuple[str, str] | None:
+def state_parent_group(pid: str) -> tuple[str, str, str] | None:
+    """`pid`'s state, parent and process group, or None once it is gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as file:
             fields = file.read().rpartition(b")")[2].split()
     except OSError:
         return None
-    return fields[0].decode(), fields[1].decode()
+    return fields[0].decode(), fields[1].decode(), fields[2].decode()
 
 
 def command_line(pid: str) -> str:
@@ -340,8 +341,10 @@ class Supervisor:
         children it started with `tag`, whatever their environment says now, and the processes
         carrying `tag`; escapees are the orphans of the init (parent 1) that carry none of the
         `live` runs' tags. Others are spared: another run's, or their parent is still alive
-        (once it dies, a pass finds them orphans)."""
-        ours, me = tag.encode(), str(os.getpid())
+        (once it dies, a pass finds them orphans). A run's process is killed with its whole
+        process group (its command's session, unless it made its own): a fork bomb's children
+        all die at once, where one by one they would fork faster than a loaded sweep kills."""
+        ours, me, own_group = tag.encode(), str(os.getpid()), str(os.getpgrp())
         alive = {ours, *(run.encode() for run in live)}
         seen: set[str] = set()
         lines: list[str] = []
@@ -350,6 +353,7 @@ class Supervisor:
         while clean < 2 and time.monotonic() < deadline:
             self.reap()
             found = 0
+            victims: list[tuple[str, str, str]] = []  # pid, its group (if the run's), shown
             pids = [name for name in os.listdir("/proc") if name.isdigit()]
             tags = {pid: environment(pid) for pid in pids}
             for pid in pids:
@@ -357,11 +361,11 @@ class Supervisor:
                     continue
                 tagged = [entry for entry in run_tags(tags[pid]) if entry in alive]
                 mine = ours in tagged or self.children.get(int(pid), (0, b""))[1] == ours
-                stat = state_and_parent(pid)
+                stat = state_parent_group(pid)
                 if stat is None:
                     found += mine
                     continue
-                state, parent = stat
+                state, parent, group = stat
                 if state == "Z":  # still holds a slot, unless a live process of another run's
                     owner = run_tags(tags.get(parent))
                     found += parent == "1" or not owner or ours in owner
@@ -371,8 +375,12 @@ class Supervisor:
                 if pid in seen:
                     found += _killed(pid)
                     continue
-                shown = command_line(pid) if len(lines) < keep else ""
-                if _killed(pid):
+                shown = command_line(pid) if len(lines) + len(victims) < keep else ""
+                victims.append((pid, group if mine else "", shown))
+            groups = {group for _, group, _ in victims} - {"", "0", "1", own_group}
+            groups_killed = {group for group in groups if _killed(group, group=True)}
+            for pid, group, shown in victims:
+                if group in groups_killed or _killed(pid):  # alive when read: counted once
                     found += 1
                     seen.add(pid)
                     lines.append("k " + shown)
@@ -385,9 +393,10 @@ class Supervisor:
         self.send(command, REPLY, "\n".join(lines).encode(errors="replace"))
 
 
-def _killed(pid: str) -> bool:
+def _killed(pid: str, group: bool = False) -> bool:
+    """Whether SIGKILL was sent to process `pid` (or to the process group `pid`)."""
     try:
-        os.kill(int(pid), signal.SIGKILL)
+        (os.killpg if group else os.kill)(int(pid), signal.SIGKILL)
     except OSError:
         return False
     return True
