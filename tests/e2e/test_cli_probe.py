@@ -91,7 +91,7 @@ def check_every_cell(document: dict[str, Any], posture_id: PostureId, env: dict[
     }
     wrong = [
         f"{name}: measured {cell['verdict']} ({cell['detail']}), but the {posture_id} posture "
-        f"claims {claimed[name].verdict} ({claimed[name].note})"
+        f"claims {claimed[name].verdict} ({claimed[name].note}); {_what_it_left(cell, env)}"
         for name, cell in cells.items()
         if Verdict(cell["verdict"]) is not claimed[name].verdict
     ]
@@ -106,6 +106,30 @@ def check_every_cell(document: dict[str, Any], posture_id: PostureId, env: dict[
     )
     recorded = {run["run_id"] for run in json.loads(listed.stdout)["runs"]}
     assert {cell["run_id"] for cell in cells.values()} <= recorded
+
+
+def _what_it_left(cell: dict[str, Any], env: dict[str, str]) -> str:
+    """What the history holds of a cell's run: its output, warnings and notes (for a failure
+    to show why a probe gave the verdict it did)."""
+    shown = subprocess.run(
+        [sys.executable, "-m", "workbench", "history", "show", cell["run_id"], "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if shown.returncode != 0:
+        return f"its run is not in the history: {shown.stderr.strip()}"
+    record = json.loads(shown.stdout)
+    result = record["result"] or {}
+    return repr(
+        {
+            "stdout": result.get("stdout"),
+            "stderr": result.get("stderr"),
+            "warnings": [warning["text"] for warning in result.get("warnings", ())],
+            "notes": record["notes"],
+        }
+    )
 
 
 def lab_leftovers(env: dict[str, str]) -> list[Path]:
