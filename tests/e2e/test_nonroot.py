@@ -2,15 +2,17 @@
 
 Each test runs `workbench run --json` as an unprivileged uid of its own, with no account (see
 `tests/e2e/nonroot.py`), so the app is not root: the command runs as that user, the hardened
-app makes itself non-dumpable, RLIMIT_NPROC is raised by what the user already runs, and no
-limit can go above the app's own hard one. Afterwards root checks, with a full process scan,
+app makes itself non-dumpable, RLIMIT_NPROC is set in a user namespace of the run's own, and
+no limit can go above the app's own hard one. Afterwards root checks, with a full process scan,
 that nothing of that user is left running.
 """
 
 import json
 import os
+import shlex
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ import psutil
 import pytest
 
 from tests.e2e.nonroot import OrdinaryUser, find_user
+from workbench.executors.hardened.executor import OWN_USERNS_CHECK
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0, reason="needs root to switch uid (as a user, every test is non-root)"
@@ -106,6 +109,7 @@ def test_a_hardened_run_is_the_users_own_and_cannot_read_the_app(
     assert checks["RLIMIT_NPROC 99"] is True
     assert all(held for name, held in checks.items() if name.startswith("RLIMIT_"))
     assert checks["app not dumpable (its environment is unreadable)"] is True
+    assert checks[OWN_USERNS_CHECK] is True
     assert checks["no_new_privs (set-uid programs gain nothing)"] is True
     assert checks["CPU share 1 core(s) (needs a cgroup)"] is False
     assert not any(name.startswith("runs as uid") for name in checks)
@@ -140,10 +144,9 @@ def test_daemons_that_left_the_tree_are_killed(
     assert user.processes() == []
 
 
-# Hardened: RLIMIT_NPROC counts all the user's processes, so it is raised by what the user
-# runs and the 16 sleepers do not eat the budget. Bubblewrap: it is set inside the sandbox's
-# own user namespace, where it counts the sandbox's processes only (its PID 1 among them).
-@pytest.mark.parametrize(("posture", "fewest"), [("hardened", 16), ("bubblewrap", 20)])
+# Both set RLIMIT_NPROC inside a user namespace of the run's own, where it counts the run's
+# processes only, so the 16 sleepers do not eat the budget (bubblewrap's PID 1 is among its).
+@pytest.mark.parametrize(("posture", "fewest"), [("hardened", 23), ("bubblewrap", 20)])
 def test_a_fork_bomb_stops_at_the_process_limit_and_spares_the_users_others(
     run_as_user: RunAs, user: OrdinaryUser, home: Path, posture: str, fewest: int
 ) -> None:
@@ -162,6 +165,28 @@ def test_a_fork_bomb_stops_at_the_process_limit_and_spares_the_users_others(
         for other in others:
             other.kill()
             other.communicate()
+    assert user.processes() == []
+
+
+@pytest.mark.slow
+def test_the_users_processes_that_end_during_a_run_give_it_no_more_processes(
+    run_as_user: RunAs, user: OrdinaryUser, home: Path
+) -> None:
+    """Counted over all the user's processes, the budget of a run would be the limit plus what
+    the user ran as it started, and grow as those end: here 16 end (and are reaped: a zombie
+    still counts) before the bomb starts."""
+    env = user.env(home)
+    others = [user.popen(["sleep", "3"], env) for _ in range(16)]
+    reaper = threading.Thread(target=lambda: [other.communicate() for other in others])
+    reaper.start()
+    try:
+        command = f"sleep 5; exec python3 -c {shlex.quote(FORK_BOMB)}"
+        result, _ = run_as_user("hardened", "--pids", "24", "--", "sh", "-c", command)
+    finally:
+        reaper.join()
+    assert result["status"] == "limit_exceeded", result["cause"]
+    made = int(result["stderr"]["text"].split("processes ")[1].split()[0])
+    assert 23 <= made <= 24
     assert user.processes() == []
 
 

@@ -32,10 +32,12 @@ _SYSCALLS = {
         "setresgid": 119,
         "prctl": 157,
         "faccessat": 269,
+        "unshare": 272,
         "prlimit64": 302,
     },
     "aarch64": {
         "faccessat": 48,
+        "unshare": 97,
         "setresuid": 147,
         "setresgid": 149,
         "setgroups": 159,

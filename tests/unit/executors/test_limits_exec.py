@@ -4,7 +4,10 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from workbench.executors.hardened.limits_exec import decode_report, wrapper_launch
+from workbench.platform import perl
 
 
 def _wrap(
@@ -15,12 +18,15 @@ def _wrap(
 
 
 def _wrap_all(
-    *command: str, rlimits: dict[str, tuple[int, int]], env: dict[str, str] | None = None
+    *command: str,
+    rlimits: dict[str, tuple[int, int]],
+    env: dict[str, str] | None = None,
+    own_nproc: tuple[int, int] | None = None,
 ) -> tuple[str, str, dict[str, str], int]:
     read_fd, write_fd = os.pipe()
     env = env or {"PATH": os.environ["PATH"], "KEEP_ME": "1", "DROP_ME": "1"}
     names = ["PATH", "KEEP_ME", "PERL5OPT", "PERL_UNICODE", "LANG"]
-    argv, start_env = wrapper_launch(rlimits, None, write_fd, names, env)
+    argv, start_env = wrapper_launch(rlimits, None, write_fd, names, env, own_nproc)
     with subprocess.Popen(
         [*argv, *command],
         env=start_env,
@@ -93,3 +99,31 @@ def test_wrapper_reports_a_limit_it_may_not_set() -> None:
     assert (out, code) == ("", 126)
     prefix = f"could not apply the hardened limits: RLIMIT_NOFILE {beyond}:{beyond}: "
     assert report["error"].startswith(prefix) and len(report["error"]) > len(prefix)
+
+
+OWN_NAMESPACE = "grep processes /proc/self/limits; readlink /proc/self/ns/user; id -u"
+
+
+def test_a_user_namespace_of_the_run_s_own_gets_the_process_limit() -> None:
+    out, _, report, code = _wrap_all(
+        "sh", "-c", OWN_NAMESPACE, rlimits={"NPROC": (5000, 5000)}, own_nproc=(40, 40)
+    )
+    limit, namespace, uid = out.splitlines()
+    assert (report["userns"], code) == ("own", 0)
+    assert limit.split()[2:4] == ["40", "40"]
+    assert namespace != str(Path("/proc/self/ns/user").readlink())
+    assert int(uid) == os.geteuid()  # mapped to itself
+
+
+def test_where_the_kernel_refuses_a_user_namespace_the_limits_asked_stand(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    numbers = {**perl._SYSCALLS[os.uname().machine], "unshare": 100_000}  # ENOSYS
+    monkeypatch.setitem(perl._SYSCALLS, os.uname().machine, numbers)
+    out, _, report, code = _wrap_all(
+        "sh", "-c", OWN_NAMESPACE, rlimits={"NPROC": (5000, 5000)}, own_nproc=(40, 40)
+    )
+    limit, namespace, _ = out.splitlines()
+    assert report["userns"].startswith("refused: ") and code == 0
+    assert limit.split()[2:4] == ["5000", "5000"]
+    assert namespace == str(Path("/proc/self/ns/user").readlink())

@@ -2,11 +2,12 @@
 TMPDIR, another uid when the app is root, and the whole-tree kill.
 
 `HardenedExecutor` prepares each run: it scrubs the environment (`environ`), picks the session's
-throwaway uid and lends it the workspace when the app is root (else makes the app non-dumpable),
-makes the private HOME and TMPDIR, and execs the command through `limits_exec` (a perl wrapper),
-which applies the rlimits and identity; it reads back from /proc what was applied into the posture
-card, and afterwards copies HOME and TMPDIR into the run folder, gives the workspace back and sweeps
-the uid's leftovers (`leftovers`). Design notes: docs/notes.md, "Hardened posture".
+throwaway uid and lends it the workspace when the app is root (else makes the app non-dumpable
+and gives each run a user namespace of its own, where RLIMIT_NPROC counts the run's processes
+only), makes the private HOME and TMPDIR, and execs the command through `limits_exec` (a perl
+wrapper), which applies the rlimits and identity; it reads back from /proc what was applied into
+the posture card, and afterwards copies HOME and TMPDIR into the run folder, gives the workspace
+back and sweeps the uid's leftovers (`leftovers`). Design notes: docs/notes.md, "Hardened posture".
 """
 
 import asyncio
@@ -51,6 +52,8 @@ from workbench.workspace.safe_walk import copy_plain, remove_tree
 
 RUN_UID_BASE = 0x60000000
 RUN_UID_SPAN = 1 << 28
+# The card's row for an ordinary user's run: held when the run got a user namespace of its own.
+OWN_USERNS_CHECK = "own user namespace (RLIMIT_NPROC counts the run's processes only)"
 
 
 async def read_to_eof(fd: int) -> bytes:
@@ -95,6 +98,7 @@ class HardenedRun(PreparedRun):
         card: PostureCard,
         limits: Limits,
         rlimits: tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]],
+        own_nproc: tuple[tuple[int, int], tuple[int, int]] | None,
         status_pipe: tuple[int, int],
         run_uid: int | None,
         private: tuple[Path, Path] | None,
@@ -102,6 +106,8 @@ class HardenedRun(PreparedRun):
     ) -> None:
         super().__init__(launch, card, limits)
         self._wanted, self._requested = rlimits  # what the posture asks, what the wrapper asks
+        self._own_nproc = own_nproc  # both for RLIMIT_NPROC in the run's own user namespace
+        self._own_userns = False  # the command was seen in a user namespace of its own
         self._read_fd, self._write_fd = status_pipe
         self._run_uid = run_uid
         self._private = private  # (its folder, the run folder) when HOME/TMPDIR live apart
@@ -116,6 +122,9 @@ class HardenedRun(PreparedRun):
         self._error = report.get("error", "")
         if self._error or "limits" not in report:  # not exec'd: failed, or killed before
             return
+        self._own_userns = report.get("userns") == "own" and _own_user_namespace(pid)
+        if self._own_userns and self._own_nproc is not None:
+            self._wanted["NPROC"], self._requested["NPROC"] = self._own_nproc
         limits_text, status_text = proc_texts(pid) or (report["limits"], report["status"])
         self.card = replace(self.card, checks=tuple(self._checks(limits_text, status_text)))
 
@@ -130,6 +139,7 @@ class HardenedRun(PreparedRun):
         else:
             dumpable = limits_exec.prctl(limits_exec.PR_GET_DUMPABLE)
             checks.append(("app not dumpable (its environment is unreadable)", dumpable == 0))
+            checks.append((OWN_USERNS_CHECK, self._own_userns))
         checks.append(
             ("no_new_privs (set-uid programs gain nothing)", status.get("NoNewPrivs") == "1")
         )
@@ -214,9 +224,20 @@ class HardenedExecutor(SubprocessExecutor):
         limits = self.posture.limits
         wanted = requested_rlimits(limits, _own_tasks() if run_uid is None else 0)
         requested = wanted if run_uid is not None else _within_hard_limits(wanted)
+        # An ordinary user's run tries a user namespace of its own, where RLIMIT_NPROC is the
+        # posture's; `wanted` and `requested` are what stands where the kernel refuses one.
+        own_nproc = None
+        if run_uid is None:
+            own = {"NPROC": requested_rlimits(limits)["NPROC"]}
+            own_nproc = own["NPROC"], _within_hard_limits(own)["NPROC"]
         read_fd, write_fd = os.pipe()
         wrapper, wrapper_env = limits_exec.wrapper_launch(
-            requested, run_uid, write_fd, [*env.kept, RUN_TAG_ENV], env.env
+            requested,
+            run_uid,
+            write_fd,
+            [*env.kept, RUN_TAG_ENV],
+            env.env,
+            own_nproc=None if own_nproc is None else own_nproc[1],
         )
         launch = Launch(
             (*wrapper, *context.request.argv),
@@ -236,11 +257,20 @@ class HardenedExecutor(SubprocessExecutor):
             card,
             limits,
             (wanted, requested),
+            own_nproc,
             (read_fd, write_fd),
             run_uid,
             None if run_uid is None else (folder, context.run_dir),
             self._workspace_loan,
         )
+
+
+def _own_user_namespace(pid: int) -> bool:
+    """Whether `pid` lives in another user namespace than the app's (False if unreadable)."""
+    try:
+        return Path(f"/proc/{pid}/ns/user").readlink() != Path("/proc/self/ns/user").readlink()
+    except OSError:
+        return False
 
 
 def _within_hard_limits(wanted: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:

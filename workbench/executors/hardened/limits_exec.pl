@@ -2,7 +2,7 @@
 # limits_exec.py. Core perl and no module at all (see workbench/platform/perl.py).
 
 my ($status_fd, $prlimit_nr, $setgroups_nr, $setresgid_nr, $setresuid_nr, $prctl_nr, $faccessat_nr,
-    $execve_nr) = splice(@ARGV, 0, 8);
+    $execve_nr, $unshare_nr) = splice(@ARGV, 0, 9);
 open(my $status, '>&=', $status_fd) or exit 126;    # written with syswrite: no IO::Handle
 fcntl($status, 2, 1);    # F_SETFD FD_CLOEXEC: the pipe closes when the command starts
 
@@ -10,15 +10,36 @@ sub report { syswrite($status, join('', map { "$_\0" } @_)); }
 sub fail { report('error', $_[0]); exit($_[1] // 126); }
 sub refused { fail("could not apply the hardened limits: $_[0]: $!"); }
 sub slurp { open(my $f, '<', $_[0]) or return ''; local $/; return <$f>; }
+sub spill {    # write a whole /proc file at once (buffered, an error would go unseen)
+    open(my $f, '>', $_[0]) or return 0;
+    return (syswrite($f, $_[1]) // -1) == length($_[1]);
+}
 
-my (@limits, %kept, $uid);
+my (@limits, %kept, $uid, $own_nproc);
 while (@ARGV and $ARGV[0] ne '--') {
     my ($key, $value) = split /=/, shift(@ARGV), 2;
     if ($key eq 'rlimit') { push @limits, [split /:/, $value]; }
     elsif ($key eq 'uid') { $uid = $value + 0; }
     elsif ($key eq 'env') { $kept{$value} = 1; }
+    elsif ($key eq 'userns') { $own_nproc = $value; }
 }
 shift @ARGV;
+
+# A user namespace of the run's own, the same uid and gid mapped to themselves: RLIMIT_NPROC
+# set in it counts its processes only, not all of the user's. Where the kernel refuses one,
+# the limits asked for stand (an NPROC raised by what the user runs) and the report says why.
+if (defined $own_nproc) {
+    my ($euid, $egid) = ($>, (split / /, $))[0]);
+    if (syscall($unshare_nr, 0x10000000) != 0) {    # CLONE_NEWUSER
+        report(userns => "refused: $!");
+    } elsif (spill('/proc/self/setgroups', 'deny') and spill('/proc/self/uid_map', "$euid $euid 1")
+        and spill('/proc/self/gid_map', "$egid $egid 1")) {
+        $_->[0] eq 'NPROC' and @$_[2, 3] = split(/:/, $own_nproc) for @limits;
+        report(userns => 'own');
+    } else {
+        fail("could not map uid $euid into the run's user namespace: $!");
+    }
+}
 
 for my $limit (@limits) {
     my ($name, $resource, $soft, $hard) = @$limit;

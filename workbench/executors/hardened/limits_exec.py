@@ -2,9 +2,12 @@
 
 `wrapper_launch()` starts `limits_exec.pl` (a perl helper, see `workbench.platform.perl`) with
 the rlimits (hard = soft as asked), the run's uid when there is one, the status pipe and the
-names of the variables to pass on. The wrapper sets the limits, drops to the uid (no
-supplementary groups) and sets no_new_privs, reports what it applied (`/proc/self/limits` and
-`status`) or an `error` as NUL-separated pairs on the close-on-exec status pipe, keeps only the
+names of the variables to pass on; without a uid (an ordinary user's app), the RLIMIT_NPROC to
+set in a user namespace of the run's own. The wrapper enters that namespace (its uid and gid
+mapped to themselves; `userns` says `own` or why the kernel refused it, and then the limits
+asked stand), sets the limits, drops to the uid (no supplementary groups) and sets
+no_new_privs, reports what it applied (`/proc/self/limits` and `status`) or an `error` as
+NUL-separated pairs on the close-on-exec status pipe, keeps only the
 named variables, finds the command on their PATH as the new uid sees it and execs it (127 and
 `command not found` when there is none, 126 for any other failure). EOF without an error means
 the command was exec'd. `prctl` is the app's own way to the call.
@@ -40,11 +43,21 @@ def wrapper_launch(
     status_fd: int,
     env_names: Iterable[str],
     env: dict[str, str],
+    own_nproc: tuple[int, int] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """The wrapper's argv up to and including the "--" before the command, and the
-    environment to start it with (`env`, the command's, held: see `helper_launch`)."""
+    environment to start it with (`env`, the command's, held: see `helper_launch`). With
+    `own_nproc`, the wrapper tries a user namespace of the run's own and sets RLIMIT_NPROC to
+    it there (see the module doc)."""
     numbers = syscall_numbers(
-        "prlimit64", "setgroups", "setresgid", "setresuid", "prctl", "faccessat", "execve"
+        "prlimit64",
+        "setgroups",
+        "setresgid",
+        "setresuid",
+        "prctl",
+        "faccessat",
+        "execve",
+        "unshare",
     )
     args = [str(status_fd), *numbers]
     args += [
@@ -53,6 +66,8 @@ def wrapper_launch(
     ]
     if uid is not None:
         args.append(f"uid={uid}")
+    if own_nproc is not None:
+        args.append(f"userns={own_nproc[0]}:{own_nproc[1]}")
     args += [f"env={name}" for name in env_names]
     return helper_launch(WRAPPER, [*args, "--"], env)
 
