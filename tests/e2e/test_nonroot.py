@@ -117,6 +117,19 @@ def test_a_hardened_run_is_the_users_own_and_cannot_read_the_app(
     assert user.processes() == []
 
 
+def test_a_command_that_ends_at_once_still_shows_its_own_namespace_and_limit(
+    run_as_user: RunAs, user: OrdinaryUser
+) -> None:
+    """The card's namespace and NPROC rows come from the wrapper's report, not from /proc of a
+    command that may be gone (reaped) by the time they are read."""
+    for _ in range(3):
+        result, _ = run_as_user("hardened", "--pids", "50", "--", "true")
+        checks = dict(result["card"]["checks"])
+        assert (checks[OWN_USERNS_CHECK], checks["RLIMIT_NPROC 50"]) == (True, True)
+    assert not any("user namespace" in w["text"] for w in result["warnings"])
+    assert user.processes() == []
+
+
 @pytest.mark.slow
 def test_a_timeout_kills_the_background_children(run_as_user: RunAs, user: OrdinaryUser) -> None:
     script = "sleep 300 & sleep 301 & sleep 302"

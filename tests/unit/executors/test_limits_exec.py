@@ -6,7 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from workbench.executors.hardened.limits_exec import decode_report, wrapper_launch
+from workbench.executors.hardened.limits_exec import (
+    app_user_namespace,
+    decode_report,
+    own_user_namespace_problem,
+    wrapper_launch,
+)
 from workbench.platform import perl
 
 
@@ -109,21 +114,39 @@ def test_a_user_namespace_of_the_run_s_own_gets_the_process_limit() -> None:
         "sh", "-c", OWN_NAMESPACE, rlimits={"NPROC": (5000, 5000)}, own_nproc=(40, 40)
     )
     limit, namespace, uid = out.splitlines()
-    assert (report["userns"], code) == ("own", 0)
+    assert (report["userns"], report["userns_id"], code) == ("own", namespace, 0)
     assert limit.split()[2:4] == ["40", "40"]
-    assert namespace != str(Path("/proc/self/ns/user").readlink())
+    assert namespace != app_user_namespace()
     assert int(uid) == os.geteuid()  # mapped to itself
+
+
+def _refuse_unshare(monkeypatch: pytest.MonkeyPatch) -> None:
+    numbers = {**perl._SYSCALLS[os.uname().machine], "unshare": 100_000}  # ENOSYS
+    monkeypatch.setitem(perl._SYSCALLS, os.uname().machine, numbers)
 
 
 def test_where_the_kernel_refuses_a_user_namespace_the_limits_asked_stand(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    numbers = {**perl._SYSCALLS[os.uname().machine], "unshare": 100_000}  # ENOSYS
-    monkeypatch.setitem(perl._SYSCALLS, os.uname().machine, numbers)
+    _refuse_unshare(monkeypatch)
     out, _, report, code = _wrap_all(
         "sh", "-c", OWN_NAMESPACE, rlimits={"NPROC": (5000, 5000)}, own_nproc=(40, 40)
     )
     limit, namespace, _ = out.splitlines()
     assert report["userns"].startswith("refused: ") and code == 0
     assert limit.split()[2:4] == ["5000", "5000"]
-    assert namespace == str(Path("/proc/self/ns/user").readlink())
+    assert namespace == app_user_namespace()
+
+
+def test_the_session_s_check_says_why_a_run_would_get_no_user_namespace(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert own_user_namespace_problem() == ""  # this kernel (5.14+) allows one
+    _refuse_unshare(monkeypatch)
+    assert own_user_namespace_problem().startswith("refused: ")
+    here = os.uname()
+    old = os.uname_result((here.sysname, here.nodename, "5.10.0-28-amd64", "#1", here.machine))
+    monkeypatch.setattr(os, "uname", lambda: old)
+    assert own_user_namespace_problem() == (
+        "Linux 5.10.0-28-amd64 counts RLIMIT_NPROC over all your processes before 5.14"
+    )

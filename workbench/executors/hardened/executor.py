@@ -11,6 +11,7 @@ back and sweeps the uid's leftovers (`leftovers`). Design notes: docs/notes.md, 
 """
 
 import asyncio
+import functools
 import os
 import resource
 import secrets
@@ -54,6 +55,8 @@ RUN_UID_BASE = 0x60000000
 RUN_UID_SPAN = 1 << 28
 # The card's row for an ordinary user's run: held when the run got a user namespace of its own.
 OWN_USERNS_CHECK = "own user namespace (RLIMIT_NPROC counts the run's processes only)"
+# Tried once per app: the app builds an executor, and so starts a session, for every run.
+_own_user_namespace_problem = functools.cache(limits_exec.own_user_namespace_problem)
 
 
 async def read_to_eof(fd: int) -> bytes:
@@ -98,7 +101,7 @@ class HardenedRun(PreparedRun):
         card: PostureCard,
         limits: Limits,
         rlimits: tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]],
-        own_nproc: tuple[tuple[int, int], tuple[int, int]] | None,
+        own_nproc: tuple[tuple[int, int], tuple[int, int]] | str | None,
         status_pipe: tuple[int, int],
         run_uid: int | None,
         private: tuple[Path, Path] | None,
@@ -106,8 +109,18 @@ class HardenedRun(PreparedRun):
     ) -> None:
         super().__init__(launch, card, limits)
         self._wanted, self._requested = rlimits  # what the posture asks, what the wrapper asks
-        self._own_nproc = own_nproc  # both for RLIMIT_NPROC in the run's own user namespace
-        self._own_userns = False  # the command was seen in a user namespace of its own
+        # Both rlimits for NPROC in the run's own user namespace; or why it gets none.
+        self._own_nproc = own_nproc
+        self._own_userns = False  # the wrapper made one and said so
+        if isinstance(own_nproc, str):
+            self.notes += (
+                PostureWarning(
+                    Severity.CAUTION,
+                    f"No user namespace of the run's own ({own_nproc}): RLIMIT_NPROC counts all "
+                    "your processes, raised by those running as the run started, so ones that "
+                    "end during the run give it more.",
+                ),
+            )
         self._read_fd, self._write_fd = status_pipe
         self._run_uid = run_uid
         self._private = private  # (its folder, the run folder) when HOME/TMPDIR live apart
@@ -122,8 +135,12 @@ class HardenedRun(PreparedRun):
         self._error = report.get("error", "")
         if self._error or "limits" not in report:  # not exec'd: failed, or killed before
             return
-        self._own_userns = report.get("userns") == "own" and _own_user_namespace(pid)
-        if self._own_userns and self._own_nproc is not None:
+        namespace = report.get("userns_id", "")
+        self._own_userns = report.get("userns") == "own" and namespace not in (
+            "",
+            limits_exec.app_user_namespace(),
+        )
+        if self._own_userns and isinstance(self._own_nproc, tuple):
             self._wanted["NPROC"], self._requested["NPROC"] = self._own_nproc
         limits_text, status_text = proc_texts(pid) or (report["limits"], report["status"])
         self.card = replace(self.card, checks=tuple(self._checks(limits_text, status_text)))
@@ -131,7 +148,7 @@ class HardenedRun(PreparedRun):
     def _checks(self, limits_text: str, status_text: str) -> list[tuple[str, bool]]:
         assert self.limits is not None
         checks = limit_checks(self.limits, self._wanted, limits_text)
-        checks += _lowered_checks(self._wanted, self._requested, limits_text)
+        checks += _lowered_checks(self._wanted, self._requested, limits_text, self._own_userns)
         status = parse_status(status_text)
         if self._run_uid is not None:
             uid = str(self._run_uid)
@@ -186,6 +203,7 @@ class HardenedExecutor(SubprocessExecutor):
 
     _run_uid: int | None = None
     _workspace_loan: SharedLoan | None = None
+    _userns_problem = ""  # why an ordinary user's runs get no user namespace of their own
 
     async def start(self, session: SessionSpec) -> None:
         """Start the session: pick its throwaway uid when root (a random uid above 0x60000000
@@ -200,6 +218,7 @@ class HardenedExecutor(SubprocessExecutor):
             self._workspace_loan = SharedLoan(FolderLoan(session.workspace, uid, uid))
         else:
             limits_exec.prctl(limits_exec.PR_SET_DUMPABLE, 0)
+            self._userns_problem = await asyncio.to_thread(_own_user_namespace_problem)
 
     async def _prepare(self, context: RunContext) -> PreparedRun | str:
         session = context.session
@@ -227,7 +246,7 @@ class HardenedExecutor(SubprocessExecutor):
         # An ordinary user's run tries a user namespace of its own, where RLIMIT_NPROC is the
         # posture's; `wanted` and `requested` are what stands where the kernel refuses one.
         own_nproc = None
-        if run_uid is None:
+        if run_uid is None and not self._userns_problem:
             own = {"NPROC": requested_rlimits(limits)["NPROC"]}
             own_nproc = own["NPROC"], _within_hard_limits(own)["NPROC"]
         read_fd, write_fd = os.pipe()
@@ -257,20 +276,12 @@ class HardenedExecutor(SubprocessExecutor):
             card,
             limits,
             (wanted, requested),
-            own_nproc,
+            own_nproc if run_uid is None else self._userns_problem,
             (read_fd, write_fd),
             run_uid,
             None if run_uid is None else (folder, context.run_dir),
             self._workspace_loan,
         )
-
-
-def _own_user_namespace(pid: int) -> bool:
-    """Whether `pid` lives in another user namespace than the app's (False if unreadable)."""
-    try:
-        return Path(f"/proc/{pid}/ns/user").readlink() != Path("/proc/self/ns/user").readlink()
-    except OSError:
-        return False
 
 
 def _within_hard_limits(wanted: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
@@ -286,14 +297,17 @@ def _within_hard_limits(wanted: dict[str, tuple[int, int]]) -> dict[str, tuple[i
 
 
 def _lowered_checks(
-    wanted: dict[str, tuple[int, int]], requested: dict[str, tuple[int, int]], limits_text: str
+    wanted: dict[str, tuple[int, int]],
+    requested: dict[str, tuple[int, int]],
+    limits_text: str,
+    own_userns: bool,
 ) -> list[tuple[str, bool]]:
     """A card row per limit lowered below the posture's by `_within_hard_limits`."""
     applied = parse_limits(limits_text)
     return [
         (
-            f"RLIMIT_{name} lowered to {_amount(name, soft)}: your hard limit is below the "
-            "posture's, and only root can raise it",
+            f"RLIMIT_{name} lowered to {_amount(name, soft, own_userns)}: your hard limit is "
+            "below the posture's, and only root can raise it",
             applied.get(PROC_LIMIT_ROWS[name], (None, None))[0] == soft,
         )
         for name, (soft, _) in requested.items()
@@ -301,12 +315,12 @@ def _lowered_checks(
     ]
 
 
-def _amount(name: str, value: int) -> str:
+def _amount(name: str, value: int, own_userns: bool) -> str:
     if name in ("AS", "FSIZE"):
         return format_bytes(value)
     if name == "CPU":
         return f"{value} s"
-    if name == "NPROC":
+    if name == "NPROC" and not own_userns:
         return f"{value} (all your processes count)"
     return str(value)
 

@@ -35,7 +35,7 @@ if (defined $own_nproc) {
     } elsif (spill('/proc/self/setgroups', 'deny') and spill('/proc/self/uid_map', "$euid $euid 1")
         and spill('/proc/self/gid_map', "$egid $egid 1")) {
         $_->[0] eq 'NPROC' and @$_[2, 3] = split(/:/, $own_nproc) for @limits;
-        report(userns => 'own');
+        report(userns => 'own', userns_id => readlink('/proc/self/ns/user') // '');
     } else {
         fail("could not map uid $euid into the run's user namespace: $!");
     }

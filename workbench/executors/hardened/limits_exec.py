@@ -3,19 +3,22 @@
 `wrapper_launch()` starts `limits_exec.pl` (a perl helper, see `workbench.platform.perl`) with
 the rlimits (hard = soft as asked), the run's uid when there is one, the status pipe and the
 names of the variables to pass on; without a uid (an ordinary user's app), the RLIMIT_NPROC to
-set in a user namespace of the run's own. The wrapper enters that namespace (its uid and gid
-mapped to themselves; `userns` says `own` or why the kernel refused it, and then the limits
-asked stand), sets the limits, drops to the uid (no supplementary groups) and sets
-no_new_privs, reports what it applied (`/proc/self/limits` and `status`) or an `error` as
-NUL-separated pairs on the close-on-exec status pipe, keeps only the
-named variables, finds the command on their PATH as the new uid sees it and execs it (127 and
-`command not found` when there is none, 126 for any other failure). EOF without an error means
-the command was exec'd. `prctl` is the app's own way to the call.
+set in a user namespace of the run's own, where `own_user_namespace_problem()` found none. The
+wrapper enters that namespace (its uid and gid mapped to themselves; `userns` says `own`, with
+its /proc/self/ns/user as `userns_id`, or why the kernel refused it, and then the limits asked
+stand), sets the limits, drops to the uid (no supplementary groups) and sets no_new_privs,
+reports what it applied (`/proc/self/limits` and `status`) or an `error` as NUL-separated pairs
+on the close-on-exec status pipe, keeps only the named variables, finds the command on their PATH
+as the new uid sees it and execs it (127 and `command not found` when there is none, 126 for any
+other failure). EOF without an error means the command was exec'd. `prctl` is the app's own way
+to the call.
 """
 
 import ctypes
 import os
+import re
 import resource
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -24,6 +27,8 @@ from workbench.platform.perl import helper_launch, syscall_numbers
 PR_GET_DUMPABLE = 3
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
+NPROC_PER_NAMESPACE = (5, 14)  # the kernel whose ucounts count RLIMIT_NPROC per user namespace
+CHECK_TIMEOUT_S = 10.0
 WRAPPER = (Path(__file__).with_name("limits_exec.pl")).read_text(encoding="utf-8")
 
 
@@ -70,6 +75,44 @@ def wrapper_launch(
         args.append(f"userns={own_nproc[0]}:{own_nproc[1]}")
     args += [f"env={name}" for name in env_names]
     return helper_launch(WRAPPER, [*args, "--"], env)
+
+
+def own_user_namespace_problem() -> str:
+    """Why a run cannot get a user namespace of its own where RLIMIT_NPROC counts its processes
+    only ("" when it can): before 5.14 the kernel counts them over all the user's; a kernel may
+    refuse the namespace, or (Ubuntu's AppArmor) allow it and refuse the mapping. Tried for
+    real: the wrapper execs `true` in one."""
+    release = os.uname().release
+    version = re.match(r"(\d+)\.(\d+)", release)
+    if version is None or (int(version[1]), int(version[2])) < NPROC_PER_NAMESPACE:
+        return f"Linux {release} counts RLIMIT_NPROC over all your processes before 5.14"
+    read_fd, write_fd = os.pipe()
+    argv, env = wrapper_launch({}, None, write_fd, ["PATH"], {"PATH": os.defpath}, (1, 1))
+    try:
+        subprocess.run(
+            [*argv, "true"],
+            env=env,
+            pass_fds=(write_fd,),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=CHECK_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"the check could not run: {error}"
+    finally:
+        os.close(write_fd)
+        with os.fdopen(read_fd, "rb") as status:
+            report = decode_report(status.read())
+    if report.get("userns") == "own":
+        return ""
+    return report.get("error") or report.get("userns") or "the check reported nothing"
+
+
+def app_user_namespace() -> str:
+    """The app's own user namespace, as /proc/self/ns/user names it."""
+    return str(Path("/proc/self/ns/user").readlink())
 
 
 def decode_report(data: bytes) -> dict[str, str]:
