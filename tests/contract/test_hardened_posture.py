@@ -9,6 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.contract.conftest import Harness
+from workbench.executors.hardened import executor as hardened_executor
+from workbench.executors.hardened.executor import OWN_USERNS_CHECK
+from workbench.executors.hardened.limits_exec import app_user_namespace
 from workbench.executors.types import CancelToken, RunRequest, RunResult, RunStatus
 from workbench.monitor.process import all_processes, run_tag, tagged_processes
 from workbench.postures.model import MIB, Posture, PostureId
@@ -122,6 +125,25 @@ def test_card_reads_back_the_applied_limits(hardened: Harness) -> None:
     assert checks["no_new_privs (set-uid programs gain nothing)"] is True
     assert checks["CPU share 1 core(s) (needs a cgroup)"] is False  # honest: not applied
     assert checks["network off (the host's network stays reachable)"] is False
+    # Root's runs get a throwaway uid, an ordinary user's a user namespace: neither is told off.
+    assert checks.get(OWN_USERNS_CHECK, True) is True
+    assert not any("user namespace" in warning.text for warning in result.warnings)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root's runs get a throwaway uid, no namespace")
+def test_without_a_user_namespace_a_run_says_why_and_counts_all_your_processes(
+    hardened: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hardened_executor, "_own_user_namespace_problem", lambda: "none here")
+    executor = hardened.start(hardened.posture(pids=99))
+    result = hardened.run("sh", "-c", "readlink /proc/self/ns/user", executor=executor).result
+    checks = dict(result.card.checks)
+    assert (checks[OWN_USERNS_CHECK], checks["RLIMIT_NPROC 99"]) == (False, True)
+    assert result.stdout.text.strip() == app_user_namespace()
+    assert any(
+        warning.text.startswith("No user namespace of the run's own (none here): RLIMIT_NPROC")
+        for warning in result.warnings
+    )
 
 
 def test_private_home_and_tmp_end_in_the_run_folder(hardened: Harness) -> None:

@@ -101,7 +101,7 @@ class HardenedRun(PreparedRun):
         card: PostureCard,
         limits: Limits,
         rlimits: tuple[dict[str, tuple[int, int]], dict[str, tuple[int, int]]],
-        own_nproc: tuple[tuple[int, int], tuple[int, int]] | str | None,
+        userns: str | None,
         status_pipe: tuple[int, int],
         run_uid: int | None,
         private: tuple[Path, Path] | None,
@@ -109,17 +109,15 @@ class HardenedRun(PreparedRun):
     ) -> None:
         super().__init__(launch, card, limits)
         self._wanted, self._requested = rlimits  # what the posture asks, what the wrapper asks
-        # Both rlimits for NPROC in the run's own user namespace; or why it gets none.
-        self._own_nproc = own_nproc
+        # An ordinary user's run: "" when it asks for a user namespace of its own, else why it
+        # does not (then its RLIMIT_NPROC counts all the user's processes); None for root's.
+        self._userns = userns
         self._own_userns = False  # the wrapper made one and said so
-        if isinstance(own_nproc, str):
-            self.notes += (
-                PostureWarning(
-                    Severity.CAUTION,
-                    f"No user namespace of the run's own ({own_nproc}): RLIMIT_NPROC counts all "
-                    "your processes, raised by those running as the run started, so ones that "
-                    "end during the run give it more.",
-                ),
+        if userns:
+            self._caution(
+                f"No user namespace of the run's own ({userns}): RLIMIT_NPROC counts all your "
+                "processes, raised by those running as the run started, so ones that end during "
+                "the run give it more."
             )
         self._read_fd, self._write_fd = status_pipe
         self._run_uid = run_uid
@@ -140,10 +138,16 @@ class HardenedRun(PreparedRun):
             "",
             limits_exec.app_user_namespace(),
         )
-        if self._own_userns and isinstance(self._own_nproc, tuple):
-            self._wanted["NPROC"], self._requested["NPROC"] = self._own_nproc
+        if self._userns == "" and not self._own_userns:  # the session's check had passed
+            self._caution(
+                f"No user namespace of the run's own ({report.get('userns') or 'none made'}): "
+                "its RLIMIT_NPROC counted all your processes, so it could start fewer."
+            )
         limits_text, status_text = proc_texts(pid) or (report["limits"], report["status"])
         self.card = replace(self.card, checks=tuple(self._checks(limits_text, status_text)))
+
+    def _caution(self, text: str) -> None:
+        self.notes += (PostureWarning(Severity.CAUTION, text),)
 
     def _checks(self, limits_text: str, status_text: str) -> list[tuple[str, bool]]:
         assert self.limits is not None
@@ -241,14 +245,11 @@ class HardenedExecutor(SubprocessExecutor):
         app_env = {name: v for name, v in os.environ.items() if name != APP_MARK_ENV}
         env = scrub_env(self.posture, app_env, context.request.env, fixed)
         limits = self.posture.limits
-        wanted = requested_rlimits(limits, _own_tasks() if run_uid is None else 0)
+        # An ordinary user's run gets a user namespace of its own, where RLIMIT_NPROC counts its
+        # processes only; without one, the limit is raised by what the user runs already.
+        userns = None if run_uid is not None else self._userns_problem
+        wanted = requested_rlimits(limits, _own_tasks() if userns else 0)
         requested = wanted if run_uid is not None else _within_hard_limits(wanted)
-        # An ordinary user's run tries a user namespace of its own, where RLIMIT_NPROC is the
-        # posture's; `wanted` and `requested` are what stands where the kernel refuses one.
-        own_nproc = None
-        if run_uid is None and not self._userns_problem:
-            own = {"NPROC": requested_rlimits(limits)["NPROC"]}
-            own_nproc = own["NPROC"], _within_hard_limits(own)["NPROC"]
         read_fd, write_fd = os.pipe()
         wrapper, wrapper_env = limits_exec.wrapper_launch(
             requested,
@@ -256,7 +257,7 @@ class HardenedExecutor(SubprocessExecutor):
             write_fd,
             [*env.kept, RUN_TAG_ENV],
             env.env,
-            own_nproc=None if own_nproc is None else own_nproc[1],
+            own_nproc=requested["NPROC"] if userns == "" else None,
         )
         launch = Launch(
             (*wrapper, *context.request.argv),
@@ -276,7 +277,7 @@ class HardenedExecutor(SubprocessExecutor):
             card,
             limits,
             (wanted, requested),
-            own_nproc if run_uid is None else self._userns_problem,
+            userns,
             (read_fd, write_fd),
             run_uid,
             None if run_uid is None else (folder, context.run_dir),
