@@ -126,7 +126,7 @@ def test_a_command_that_ends_at_once_still_shows_its_own_namespace_and_limit(
         result, _ = run_as_user("hardened", "--pids", "50", "--", "true")
         checks = dict(result["card"]["checks"])
         assert (checks[OWN_USERNS_CHECK], checks["RLIMIT_NPROC 50"]) == (True, True)
-    assert not any("user namespace" in w["text"] for w in result["warnings"])
+        assert not any("user namespace" in w["text"] for w in result["warnings"])
     assert user.processes() == []
 
 

@@ -257,7 +257,7 @@ class HardenedExecutor(SubprocessExecutor):
             write_fd,
             [*env.kept, RUN_TAG_ENV],
             env.env,
-            own_nproc=requested["NPROC"] if userns == "" else None,
+            own_userns=userns == "",
         )
         launch = Launch(
             (*wrapper, *context.request.argv),

@@ -15,26 +15,25 @@ sub spill {    # write a whole /proc file at once (buffered, an error would go u
     return (syswrite($f, $_[1]) // -1) == length($_[1]);
 }
 
-my (@limits, %kept, $uid, $own_nproc);
+my (@limits, %kept, $uid, $own_userns);
 while (@ARGV and $ARGV[0] ne '--') {
     my ($key, $value) = split /=/, shift(@ARGV), 2;
     if ($key eq 'rlimit') { push @limits, [split /:/, $value]; }
     elsif ($key eq 'uid') { $uid = $value + 0; }
     elsif ($key eq 'env') { $kept{$value} = 1; }
-    elsif ($key eq 'userns') { $own_nproc = $value; }
+    elsif ($key eq 'userns') { $own_userns = 1; }
 }
 shift @ARGV;
 
 # A user namespace of the run's own, the same uid and gid mapped to themselves: RLIMIT_NPROC
 # set in it counts its processes only, not all of the user's. Where the kernel refuses one,
-# the limits asked for stand (an NPROC raised by what the user runs) and the report says why.
-if (defined $own_nproc) {
+# the report says why and the limits are set all the same.
+if ($own_userns) {
     my ($euid, $egid) = ($>, (split / /, $))[0]);
     if (syscall($unshare_nr, 0x10000000) != 0) {    # CLONE_NEWUSER
         report(userns => "refused: $!");
     } elsif (spill('/proc/self/setgroups', 'deny') and spill('/proc/self/uid_map', "$euid $euid 1")
         and spill('/proc/self/gid_map', "$egid $egid 1")) {
-        $_->[0] eq 'NPROC' and @$_[2, 3] = split(/:/, $own_nproc) for @limits;
         report(userns => 'own', userns_id => readlink('/proc/self/ns/user') // '');
     } else {
         fail("could not map uid $euid into the run's user namespace: $!");

@@ -1,17 +1,17 @@
 """The hardened posture's exec wrapper: it applies limits and identity, then execs the command.
 
-`wrapper_launch()` starts `limits_exec.pl` (a perl helper, see `workbench.platform.perl`) with
-the rlimits (hard = soft as asked), the run's uid when there is one, the status pipe and the
-names of the variables to pass on; without a uid (an ordinary user's app), the RLIMIT_NPROC to
-set in a user namespace of the run's own, where `own_user_namespace_problem()` found none. The
-wrapper enters that namespace (its uid and gid mapped to themselves; `userns` says `own`, with
-its /proc/self/ns/user as `userns_id`, or why the kernel refused it, and then the limits asked
-stand), sets the limits, drops to the uid (no supplementary groups) and sets no_new_privs,
-reports what it applied (`/proc/self/limits` and `status`) or an `error` as NUL-separated pairs
-on the close-on-exec status pipe, keeps only the named variables, finds the command on their PATH
-as the new uid sees it and execs it (127 and `command not found` when there is none, 126 for any
-other failure). EOF without an error means the command was exec'd. `prctl` is the app's own way
-to the call.
+`wrapper_launch()` starts `limits_exec.pl` (a perl helper, see `workbench.platform.perl`) with the
+rlimits (hard = soft as asked), the run's uid when there is one, the status pipe and the names of
+the variables to pass on; without a uid (an ordinary user's app), whether to make a user namespace
+of the run's own first, where RLIMIT_NPROC counts the run's processes only
+(`own_user_namespace_problem()` says why not). The wrapper enters that namespace (its uid and gid
+mapped to themselves; `userns` says `own`, with its /proc/self/ns/user as `userns_id`, or why the
+kernel refused it), sets the limits, drops to the uid (no supplementary groups) and sets
+no_new_privs, reports what it applied (`/proc/self/limits` and `status`) or an `error` as
+NUL-separated pairs on the close-on-exec status pipe, keeps only the named variables, finds the
+command on their PATH as the new uid sees it and execs it (127 and `command not found` when there is
+none, 126 for any other failure). EOF without an error means the command was exec'd. `prctl` is the
+app's own way to the call.
 """
 
 import ctypes
@@ -48,12 +48,12 @@ def wrapper_launch(
     status_fd: int,
     env_names: Iterable[str],
     env: dict[str, str],
-    own_nproc: tuple[int, int] | None = None,
+    own_userns: bool = False,
 ) -> tuple[list[str], dict[str, str]]:
     """The wrapper's argv up to and including the "--" before the command, and the
     environment to start it with (`env`, the command's, held: see `helper_launch`). With
-    `own_nproc`, the wrapper tries a user namespace of the run's own and sets RLIMIT_NPROC to
-    it there (see the module doc)."""
+    `own_userns`, the wrapper sets the limits in a user namespace of the run's own (see the
+    module doc)."""
     numbers = syscall_numbers(
         "prlimit64",
         "setgroups",
@@ -71,8 +71,8 @@ def wrapper_launch(
     ]
     if uid is not None:
         args.append(f"uid={uid}")
-    if own_nproc is not None:
-        args.append(f"userns={own_nproc[0]}:{own_nproc[1]}")
+    if own_userns:
+        args.append("userns=own")
     args += [f"env={name}" for name in env_names]
     return helper_launch(WRAPPER, [*args, "--"], env)
 
@@ -87,7 +87,7 @@ def own_user_namespace_problem() -> str:
     if version is None or (int(version[1]), int(version[2])) < NPROC_PER_NAMESPACE:
         return f"Linux {release} counts RLIMIT_NPROC over all your processes before 5.14"
     read_fd, write_fd = os.pipe()
-    argv, env = wrapper_launch({}, None, write_fd, ["PATH"], {"PATH": os.defpath}, (1, 1))
+    argv, env = wrapper_launch({}, None, write_fd, ["PATH"], {"PATH": os.defpath}, True)
     try:
         subprocess.run(
             [*argv, "true"],
