@@ -97,6 +97,10 @@ def check_every_cell(document: dict[str, Any], posture_id: PostureId, env: dict[
     ]
     assert wrong == []
     assert not any(cell["unexpected"] for cell in cells.values())
+    busy, control = cells[ProbeId.CPU.value], claimed[ProbeId.CPU.value].note
+    assert busy["detail"].startswith(control.split()[0]), (
+        f"the busy loop was stopped by {busy['detail']}, not by {control} as promised"
+    )
     listed = subprocess.run(
         [sys.executable, "-m", "workbench", "history", "list", "--limit", "1000", "--json"],
         env=env,

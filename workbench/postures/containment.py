@@ -15,6 +15,8 @@ from enum import StrEnum
 
 from workbench.postures.model import Network, Posture, PostureId, PostureWarning, Severity
 
+CPU_TIME_LIMIT = "RLIMIT_CPU"  # the control a CPU claim names when CPU time, not the clock, stops
+
 
 class Aspect(StrEnum):
     """What a skill may try that a posture may stop, in the order a posture's text lists them."""
@@ -226,7 +228,7 @@ _HARDENED: dict[Aspect, Claim] = {
         ),
         as_root=Claim(True, "what its throwaway uid leaves is removed after the run"),
     ),
-    Aspect.CPU: Claim(True, "RLIMIT_CPU", card=_HARDENED_LIMITS),
+    Aspect.CPU: Claim(True, CPU_TIME_LIMIT, card=_HARDENED_LIMITS),
     Aspect.MEMORY: Claim(True, "RLIMIT_AS", card=_HARDENED_LIMITS),
     Aspect.DISK: Claim(
         True,
@@ -362,7 +364,7 @@ _QUICKJS: dict[Aspect, Claim] = {
     Aspect.PROCESSES: Claim(True, "no process API", card=_NO_HOST_API),
     Aspect.DAEMONS: Claim(True, "no process API", card=_NO_HOST_API),
     Aspect.LEFTOVERS: Claim(True, "it reaches nothing outside the workspace", card=_NO_HOST_API),
-    Aspect.CPU: Claim(True, "RLIMIT_CPU on the worker", card=_ENGINE_LIMITS),
+    Aspect.CPU: Claim(True, f"{CPU_TIME_LIMIT} on the worker", card=_ENGINE_LIMITS),
     Aspect.MEMORY: Claim(True, "QuickJS memory limit", card=_ENGINE_LIMITS),
     Aspect.DISK: Claim(True, "the workspace size limit (watched) stops the run"),
     Aspect.LIMITS: Claim(True, "no process API", card=_NO_HOST_API),
@@ -423,7 +425,7 @@ _BUBBLEWRAP: dict[Aspect, Claim] = {
     Aspect.PROCESSES: Claim(True, "RLIMIT_NPROC in its own user namespace", card=_BWRAP_LIMITS),
     Aspect.DAEMONS: Claim(True, "its PID 1 kills what the command left", card=_BWRAP_PROCESSES),
     Aspect.LEFTOVERS: Claim(True, "its /tmp, /dev/shm and IPC end with the run", card=_BWRAP_VIEW),
-    Aspect.CPU: Claim(True, "RLIMIT_CPU", card=_BWRAP_LIMITS),
+    Aspect.CPU: Claim(True, CPU_TIME_LIMIT, card=_BWRAP_LIMITS),
     Aspect.MEMORY: Claim(True, "RLIMIT_AS", card=_BWRAP_LIMITS),
     Aspect.DISK: Claim(True, "disk limit", card=_BWRAP_LIMITS),
     Aspect.LIMITS: Claim(True, "hard limits equal soft ones", card=_BWRAP_LIMITS),
@@ -450,6 +452,12 @@ def claim(posture_id: PostureId, aspect: Aspect, *, as_root: bool | None = None)
     found = CONTAINMENT[posture_id][aspect]
     root = runs_as_root() if as_root is None else as_root
     return found.as_root if root and found.as_root is not None else found
+
+
+def stops_busy_loops_by_cpu_time(posture_id: PostureId) -> bool:
+    """True when `posture_id` promises to stop a busy loop with a CPU-time limit (not only
+    with the wall clock)."""
+    return claim(posture_id, Aspect.CPU).why.startswith(CPU_TIME_LIMIT)
 
 
 def claims(posture_id: PostureId, *, as_root: bool | None = None) -> list[Claim]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.executors.types import CancelToken, OutputChunk, RunResult, RunStatus, new_run_id
-from workbench.postures.containment import runs_as_root
+from workbench.postures.containment import runs_as_root, stops_busy_loops_by_cpu_time
 from workbench.postures.model import CONTAINER_POSTURES, MIB, Limits, Posture, PostureId
 from workbench.probes.catalogue import PROBE_BY_ID, ProbeId, probe_argv
 from workbench.probes.expected import expected
@@ -40,7 +40,10 @@ LAB_LIMITS = Limits(
     disk_bytes=8 * MIB,
 )
 GVISOR_MIN_MEMORY = 256 * MIB
-CPU_TIMEOUT_S = 3.0  # above the CPU-time limit, so a CPU-time limit has time to act
+# The `cpu` probe's timeout under a posture that only the wall clock stops it in: the busy loop
+# spins that long. Where a CPU-time limit is promised, the lab's timeout stays, so a loaded machine
+# that slows the loop never lets the clock act first.
+CPU_TIMEOUT_S = 1.5
 SKILL_DIR_WORD = "SKILL_DIR"  # the write probe's word for "the skill folder as I see it"
 # Probes that run alone, each in a session that ends with its run (see `_sessions`).
 ALONE = (ProbeId.CPU, ProbeId.MEMORY, ProbeId.FORK, ProbeId.DISK, ProbeId.DAEMON)
@@ -348,7 +351,7 @@ class _LabSession:
 
 
 def _limits_for(posture_id: PostureId, probe: ProbeId, limits: Limits) -> Limits:
-    if probe is ProbeId.CPU:
+    if probe is ProbeId.CPU and not stops_busy_loops_by_cpu_time(posture_id):
         return replace(limits, timeout_s=min(limits.timeout_s, CPU_TIMEOUT_S))
     if posture_id is PostureId.GVISOR:
         # gVisor's own kernel is charged to the container: a small limit starves the sandbox
