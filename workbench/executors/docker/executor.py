@@ -195,8 +195,11 @@ class DockerExecutor:
 
     def _refusal(self, client: docker.DockerClient) -> str:
         """Why the engine cannot give this posture what it asks for ("" when it can)."""
-        cpus = int(client.info().get("NCPU") or os.cpu_count() or 1)
-        return limits_refusal(self.posture.limits, cpus) or network_refusal(
+
+        def engine_cpus() -> int:
+            return int(client.info().get("NCPU") or os.cpu_count() or 1)
+
+        return limits_refusal(self.posture.limits, engine_cpus) or network_refusal(
             self.posture, self.runtime, client
         )
 

@@ -3,9 +3,10 @@
 `sees_files` writes a marker with random content into the workspace and reads it back through a
 throwaway container (created, never started) that bind-mounts the workspace; only the very content
 proves a local engine. The answer is kept per endpoint in memory and in `engines.json` in the data
-folder; `confirm` checks it again in a cold session container, and `remember(url, None)` forgets it
-when that check fails. The endpoint's kind is only a hint, used when no marker can be written.
-Design notes: docs/notes.md, "Remote engines".
+folder; `confirm` checks it again in a cold session container, where a file of the fresh marker's
+random name and size is proof enough (its stat alone, nothing copied), and `remember(url, None)`
+forgets it when that check fails. The endpoint's kind is only a hint, used when no marker can be
+written. Design notes: docs/notes.md, "Remote engines".
 """
 
 import contextlib
@@ -22,7 +23,7 @@ from docker.types import Mount
 from requests.exceptions import RequestException
 
 from workbench.errors import ExecutorError
-from workbench.executors.docker.archive import fetched
+from workbench.executors.docker.archive import fetched, path_stat
 from workbench.executors.docker.engine import EngineUnreachable, missing_image, resolve_engine
 from workbench.executors.docker.spec import COPIED, LABEL_APP, LOCAL, WORKSPACE_MOUNT
 from workbench.platform.paths import data_dir
@@ -109,6 +110,14 @@ class Marker:
         except (APIError, tarfile.TarError, IndexError):  # the engine said no, or sent no file
             return False
 
+    def listed_by(self, api: docker.APIClient, container_id: str, folder: str) -> bool:
+        """True when the container's `folder` holds a file of this marker's name and size."""
+        found = path_stat(api, container_id, f"{folder}/{self.name}")
+        return found is not None and (found.get("name"), found.get("size")) == (
+            self.name,
+            len(self.content),
+        )
+
 
 def files_note() -> str:
     """What is known of the engine in use and this machine's files, for people."""
@@ -167,4 +176,4 @@ def confirm(api: docker.APIClient, container_id: str, workspace: Path) -> bool:
     """True when the session container sees `workspace` as its /workspace (or no marker can
     be written there to tell). Blocking."""
     with Marker(workspace) as marker:
-        return not marker.name or marker.seen_by(api, container_id, WORKSPACE_MOUNT)
+        return not marker.name or marker.listed_by(api, container_id, WORKSPACE_MOUNT)

@@ -15,6 +15,7 @@ limit is the pids cgroup under runc and RLIMIT_NPROC under gVisor (`ulimits`).
 """
 
 import os
+from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -189,17 +190,23 @@ def _rlimits(limits: Limits, runtime: str) -> dict[str, int]:
     return rlimits | {NPROC: limits.pids if runtime == "runsc" else RUNC_NPROC}
 
 
-def limits_refusal(limits: Limits, engine_cpus: int) -> str:
-    """Why the engine would refuse `limits` (its own words are an HTTP error), or ""."""
+def limits_refusal(limits: Limits, engine_cpus: Callable[[], int]) -> str:
+    """Why the engine would refuse `limits` (its own words are an HTTP error), or "".
+
+    `engine_cpus` asks the engine how many CPUs it has (13 ms); every engine has one at least,
+    so only a CPU limit outside 0.01-1 calls it."""
     if limits.memory_bytes < MIN_MEMORY_BYTES:
         return (
             f"The memory limit {format_bytes(limits.memory_bytes)} is below "
             f"{format_bytes(MIN_MEMORY_BYTES)}, the least a container can start with; raise it."
         )
-    if not MIN_CPUS <= limits.cpus <= max(engine_cpus, MIN_CPUS):
+    if MIN_CPUS <= limits.cpus <= 1:
+        return ""
+    most = engine_cpus()
+    if not MIN_CPUS <= limits.cpus <= max(most, MIN_CPUS):
         return (
             f"The CPU limit {limits.cpus:g} is outside what the engine can give: from "
-            f"{MIN_CPUS:g} to {engine_cpus} (its machine's CPUs)."
+            f"{MIN_CPUS:g} to {most} (its machine's CPUs)."
         )
     return ""
 
