@@ -9,6 +9,7 @@ host cannot see the processes (a remote engine, gVisor) the sampler says so.
 """
 
 import asyncio
+import os
 import re
 import time
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from workbench.monitor.sample import ProcessTable, ResourceSample
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 CGROUP_INTERVAL_S = 0.1
+SMALL_FILE_BYTES = 4096  # a usage file is a line, or a few ("key value" lines)
 REMOTE_TREE = (
     "Process tree not visible: the Docker engine runs elsewhere (or out of this machine's "
     "sight), and its stats name no processes."
@@ -127,19 +129,23 @@ class CgroupFiles:
     def usage(self) -> CgroupUsage:
         """Read CPU time (ns), memory in use (bytes) and the task count."""
         if self.version == 1:
-            cpu_ns = int(self.cpu.read_text())
+            cpu_ns = int(_read(self.cpu))
         else:
-            cpu_ns = _keyed(self.cpu.read_text(), "usage_usec") * 1000
+            cpu_ns = _keyed(_read(self.cpu).decode(), "usage_usec") * 1000
+        try:
+            high_water = int(_read(self.memory_high_water) or 0)
+        except OSError:  # no memory.peak before Linux 5.19
+            high_water = 0
         return CgroupUsage(
             cpu_ns=cpu_ns,
-            memory_bytes=int(self.memory.read_text()),
+            memory_bytes=int(_read(self.memory)),
             tasks=self.tasks(),
-            memory_high_water=int(_read_or_empty(self.memory_high_water) or 0),
+            memory_high_water=high_water,
         )
 
     def tasks(self) -> int:
         """The kernel's count of tasks in the cgroup and below it (`pids.current`)."""
-        return int(self.pids.read_text())
+        return int(_read(self.pids))
 
     def processes(self) -> list[int]:
         """The host pids of the processes directly in the cgroup (`cgroup.procs`)."""
@@ -151,6 +157,16 @@ class CgroupFiles:
             oom_kills=_keyed(_read_or_empty(self.memory_events), "oom_kill"),
             pids_max_hits=_keyed(_read_or_empty(self.pids_events), "max"),
         )
+
+
+def _read(path: Path) -> bytes:
+    """A small cgroup file in one read (a sample reads four; through pathlib they cost three
+    times as much)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return os.read(fd, SMALL_FILE_BYTES)
+    finally:
+        os.close(fd)
 
 
 def _read_or_empty(path: Path) -> str:
