@@ -12,7 +12,9 @@ sub refused { fail("could not apply the hardened limits: $_[0]: $!"); }
 sub slurp { open(my $f, '<', $_[0]) or return ''; local $/; return <$f>; }
 sub spill {    # write a whole /proc file at once (buffered, an error would go unseen)
     open(my $f, '>', $_[0]) or return 0;
-    return (syswrite($f, $_[1]) // -1) == length($_[1]);
+    my $wrote = syswrite($f, $_[1]) // return 0;
+    $! = 5 if $wrote != length($_[1]);    # EIO: a short write sets no error of its own
+    return $wrote == length($_[1]);
 }
 
 my (@limits, %kept, $uid, $own_userns);
