@@ -1,4 +1,5 @@
-"""Escapes that drop the run's tag (`env -i`) and leave the tree still end with the run.
+"""Escapes that drop the run's tag (`env -i`, a made-up tag) and leave the tree still end with
+the run.
 
 Checked independently of the workbench's own tag scan: each test puts a unique marker in the
 escapee's command line (`sleep 60.NNNNNN`) and looks for it in the host's process list.
@@ -42,9 +43,12 @@ from workbench.postures.model import PostureId
 
 pytestmark = pytest.mark.timeout(60)
 
+MADE_UP = f"{RUN_TAG_ENV}=20200101-000000-madeup"  # the tag of no run
 ESCAPES = {
     "setsid-env-i": "(setsid env -i sleep {m} </dev/null >/dev/null 2>&1 &)",
     "double-fork-env-i": "(env -i sh -c 'sleep {m} & exit' </dev/null >/dev/null 2>&1 &)",
+    "setsid-made-up-tag": f"(setsid env -i {MADE_UP} sleep {{m}} </dev/null >/dev/null 2>&1 &)",
+    "fork-made-up-tag": f"(env {MADE_UP} sh -c 'sleep {{m}} & exit' </dev/null >/dev/null &)",
 }
 
 

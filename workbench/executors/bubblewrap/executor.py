@@ -44,7 +44,7 @@ from workbench.executors.process.readback import (
     parse_limits,
     parse_status,
 )
-from workbench.executors.process.reaper import APP_MARK_ENV
+from workbench.executors.process.reaper import app_environment
 from workbench.executors.process.runner import EndedBy, Launch, ProcessOutcome
 from workbench.executors.process.session import PreparedRun, RunContext, SubprocessExecutor
 from workbench.executors.types import NetworkAttempt, PostureCard, RunResult, SessionSpec
@@ -247,8 +247,7 @@ class BubblewrapExecutor(SubprocessExecutor):
             "TMPDIR": "/tmp",
             **(proxy_env if allow.entries else {}),
         }
-        app_env = {name: v for name, v in os.environ.items() if name != APP_MARK_ENV}
-        env = scrub_env(self.posture, app_env, context.request.env, fixed)
+        env = scrub_env(self.posture, app_environment(), context.request.env, fixed)
         if self._workspace_loan is not None:
             try:
                 await self._workspace_loan.acquire()

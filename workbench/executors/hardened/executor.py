@@ -43,7 +43,7 @@ from workbench.executors.process.readback import (
     proc_texts,
     requested_rlimits,
 )
-from workbench.executors.process.reaper import APP_MARK_ENV
+from workbench.executors.process.reaper import app_environment
 from workbench.executors.process.runner import Launch
 from workbench.executors.process.session import PreparedRun, RunContext, SubprocessExecutor
 from workbench.executors.types import PostureCard, SessionSpec
@@ -242,8 +242,7 @@ class HardenedExecutor(SubprocessExecutor):
         ):
             return problem
         fixed = context.command_env(context.request.env) | {"HOME": str(home), "TMPDIR": str(tmp)}
-        app_env = {name: v for name, v in os.environ.items() if name != APP_MARK_ENV}
-        env = scrub_env(self.posture, app_env, context.request.env, fixed)
+        env = scrub_env(self.posture, app_environment(), context.request.env, fixed)
         limits = self.posture.limits
         # An ordinary user's run gets a user namespace of its own, where RLIMIT_NPROC counts its
         # processes only; without one, the limit is raised by what the user runs already.

@@ -96,6 +96,12 @@ def become_subreaper() -> bool:
     return True
 
 
+def app_environment() -> dict[str, str]:
+    """The app's environment for a run: all of it but the app's mark, so that none of the run's
+    processes passes for a helper the app detached (`escapees`) unless it copies the mark."""
+    return {name: value for name, value in os.environ.items() if name != APP_MARK_ENV}
+
+
 def track_root(pid: int) -> None:
     """Record `pid` as a run root that asyncio reaps (never reaped by `reap_orphans`)."""
     _live_roots.add(pid)
@@ -167,10 +173,11 @@ def _no_new_privs(pid: int | str) -> bool:
 
 
 def escapees(scope: RunScope, others: set[int]) -> set[int]:
-    """The app's children that escaped this run without its tag, as `env -i` leaves them.
+    """The app's children that escaped this run without its tag, as `env -i` (or a made-up
+    tag) leaves them.
 
     While the app lives such a process is the app's child (the subreaper), so an escapee is a
-    child of the app, born after the run began, carrying no run tag, outside the app's own
+    child of the app, born after the run began, carrying no live run's tag, outside the app's own
     session (every run starts a session of its own; the app's helpers without one stay in the
     app's), neither a run root nor a process a live run's monitor claimed, and either without the
     app's mark (`WORKBENCH_APP`, which the app sets when it becomes a subreaper, so the helpers
@@ -192,8 +199,8 @@ def escapees(scope: RunScope, others: set[int]) -> set[int]:
         except (psutil.Error, OSError):
             continue
         entries = _environ(pid) or []  # unreadable (made non-dumpable): no tag, no mark
-        if any(entry.startswith(_ANY_TAG) for entry in entries):
-            continue  # tagged: the tag decides whose it is
+        if any(entry in _claims for entry in entries if entry.startswith(_ANY_TAG)):
+            continue  # a live run's tag decides whose it is; a made-up or ended one does not
         if _spawn_starts and _still_spawning(pid):
             continue
         if mark not in entries or (not app_nnp and _no_new_privs(pid)):
