@@ -189,7 +189,7 @@ def test_a_run_root_not_yet_execd_is_left_alone_while_it_is_spawned() -> None:
         while os.getsid(pid) == os.getsid(0) and time.monotonic() < until_born:
             time.sleep(0.01)
         assert pid in escapees(scope, set())  # once exec'd, a process like it would be one
-        with spawning():
+        with spawning(run_tag("the-run-being-spawned")):
             assert pid not in escapees(scope, set())
     finally:
         os.kill(pid, signal.SIGKILL)

@@ -21,7 +21,7 @@ from workbench.executors.process.runner import (
 )
 from workbench.executors.process.spawned import spawn
 from workbench.executors.types import CancelToken, OutputChunk, Stream
-from workbench.monitor.process import process_clock
+from workbench.monitor.process import process_clock, run_tag
 
 
 def _python(tmp_path: Path, source: str) -> Launch:
@@ -138,7 +138,7 @@ def test_orphans_reaped_meanwhile_never_take_a_spawned_root_s_exit_code(tmp_path
 
 def test_a_zombie_left_to_a_spawn_under_way_is_reaped_when_it_is_done() -> None:
     since = process_clock() - 1
-    with spawning():
+    with spawning(run_tag("a-run-being-spawned")):
         pid = os.posix_spawn("/bin/true", ["/bin/true"], {})  # a child nobody waits for
         zombie = psutil.Process(pid)
         while zombie.status() != psutil.STATUS_ZOMBIE:

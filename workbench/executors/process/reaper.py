@@ -45,14 +45,16 @@ _KILL_ROUNDS = 100
 _VERIFY_ROUNDS = 3  # whole-machine checks that find some and kill them, after the first kill
 _ANY_TAG = f"{RUN_TAG_ENV}=".encode()
 
-# Pids of run roots that asyncio's child watcher waits for: reaping one of them here would steal
-# its exit status. Process-wide on purpose: they are children of this one process.
-_live_roots: set[int] = set()
+# Pids of run roots that asyncio's child watcher waits for (reaping one of them here would steal
+# its exit status), with their run tags. Process-wide on purpose: they are children of this one
+# process.
+_live_roots: dict[int, bytes] = {}
 # Every live run's processes as its monitor saw them, by run tag (the monitor's own dict).
 _claims: dict[bytes, dict[int, psutil.Process]] = {}
 # When each run root being spawned (forked, not yet exec'd, not yet tracked) began, on the
 # clock of create times, less a margin for the kernel's tick.
 _spawn_starts: list[float] = []
+_spawning_tags: list[bytes] = []  # the tags of the roots being spawned
 SPAWN_MARGIN_S = 0.05
 # The earliest `since` of the orphan reaps that left zombies to a spawn under way: reaped when
 # the last spawn is done.
@@ -102,19 +104,20 @@ def app_environment() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name != APP_MARK_ENV}
 
 
-def track_root(pid: int) -> None:
-    """Record `pid` as a run root that asyncio reaps (never reaped by `reap_orphans`)."""
-    _live_roots.add(pid)
+def track_root(pid: int, tag: bytes) -> None:
+    """Record `pid`, tagged `tag`, as a run root that asyncio reaps (never reaped by
+    `reap_orphans`)."""
+    _live_roots[pid] = tag
 
 
 def untrack_root(pid: int) -> None:
     """Forget `pid` once asyncio has reaped it."""
-    _live_roots.discard(pid)
+    _live_roots.pop(pid, None)
 
 
 @contextlib.contextmanager
-def spawning() -> Iterator[None]:
-    """Mark a run root's spawn under way, until it is tracked (`track_root`).
+def spawning(tag: bytes) -> Iterator[None]:
+    """Mark the spawn of a run root tagged `tag` under way, until it is tracked (`track_root`).
 
     Between its fork and its exec the child runs the app's own program in a session of its own,
     with the environment the app started with (neither tag nor mark), and for a moment after
@@ -125,10 +128,12 @@ def spawning() -> Iterator[None]:
     global _deferred_since  # process-wide on purpose, like `_live_roots`
     began = process_clock() - SPAWN_MARGIN_S
     _spawn_starts.append(began)
+    _spawning_tags.append(tag)
     try:
         yield
     finally:
         _spawn_starts.remove(began)
+        _spawning_tags.remove(tag)
         if not _spawn_starts and _deferred_since is not None:
             since, _deferred_since = _deferred_since, None
             reap_orphans(since)
@@ -149,10 +154,15 @@ def unclaim(tag: bytes) -> None:
     _claims.pop(tag, None)
 
 
+def _live_tags() -> set[bytes]:
+    """The tags of the runs in flight: being spawned, with a live root, or supervised."""
+    return {*_spawning_tags, *_live_roots.values(), *_claims}
+
+
 def _others(scope: RunScope, ours: Iterable[int]) -> set[int]:
     """Pids of other live runs: their roots, what their monitors saw, and their trees."""
     claimed = {pid for tag, seen in _claims.items() if tag != scope.tag for pid in seen}
-    starts = (claimed | _live_roots) - set(ours)
+    starts = (claimed | _live_roots.keys()) - set(ours)
     return descendants(starts) if starts else set()
 
 
@@ -177,7 +187,8 @@ def escapees(scope: RunScope, others: set[int]) -> set[int]:
     tag) leaves them.
 
     While the app lives such a process is the app's child (the subreaper), so an escapee is a
-    child of the app, born after the run began, carrying no live run's tag, outside the app's own
+    child of the app, born after the run began, carrying no tag of a run in flight (being
+    spawned, with a live root, or supervised: `_live_tags`), outside the app's own
     session (every run starts a session of its own; the app's helpers without one stay in the
     app's), neither a run root nor a process a live run's monitor claimed, and either without the
     app's mark (`WORKBENCH_APP`, which the app sets when it becomes a subreaper, so the helpers
@@ -191,7 +202,8 @@ def escapees(scope: RunScope, others: set[int]) -> set[int]:
     app_nnp = _no_new_privs("self")
     mark = f"{APP_MARK_ENV}={me}".encode()
     found: set[int] = set()
-    for pid in set(proc_children(me)) - others - _live_roots:
+    live = _live_tags()
+    for pid in set(proc_children(me)) - others - _live_roots.keys():
         try:
             process = psutil.Process(pid)
             if os.getsid(pid) == app_session or process.create_time() < scope.since:
@@ -199,7 +211,7 @@ def escapees(scope: RunScope, others: set[int]) -> set[int]:
         except (psutil.Error, OSError):
             continue
         entries = _environ(pid) or []  # unreadable (made non-dumpable): no tag, no mark
-        if any(entry in _claims for entry in entries if entry.startswith(_ANY_TAG)):
+        if any(entry in live for entry in entries if entry.startswith(_ANY_TAG)):
             continue  # a live run's tag decides whose it is; a made-up or ended one does not
         if _spawn_starts and _still_spawning(pid):
             continue
@@ -405,7 +417,7 @@ def reap_orphans(since: float) -> int:
     global _deferred_since
     unsure = min(_spawn_starts, default=math.inf)
     reaped = 0
-    for pid in set(proc_children(os.getpid())) - _live_roots:
+    for pid in set(proc_children(os.getpid())) - _live_roots.keys():
         try:
             process = psutil.Process(pid)
             if (

@@ -147,7 +147,8 @@ async def spawn(launch: Launch, tag_id: str) -> Spawned | str:
     switch: dict[str, Any] = {}
     if launch.user is not None:
         switch = {"user": launch.user, "group": launch.user, "extra_groups": []}
-    with spawning():
+    tag = run_tag(tag_id)
+    with spawning(tag):
         try:
             transport, pipes = await loop.subprocess_exec(
                 Pipes,
@@ -164,7 +165,7 @@ async def spawn(launch: Launch, tag_id: str) -> Spawned | str:
         except OSError as error:
             return spawn_error(launch.argv[0], error)
         pid = transport.get_pid()
-        track_root(pid)
+        track_root(pid, tag)
     pipes.exited.add_done_callback(lambda _: untrack_root(pid))
     try:
         root: psutil.Process | None = psutil.Process(pid)
