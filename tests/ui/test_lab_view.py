@@ -115,7 +115,7 @@ def test_cells_answer_their_question_and_the_summary_counts_each_kind() -> None:
     )
     assert [cell_text(c) for c in (contained, busy, warned, leak, display)] == [
         "contained",
-        "stopped: RLIMIT_CPU 1 s",
+        "stopped: RLIMIT_CPU 1\u00a0s",  # the number and its unit never split over two lines
         "not contained (as documented)",
         "NOT CONTAINED !",
         "n/a: display",

@@ -8,6 +8,7 @@ history.
 """
 
 import asyncio
+import re
 from pathlib import Path
 
 from PySide6.QtCore import Signal
@@ -186,13 +187,18 @@ class LabView(PostureJobPage):
         self.stop_button.setEnabled(running)
 
 
+# A number and the word after it ("1 s", "1.5 s") stay on one line of a narrow cell.
+_NUMBER_AND_UNIT = re.compile(r"(\d) (?=\w)")
+
+
 def cell_text(cell: Cell) -> str:
     """A cell's answer to its row's question, e.g. "contained", "stopped: RLIMIT_CPU 1 s",
     "not contained (as documented)", "n/a: about display, not the posture", "NOT CONTAINED !"."""
     if cell.verdict is Verdict.NOT_APPLICABLE:
         text = f"n/a: {plain_text(cell.note or cell.detail)}"
     elif cell.verdict is Verdict.CONTAINED:
-        text = f"stopped: {plain_text(cell.detail)}" if cell.probe is ProbeId.CPU else "contained"
+        stopped = _NUMBER_AND_UNIT.sub("\\1\u00a0", plain_text(cell.detail))
+        text = f"stopped: {stopped}" if cell.probe is ProbeId.CPU else "contained"
     else:
         text = UNDOCUMENTED_LEAK if cell.unexpected else DOCUMENTED_LEAK
     return text + (UNEXPECTED_MARK if cell.unexpected else "")
