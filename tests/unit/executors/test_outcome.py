@@ -116,6 +116,11 @@ def test_a_sigkill_counts_the_cpu_time_its_samples_missed() -> None:
     # the loop's first sample came after the end (seen in CI): it read nothing of the run
     starved = replace(outcome(returncode=-9), samples=(ResourceSample(1.5, 0.0, 0, 0),))
     assert classify(starved, 60, limits) == (RunStatus.LIMIT_EXCEEDED, "RLIMIT_CPU 1 s")
+    # a loaded lab (CI): the only samples came once the worker was dead, before its end was
+    # noticed (3.7 s of 3.8): they read no process, so they say nothing of its CPU time
+    dead = (ResourceSample(3.7, 0.0, 0, 0),)
+    noticed_late = replace(outcome(returncode=-9), wall_seconds=3.8, samples=dead)
+    assert classify(noticed_late, 60, limits) == (RunStatus.LIMIT_EXCEEDED, "RLIMIT_CPU 1 s")
 
 
 def test_timeout_notes_fork_failures() -> None:

@@ -64,9 +64,10 @@ def signal_name(sig: int) -> str:
 def cpu_limit_reached(outcome: ProcessOutcome, cpu_seconds: float) -> bool:
     """Whether the run may have used its `cpu_seconds` (within half a second), as a SIGKILL
     from RLIMIT_CPU says: what its samples counted, plus the time on one core since the last
-    one taken while it ran, which they did not see (a busy event loop delays them, and a
-    sample after the end reads nothing)."""
-    last = max((s.t for s in outcome.samples if s.t <= outcome.wall_seconds), default=0.0)
+    one taken while it ran (one that read none of its processes does not count), which they did
+    not see (a busy event loop delays them, and a sample after the end reads nothing)."""
+    seen = (s.t for s in outcome.samples if s.t <= outcome.wall_seconds and s.processes)
+    last = max(seen, default=0.0)
     return outcome.cpu_seconds + outcome.wall_seconds - last >= cpu_seconds - 0.5
 
 
