@@ -132,15 +132,11 @@ class CgroupFiles:
             cpu_ns = int(_read(self.cpu))
         else:
             cpu_ns = _keyed(_read(self.cpu).decode(), "usage_usec") * 1000
-        try:
-            high_water = int(_read(self.memory_high_water) or 0)
-        except OSError:  # no memory.peak before Linux 5.19
-            high_water = 0
         return CgroupUsage(
             cpu_ns=cpu_ns,
             memory_bytes=int(_read(self.memory)),
             tasks=self.tasks(),
-            memory_high_water=high_water,
+            memory_high_water=int(_read_or_empty(self.memory_high_water) or 0),
         )
 
     def tasks(self) -> int:
@@ -154,8 +150,8 @@ class CgroupFiles:
     def counters(self) -> CgroupCounters:
         """Read the OOM-kill and pids-limit counters (0 where the kernel does not report one)."""
         return CgroupCounters(
-            oom_kills=_keyed(_read_or_empty(self.memory_events), "oom_kill"),
-            pids_max_hits=_keyed(_read_or_empty(self.pids_events), "max"),
+            oom_kills=_keyed(_read_or_empty(self.memory_events).decode(), "oom_kill"),
+            pids_max_hits=_keyed(_read_or_empty(self.pids_events).decode(), "max"),
         )
 
 
@@ -169,11 +165,12 @@ def _read(path: Path) -> bytes:
         os.close(fd)
 
 
-def _read_or_empty(path: Path) -> str:
+def _read_or_empty(path: Path) -> bytes:
+    """`_read`, or b"" for a file this kernel does not have (`memory.peak` before 5.19)."""
     try:
-        return path.read_text()
+        return _read(path)
     except OSError:
-        return ""
+        return b""
 
 
 def _keyed(text: str, key: str) -> int:

@@ -203,12 +203,12 @@ def limits_refusal(limits: Limits, engine_cpus: Callable[[], int]) -> str:
     if MIN_CPUS <= limits.cpus <= 1:
         return ""
     most = engine_cpus()
-    if not MIN_CPUS <= limits.cpus <= max(most, MIN_CPUS):
-        return (
-            f"The CPU limit {limits.cpus:g} is outside what the engine can give: from "
-            f"{MIN_CPUS:g} to {most} (its machine's CPUs)."
-        )
-    return ""
+    if MIN_CPUS <= limits.cpus <= most:
+        return ""
+    return (
+        f"The CPU limit {limits.cpus:g} is outside what the engine can give: from "
+        f"{MIN_CPUS:g} to {most} (its machine's CPUs)."
+    )
 
 
 def network_refusal(posture: Posture, runtime: str, client: docker.DockerClient) -> str:

@@ -51,10 +51,9 @@ _ANY_TAG = f"{RUN_TAG_ENV}=".encode()
 _live_roots: dict[int, bytes] = {}
 # Every live run's processes as its monitor saw them, by run tag (the monitor's own dict).
 _claims: dict[bytes, dict[int, psutil.Process]] = {}
-# When each run root being spawned (forked, not yet exec'd, not yet tracked) began, on the
-# clock of create times, less a margin for the kernel's tick.
-_spawn_starts: list[float] = []
-_spawning_tags: list[bytes] = []  # the tags of the roots being spawned
+# Each run root being spawned (forked, not yet exec'd, not yet tracked): when it began, on the
+# clock of create times, less a margin for the kernel's tick, and its run tag.
+_spawns: list[tuple[float, bytes]] = []
 SPAWN_MARGIN_S = 0.05
 # The earliest `since` of the orphan reaps that left zombies to a spawn under way: reaped when
 # the last spawn is done.
@@ -126,15 +125,13 @@ def spawning(tag: bytes) -> Iterator[None]:
     meanwhile it leaves such children alone (`_still_spawning`).
     """
     global _deferred_since  # process-wide on purpose, like `_live_roots`
-    began = process_clock() - SPAWN_MARGIN_S
-    _spawn_starts.append(began)
-    _spawning_tags.append(tag)
+    spawn = (process_clock() - SPAWN_MARGIN_S, tag)
+    _spawns.append(spawn)
     try:
         yield
     finally:
-        _spawn_starts.remove(began)
-        _spawning_tags.remove(tag)
-        if not _spawn_starts and _deferred_since is not None:
+        _spawns.remove(spawn)
+        if not _spawns and _deferred_since is not None:
             since, _deferred_since = _deferred_since, None
             reap_orphans(since)
 
@@ -156,7 +153,7 @@ def unclaim(tag: bytes) -> None:
 
 def _live_tags() -> set[bytes]:
     """The tags of the runs in flight: being spawned, with a live root, or supervised."""
-    return {*_spawning_tags, *_live_roots.values(), *_claims}
+    return {*(tag for _, tag in _spawns), *_live_roots.values(), *_claims}
 
 
 def _others(scope: RunScope, ours: Iterable[int]) -> set[int]:
@@ -213,7 +210,7 @@ def escapees(scope: RunScope, others: set[int]) -> set[int]:
         entries = _environ(pid) or []  # unreadable (made non-dumpable): no tag, no mark
         if any(entry in live for entry in entries if entry.startswith(_ANY_TAG)):
             continue  # a live run's tag decides whose it is; a made-up or ended one does not
-        if _spawn_starts and _still_spawning(pid):
+        if _spawns and _still_spawning(pid):
             continue
         if mark not in entries or (not app_nnp and _no_new_privs(pid)):
             found.add(pid)
@@ -415,7 +412,7 @@ def reap_orphans(since: float) -> int:
     are left to the reap that runs when the last spawn is done (`spawning`).
     """
     global _deferred_since
-    unsure = min(_spawn_starts, default=math.inf)
+    unsure = min((began for began, _ in _spawns), default=math.inf)
     reaped = 0
     for pid in set(proc_children(os.getpid())) - _live_roots.keys():
         try:

@@ -196,9 +196,10 @@ def cell_text(cell: Cell) -> str:
     "not contained (as documented)", "n/a: about display, not the posture", "NOT CONTAINED !"."""
     if cell.verdict is Verdict.NOT_APPLICABLE:
         text = f"n/a: {plain_text(cell.note or cell.detail)}"
+    elif cell.verdict is Verdict.CONTAINED and cell.probe is ProbeId.CPU:
+        text = "stopped: " + _NUMBER_AND_UNIT.sub("\\1\u00a0", plain_text(cell.detail))
     elif cell.verdict is Verdict.CONTAINED:
-        stopped = _NUMBER_AND_UNIT.sub("\\1\u00a0", plain_text(cell.detail))
-        text = f"stopped: {stopped}" if cell.probe is ProbeId.CPU else "contained"
+        text = "contained"
     else:
         text = UNDOCUMENTED_LEAK if cell.unexpected else DOCUMENTED_LEAK
     return text + (UNEXPECTED_MARK if cell.unexpected else "")
