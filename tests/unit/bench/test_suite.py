@@ -120,8 +120,34 @@ def test_a_hanging_group_is_aborted_and_reported(monkeypatch: pytest.MonkeyPatch
     group = Group("stuck", (FAST,), hangs, abort=lambda context: aborted.append(context.token))
     monkeypatch.setattr(suite, "GROUPS", (group,))
     monkeypatch.setattr(suite, "machine_gaps", dict)
-    monkeypatch.setattr(suite, "GROUP_LIMIT_S", {True: 0.05, False: 0.05})
+    monkeypatch.setattr(suite, "ROW_LIMIT_S", {True: 0.05, False: 0.05})
     run = asyncio.run(suite.run_bench(quick=True))
     assert run.hung is True
-    assert run.rows[0].error.startswith("GroupHung: gave up after 0.05 s")
+    assert run.rows[0].error.startswith("GroupHung: gave up after 0.05 s without a row")
     assert len(aborted) == 1 and aborted[0].startswith("bench-")
+
+
+def test_each_row_gets_the_limit_from_the_last_one_and_no_more(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def slower_and_slower(
+        context: BenchContext, wanted: frozenset[str], outcomes: dict[str, Outcome]
+    ) -> None:
+        await asyncio.sleep(0.6)  # within the limit of the group's start
+        outcomes["fast"] = Outcome(_stats(0.002), _stats(0.001))
+        await asyncio.sleep(1.3)  # over the limit of the first row, within two limits of it
+        outcomes["slow"] = Outcome(_stats(0.002), _stats(0.001))
+        await asyncio.sleep(0.6)
+        outcomes["kept"] = Outcome(_stats(0.002), _stats(0.001))
+
+    group = Group("slower", (FAST, SLOW, KEPT), slower_and_slower)
+    monkeypatch.setattr(suite, "GROUPS", (group,))
+    monkeypatch.setattr(suite, "machine_gaps", dict)
+    monkeypatch.setattr(suite, "ROW_LIMIT_S", {True: 1.0, False: 1.0})
+    run = asyncio.run(suite.run_bench(quick=True))
+    fast, slow, kept = run.rows
+    assert fast.ours is not None and fast.error == ""
+    for row in (slow, kept):
+        assert row.ours is None
+        assert row.error.startswith("GroupHung: gave up after 1 s without a row")
+    assert run.hung is True
