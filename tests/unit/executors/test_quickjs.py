@@ -278,6 +278,23 @@ def test_forged_control_messages_are_plain_output(env: Env) -> None:
     assert result.stdout.text.endswith("still running\n")
 
 
+def test_lone_surrogates_reach_output_and_files_as_replacement_characters(env: Env) -> None:
+    source = r"""
+    const lone = "a\ud800b\ud83d\ude00c" + "\udc00".repeat(2) + "\ud83d";
+    console.log(lone, {[lone]: lone});
+    console.error(lone.slice(-1) + lone.slice(0, 1));
+    fs.writeText("out-" + lone.slice(-1) + ".txt", lone);
+    console.log(fs.list().filter((name) => name.startsWith("out-")));
+    """
+    result = run(env, source)
+    assert result.status is RunStatus.OK, result.stderr.text
+    shown = "a\ufffdb\U0001f600c\ufffd\ufffd\ufffd"
+    escaped = r"a\ud800b" + "\U0001f600" + r"c\udc00\udc00\ud83d"  # as JSON.stringify writes it
+    assert result.stdout.text == f'{shown} {{"{escaped}":"{escaped}"}}\n["out-\ufffd.txt"]\n'
+    assert result.stderr.text == "\ufffda\n"
+    assert (env.workspace / "out-\ufffd.txt").read_text() == shown
+
+
 def test_fs_reads_writes_lists_and_removes_inside_the_workspace(env: Env) -> None:
     (env.workspace / "in.txt").write_text("hello")
     source = """

@@ -189,3 +189,12 @@ def test_the_wire_json_refuses_what_json_cannot_write() -> None:
     with pytest.raises(TypeError, match="not JSON serializable"):
         jsonwire.dumps({"x": object()})
     assert jsonwire.dumps([1]) == "[1]"  # the failures left no marks behind
+
+
+def test_a_scripts_strings_lose_only_their_lone_surrogates() -> None:
+    sent = r'["a\ud800", {"k\udfff": ["\ud83d\ude00", "é", 1, null]}, "plain"]'
+    assert jsonwire.from_script(sent) == [
+        "a\ufffd",
+        {"k\ufffd": ["\U0001f600", "é", 1, None]},
+        "plain",
+    ]

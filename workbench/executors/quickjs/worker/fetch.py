@@ -16,6 +16,8 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
+from workbench.executors.quickjs.worker import jsonwire
+
 MAX_LOGGED_TEXT = 2000  # characters of a URL or an error kept in the log
 
 
@@ -52,7 +54,7 @@ class Fetcher:
         url = method = "?"
         allowed = False
         try:
-            url, method, headers, body = json.loads(payload)
+            url, method, headers, body = jsonwire.from_script(payload)
             url, method = str(url), str(method).upper()
             self.calls += 1
             parts = self.check(url)

@@ -57,6 +57,32 @@ def loads(text: str) -> Any:
     return value
 
 
+def from_script(text: str) -> Any:
+    """The value of a JSON document a script's call sent (`loads`), every string in it well
+    formed: JSON carries a JS string's lone surrogates (QuickJS escapes them, `"\\ud800"`), Python
+    keeps them, and each becomes U+FFFD here, as JS's `toWellFormed` would make it."""
+    return _well_formed(loads(text))
+
+
+_LONE_SURROGATES = dict.fromkeys(range(0xD800, 0xE000), "\ufffd")  # decoded pairs are one char
+
+
+def _well_formed(value: Any) -> Any:
+    if isinstance(value, str):
+        if value.isascii():  # the usual case, and a fast test on a large string
+            return value
+        try:
+            value.encode()
+        except UnicodeEncodeError:
+            return value.translate(_LONE_SURROGATES)
+        return value
+    if isinstance(value, list):
+        return [_well_formed(item) for item in value]
+    if isinstance(value, dict):
+        return {_well_formed(key): _well_formed(item) for key, item in value.items()}
+    return value
+
+
 def _malformed(message: str, text: str, at: int) -> ValueError:
     from json import JSONDecodeError  # only for a malformed document: it imports `re`
 

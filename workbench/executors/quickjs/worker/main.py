@@ -29,26 +29,23 @@ MAX_OUTPUT_BYTES = 64 * MIB  # console output of a run; the rest is dropped (the
 # The host API, built in one closure so the raw callables never stay reachable as globals.
 PRELUDE = r"""
 (function (write, fsCall, fetchCall, args) {
-  const wellFormed = function __workbench_wellFormed(s) {
-    return s.replace(/[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]/g,
-                     (m) => (m.length === 2 ? m : "\ufffd"));
-  };
   const show = function __workbench_show(v) {
     if (typeof v === "string") return v;
     if (v instanceof Error) return v.stack ? String(v) + "\n" + v.stack : String(v);
     try { const j = JSON.stringify(v); return j === undefined ? String(v) : j; }
     catch (e) { return String(v); }
   };
-  // Strings cross to Python as JSON: a C string would end at the first NUL character.
+  // Strings cross to Python as JSON: a C string would end at the first NUL character, and
+  // JSON escapes a lone surrogate (Python makes it U+FFFD: `jsonwire.from_script`).
   // One past the output cap in UTF-16 units is more than the cap in bytes: Python cuts it.
   const line = (stream) => function __workbench_console(...parts) {
     const text = parts.map(show).join(" ") + "\n";
     const kept = text.length > CAP_UNITS ? text.slice(0, CAP_UNITS) : text;
-    write(JSON.stringify([stream, wellFormed(kept)]));
+    write(JSON.stringify([stream, kept]));
   };
   const call = function __workbench_fs(op, path, data) {
-    const text = data === undefined ? null : wellFormed(String(data));
-    const r = JSON.parse(fsCall(JSON.stringify([op, wellFormed(String(path)), text])));
+    const text = data === undefined ? null : String(data);
+    const r = JSON.parse(fsCall(JSON.stringify([op, String(path), text])));
     if ("e" in r) throw new Error(r.e);
     return r.v;
   };
@@ -76,9 +73,9 @@ PRELUDE = r"""
     return Promise.resolve().then(function __workbench_fetchJob() {
       const o = init ?? {};
       const headers = Object.entries(o.headers ?? {}).map(
-        ([k, v]) => [wellFormed(String(k)), wellFormed(String(v))]);
-      const body = o.body === undefined || o.body === null ? null : wellFormed(String(o.body));
-      const request = [wellFormed(String(url)), String(o.method ?? "GET"), headers, body];
+        ([k, v]) => [String(k), String(v)]);
+      const body = o.body === undefined || o.body === null ? null : String(o.body);
+      const request = [String(url), String(o.method ?? "GET"), headers, body];
       const r = JSON.parse(fetchCall(JSON.stringify(request)));
       if ("e" in r) throw new TypeError(r.e);
       return response(r.v);
@@ -103,7 +100,7 @@ class Host:
         """Write console text, JSON [stream, text], to stdout (stream 1) or stderr (2); cut it
         where the run's output reaches `MAX_OUTPUT_BYTES`, and say where on stderr."""
         try:
-            stream, text = jsonwire.loads(payload)
+            stream, text = jsonwire.from_script(payload)
             fd = 2 if stream == 2 else 1
             data = str(text).encode("utf-8", errors="replace")
             room = MAX_OUTPUT_BYTES - self.output_bytes
@@ -129,7 +126,7 @@ class Host:
         """One fs call, JSON [op, path, data], answered as {"v": value} or {"e": message}."""
         op = rel = "?"
         try:
-            op, rel, data = jsonwire.loads(payload)
+            op, rel, data = jsonwire.from_script(payload)
             return jsonwire.dumps({"v": self.fs.call(str(op), str(rel), data)})
         except FsRefused as error:
             return jsonwire.dumps({"e": f"fs.{op}: {error}"})
