@@ -159,6 +159,10 @@ def run_tests(pytest_args: list[str]) -> int:
         if subprocess.run([venv_tool(argv[0]), *argv[1:]], cwd=ROOT).returncode != 0:
             failed.append(label)
     say("running pytest")
+    # Write back what was written before (a fresh venv is about 450 MB, CI's loaded images
+    # gigabytes): under the kernel's writeback the machine stalls for hundreds of milliseconds,
+    # and the timing tests come first.
+    os.sync()
     env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
     codes = [
         subprocess.run([venv_tool("pytest"), *args], cwd=ROOT, env=env).returncode
