@@ -1,5 +1,7 @@
 """One stream's capture: the cap, the sink, the log and the decoding."""
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from workbench.executors.process.capture import TAIL_BYTES, StreamCapture
@@ -56,3 +58,29 @@ def test_a_stream_within_the_log_cap_is_logged_whole(tmp_path: Path) -> None:
     out = capture.finish()
     assert (tmp_path / "out.log").read_bytes() == b"a" * 60 + b"b" * 30 + b"c" * 10
     assert out.log_dropped_bytes == 0
+
+
+def test_a_log_the_disk_holds_up_never_holds_up_the_feed(tmp_path: Path) -> None:
+    log = tmp_path / "out.log"
+    os.mkfifo(log)  # opening it for writing blocks until a reader comes, as a stalled disk would
+    chunks: list[OutputChunk] = []
+
+    def capture_and_feed() -> StreamCapture:
+        capture = StreamCapture(Stream.STDOUT, 4, log, chunks.append, MIB)
+        for _ in range(100):
+            capture.feed(b"x" * 1000, 0.0)
+        return capture
+
+    reader = None
+    with ThreadPoolExecutor(max_workers=1) as feeding:
+        try:
+            capture = feeding.submit(capture_and_feed).result(timeout=60)  # no reader yet
+            assert [c.data for c in chunks] == [b"xxxx"]
+            reader = log.open("rb")  # the disk comes back
+            out = feeding.submit(capture.finish)
+            assert reader.read() == b"x" * 100_000
+            assert out.result(timeout=60).total_bytes == 100_000
+        finally:  # let a log thread (or a feed) that waits for a reader go on
+            os.close(os.open(log, os.O_RDONLY | os.O_NONBLOCK))
+            if reader is not None:
+                reader.close()
