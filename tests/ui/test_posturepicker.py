@@ -4,6 +4,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from PySide6.QtCore import QSettings, Qt
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QLabel, QMessageBox, QRadioButton
 
 from tests.ui.conftest import PROBE
@@ -32,6 +33,21 @@ def test_strongest_available_posture_is_chosen(window: MainWindow) -> None:
     docker = picker.card(PostureId.DOCKER)
     assert not docker.radio.isEnabled()
     assert docker.availability.text().startswith("Unavailable")
+
+
+def test_the_chosen_card_alone_is_framed_in_the_highlight_colour(window: MainWindow) -> None:
+    picker = window.postures
+    window.browser.select_path(example_skills_dir() / "workspace-report")
+    highlight = window.palette().color(QPalette.ColorRole.Highlight)
+
+    def edge(posture_id: PostureId) -> QColor:
+        card = picker.card(posture_id)
+        return card.grab().toImage().pixelColor(0, card.height() // 2)
+
+    assert picker.card(PostureId.HARDENED).is_chosen()
+    assert edge(PostureId.HARDENED) == highlight
+    assert not picker.card(PostureId.LOCAL).is_chosen()
+    assert edge(PostureId.LOCAL) != highlight
 
 
 def test_local_card_shows_its_danger(window: MainWindow) -> None:

@@ -1,11 +1,15 @@
-"""The theme: on the dark palette a radio button's ring and checked dot stand out; the style
-sheet comes after the window is built."""
+"""The theme: on the dark palette a radio button's ring and checked dot stand out, and the light
+one keeps Fusion's; status colours come through the palette, follow the scheme and give a bold
+back; no style sheet is set."""
 
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import (
     QApplication,
+    QLabel,
     QRadioButton,
     QStyle,
     QStyleOptionButton,
@@ -13,7 +17,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.ui.theme import _dark_palette, apply_style_sheet, apply_theme, style_sheet
+from workbench.ui.common.widgets import set_status
+from workbench.ui.theme import WorkbenchStyle, _dark_palette, apply_theme, status_colors
 
 
 def _indicator(radio: QRadioButton) -> QImage:
@@ -31,18 +36,32 @@ def _centre(image: QImage) -> QColor:
     return image.pixelColor(image.width() // 2, image.height() // 2)
 
 
-def test_dark_radio_buttons_show_a_ring_and_a_dot(qtbot: Any) -> None:
-    palette = _dark_palette()
+def _radios(qtbot: Any, palette: QPalette, style: QStyle) -> tuple[QWidget, list[QRadioButton]]:
+    """A shown holder of an unchecked and a checked radio button drawn with `style` on
+    `palette` (keep the holder: the buttons go with it)."""
     holder = QWidget()
     qtbot.addWidget(holder)
     holder.setPalette(palette)
-    holder.setStyleSheet(style_sheet("", palette))
     layout = QVBoxLayout(holder)
     unchecked, checked = QRadioButton("Docker on gVisor", holder), QRadioButton("Hardened", holder)
     checked.setChecked(True)
-    layout.addWidget(unchecked)
-    layout.addWidget(checked)
+    for radio in (unchecked, checked):
+        radio.setStyle(style)
+        layout.addWidget(radio)
     holder.show()
+    return holder, [unchecked, checked]
+
+
+@pytest.fixture
+def style() -> Iterator[WorkbenchStyle]:
+    style = WorkbenchStyle()
+    yield style
+    style.deleteLater()
+
+
+def test_dark_radio_buttons_show_a_ring_and_a_dot(qtbot: Any, style: QStyle) -> None:
+    palette = _dark_palette()
+    _holder, (unchecked, checked) = _radios(qtbot, palette, style)
     window = palette.color(QPalette.ColorRole.Window).lightness()
 
     ring = max(abs(c.lightness() - window) for c in _pixels(_indicator(unchecked)))
@@ -52,26 +71,49 @@ def test_dark_radio_buttons_show_a_ring_and_a_dot(qtbot: Any) -> None:
     assert _centre(_indicator(unchecked)).name() == palette.color(QPalette.ColorRole.Base).name()
 
 
-def test_the_light_palette_keeps_the_styles_own_radio_buttons() -> None:
+def test_the_light_palette_keeps_fusions_radio_buttons(qtbot: Any, style: WorkbenchStyle) -> None:
     light = QPalette(QColor("#efefef"))
-    assert "QRadioButton" not in style_sheet("", light)
-    assert "QRadioButton::indicator" in style_sheet("", _dark_palette())
+    _ours_holder, ours = _radios(qtbot, light, style)
+    _fusion_holder, fusion = _radios(qtbot, light, style.baseStyle())
+    assert [_indicator(r) for r in ours] == [_indicator(r) for r in fusion]
 
 
-def test_the_style_sheet_comes_once_the_window_is_built_and_then_follows_the_scheme(
-    qapp: QApplication,
+def test_status_colours_come_through_the_palette_and_follow_the_scheme(
+    qapp: QApplication, qtbot: Any
 ) -> None:
-    style, palette = qapp.style().name(), qapp.palette()
-    qapp.setStyleSheet("")
+    style, palette, sheet = qapp.style().name(), qapp.palette(), qapp.styleSheet()
+    label = QLabel("Posture: Local")
+    qtbot.addWidget(label)
     try:
         apply_theme(qapp)
-        assert qapp.styleSheet() == ""  # a sheet set before the widgets exist slows their build
-        apply_style_sheet(qapp)
-        assert '*[status="danger"]' in qapp.styleSheet()
-        qapp.setStyleSheet("/* stale */")
+        qapp.setPalette(_dark_palette())
+        set_status(label, "danger")
+        text = label.palette().color(QPalette.ColorRole.WindowText)
+        assert text == status_colors(_dark_palette()).danger and label.font().bold()
+
+        # The OS switches scheme: the palette is made again for it (light here), and the label
         qapp.styleHints().colorSchemeChanged.emit(qapp.styleHints().colorScheme())
-        assert '*[status="danger"]' in qapp.styleSheet()  # made again for the new palette
+        now = status_colors(qapp.palette()).danger
+        assert now != text and label.palette().color(QPalette.ColorRole.WindowText) == now
+
+        set_status(label, "")  # back to the inherited colour and weight
+        assert label.palette().color(QPalette.ColorRole.WindowText) == qapp.palette().color(
+            QPalette.ColorRole.WindowText
+        )
+        assert not label.font().bold()
+        assert qapp.styleSheet() == ""  # a sheet would style every widget again, at a cost
     finally:
-        qapp.setStyleSheet("")
         qapp.setStyle(style)
         qapp.setPalette(palette)
+        qapp.setStyleSheet(sheet)
+
+
+def test_a_status_keeps_a_widgets_own_bold(qtbot: Any) -> None:
+    label = QLabel("Hardened local")
+    qtbot.addWidget(label)
+    font = label.font()
+    font.setBold(True)
+    label.setFont(font)
+    set_status(label, "danger")
+    set_status(label, "ok")
+    assert label.font().bold()

@@ -45,7 +45,7 @@ from workbench.ui.mainwindow import MainWindow
 from workbench.ui.scene import Scene as Scene  # re-exported for `workbench gui --run`
 from workbench.ui.scene import stage
 from workbench.ui.services import PostureProbe, Services
-from workbench.ui.theme import apply_style_sheet, apply_theme
+from workbench.ui.theme import apply_theme
 
 log = logging.getLogger("workbench")
 SCREENSHOT_SIZE = QSize(1280, 800)  # the README's screenshots, and the size the layout holds at
@@ -121,7 +121,6 @@ async def _main(
     loop = asyncio.get_running_loop()
     loops.give_blocking_threads(loop)
     window = MainWindow(services, QSettings())
-    apply_style_sheet(app)
     done = asyncio.Event()
     app.aboutToQuit.connect(done.set)
     window.closed.connect(done.set)

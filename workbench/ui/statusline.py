@@ -15,6 +15,8 @@ from workbench.ui.common.text import plural, tooltip
 from workbench.ui.common.widgets import plain_label, set_status
 from workbench.ui.services import PostureProbe
 
+STATUS_PADDING = 6  # pixels either side of each label
+
 
 class StatusLine:
     """Adds the labels and the button to `bar` and keeps them current."""
@@ -29,6 +31,8 @@ class StatusLine:
         self.check_again.setToolTip("Ask the Docker engine again whether it answers")
         self.check_again.setEnabled(False)
         bar.setSizeGripEnabled(False)  # window managers give a resize border
+        for label in (self.posture_label, self.count_label, self.engine_label):
+            label.setContentsMargins(STATUS_PADDING, 0, STATUS_PADDING, 0)
         for widget in (self.posture_label, self.count_label, self.engine_label, self.check_again):
             bar.addPermanentWidget(widget)
 

@@ -1,19 +1,35 @@
 """Look and feel: Fusion style, a light or dark palette that follows the OS, status colours.
 
-The style and palette are set before the window is built, the style sheet after it. The palette
-follows `QStyleHints.colorScheme` and is rebuilt when the OS switches. Widgets that need a status
-colour (danger, warning, ok) ask `status_colors()` with their own palette, so they stay right
-after a switch without holding any global state. On a dark palette, radio buttons get a drawn
-indicator (Fusion's ring and dot nearly vanish there).
+The style and palette are set before the window is built; there is no style sheet, which costs
+every widget a styling pass (docs/notes.md). `WorkbenchStyle` draws the few things the app
+changes in Fusion: a tab pane with only a line above it, flat "show more" toggles (`FLAT_TOGGLE`)
+and, on a dark palette, radio buttons with a drawn ring and dot (Fusion's nearly vanish there).
+`apply_status` colours a widget for its `status` property (danger, warning, ok, muted) through its
+palette, from `status_colors()`, and `paint_panel` draws a rounded panel. The palette follows
+`QStyleHints.colorScheme` and is rebuilt when the OS switches, the status colours with it.
 """
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QIcon, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPalette, QPen
+from PySide6.QtWidgets import (
+    QApplication,
+    QProxyStyle,
+    QStyle,
+    QStyleOption,
+    QWidget,
+)
 
 from workbench.platform.paths import resources_dir
+
+FLAT_TOGGLE = "flatToggle"  # the object name of a tool button drawn flat, checked or not
+STATUS_ROLES = (
+    QPalette.ColorRole.WindowText,
+    QPalette.ColorRole.Text,
+    QPalette.ColorRole.ButtonText,
+)
+RADIO_SIZE = 12  # the drawn radio indicator's diameter on a dark palette, in pixels
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,20 +61,101 @@ def icon(name: str) -> QIcon:
 
 
 def apply_theme(app: QApplication) -> None:
-    """Fusion style and the palette for the OS colour scheme, kept in step with the OS (the
-    style sheet too, once it is applied) when it switches between light and dark."""
-    app.setStyle("Fusion")
+    """`WorkbenchStyle` and the palette for the OS colour scheme, kept in step with the OS
+    (the status colours too) when it switches between light and dark."""
+    app.setStyle(WorkbenchStyle())
     _apply_palette(app)
     app.styleHints().colorSchemeChanged.connect(lambda _scheme: _apply_scheme(app))
 
 
-def apply_style_sheet(app: QApplication) -> None:
-    """The app's style sheet (`style_sheet`) for its palette. Apply it once the main window is
-    built: under a sheet, every widget moved into a layout, splitter or tab is styled again with
-    everything inside it, which doubled the window's build (see docs/notes.md)."""
-    sheet = resources_dir() / "qss" / "workbench.qss"
-    base = sheet.read_text(encoding="utf-8") if sheet.is_file() else ""
-    app.setStyleSheet(style_sheet(base, app.palette()))
+def apply_status(widget: QWidget) -> None:
+    """Colour `widget`'s text for its `status` property, bold for `danger`; without one, its
+    colours and weight are inherited again."""
+    status = str(widget.property("status") or "")
+    colour = getattr(status_colors(QApplication.palette()), status, None)
+    palette = QPalette()  # no role of its own: the widget inherits them all
+    if colour is not None:
+        for role in STATUS_ROLES:
+            palette.setColor(role, colour)
+    widget.setPalette(palette)
+    bold = status == "danger"
+    added = bool(widget.property("statusBold"))  # the bold is the status's, not the widget's
+    if bold != added and (added or not widget.font().bold()):
+        font = QFont(widget.font())
+        font.setBold(bold)
+        widget.setFont(font)
+        widget.setProperty("statusBold", bold)
+
+
+def paint_panel(
+    widget: QWidget, border: QColor, fill: QColor, radius: float, width: int = 1
+) -> None:
+    """Paint `widget`'s background as a rounded panel: `fill` within a `width`-pixel `border`."""
+    painter = QPainter(widget)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setPen(QPen(border, width))
+    painter.setBrush(fill)
+    inset = width / 2
+    painter.drawRoundedRect(
+        QRectF(widget.rect()).adjusted(inset, inset, -inset, -inset), radius, radius
+    )
+    painter.end()
+
+
+_TOOL_PANELS = (  # what Fusion draws behind a tool button
+    QStyle.PrimitiveElement.PE_PanelButtonTool,
+    QStyle.PrimitiveElement.PE_FrameButtonTool,
+)
+
+
+class WorkbenchStyle(QProxyStyle):
+    """Fusion, with the app's few changes (see the module doc)."""
+
+    def __init__(self) -> None:
+        super().__init__("Fusion")
+
+    def drawPrimitive(
+        self,
+        element: QStyle.PrimitiveElement,
+        option: QStyleOption,
+        painter: QPainter,
+        widget: QWidget | None = None,
+    ) -> None:
+        if element is QStyle.PrimitiveElement.PE_FrameTabWidget:
+            painter.save()
+            painter.setPen(option.palette.color(QPalette.ColorRole.Mid))
+            painter.drawLine(option.rect.topLeft(), option.rect.topRight())
+            painter.restore()
+        elif element in _TOOL_PANELS and widget is not None and widget.objectName() == FLAT_TOGGLE:
+            return
+        elif element is QStyle.PrimitiveElement.PE_IndicatorRadioButton and is_dark(option.palette):
+            _draw_dark_radio(option, painter)
+        else:
+            super().drawPrimitive(element, option, painter, widget)
+
+
+def _draw_dark_radio(option: QStyleOption, painter: QPainter) -> None:
+    """A radio indicator that reads on a dark palette: a light ring on the base colour, and a
+    dot in the link colour when checked."""
+    palette, state = option.palette, option.state
+    enabled = bool(state & QStyle.StateFlag.State_Enabled)
+    ring = palette.color(QPalette.ColorRole.PlaceholderText if enabled else QPalette.ColorRole.Mid)
+    box = QRectF(option.rect)
+    size = min(RADIO_SIZE, box.width(), box.height())
+    circle = QRectF(0, 0, size - 1, size - 1)
+    circle.moveCenter(box.center())
+    painter.save()
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setPen(QPen(ring, 1))
+    painter.setBrush(palette.color(QPalette.ColorRole.Base))
+    painter.drawEllipse(circle)
+    if state & QStyle.StateFlag.State_On:
+        dot = QRectF(0, 0, size * 0.55, size * 0.55)
+        dot.moveCenter(circle.center())
+        painter.setPen(Qt.PenStyle.NoPen)
+        painter.setBrush(palette.color(QPalette.ColorRole.Link))
+        painter.drawEllipse(dot)
+    painter.restore()
 
 
 def _apply_palette(app: QApplication) -> None:
@@ -68,52 +165,9 @@ def _apply_palette(app: QApplication) -> None:
 
 def _apply_scheme(app: QApplication) -> None:
     _apply_palette(app)
-    if app.styleSheet():
-        apply_style_sheet(app)
-
-
-def style_sheet(base: str, palette: QPalette) -> str:
-    """The app's style sheet for `palette`: `base` (the bundled sheet), the status colours,
-    and on a dark palette the radio buttons' indicator."""
-    radios = _dark_radio_rules(palette) if is_dark(palette) else ""
-    return base + _status_rules(status_colors(palette)) + radios
-
-
-def _status_rules(colors: StatusColors) -> str:
-    """Style rules for widgets marked with a `status` property (see `widgets.set_status`)."""
-    tint = QColor(colors.danger)
-    tint.setAlpha(40)
-    return f"""
-*[status="danger"] {{ color: {colors.danger.name()}; font-weight: bold; }}
-*[status="warning"] {{ color: {colors.warning.name()}; }}
-*[status="ok"] {{ color: {colors.ok.name()}; }}
-*[status="muted"] {{ color: {colors.muted.name()}; }}
-QFrame#messageBar {{
-    border: 1px solid {colors.danger.name()};
-    border-radius: 4px;
-    background: rgba({tint.red()}, {tint.green()}, {tint.blue()}, {tint.alpha()});
-}}
-"""
-
-
-def _dark_radio_rules(palette: QPalette) -> str:
-    """A radio indicator that reads on a dark palette: a light ring, and a filled dot in the
-    highlight colour when checked."""
-    ring = palette.color(QPalette.ColorRole.PlaceholderText).name()
-    dot = palette.color(QPalette.ColorRole.Link).name()
-    base = palette.color(QPalette.ColorRole.Base).name()
-    off = palette.color(QPalette.ColorRole.Mid).name()
-    return f"""
-QRadioButton::indicator {{
-    width: 12px; height: 12px; border-radius: 7px; border: 1px solid {ring}; background: {base};
-}}
-QRadioButton::indicator:checked {{
-    border-color: {dot};
-    background: qradialgradient(cx: 0.5, cy: 0.5, radius: 0.5, fx: 0.5, fy: 0.5,
-        stop: 0 {dot}, stop: 0.55 {dot}, stop: 0.65 {base}, stop: 1 {base});
-}}
-QRadioButton::indicator:disabled {{ border-color: {off}; }}
-"""
+    for widget in app.allWidgets():
+        if widget.property("status") is not None:
+            apply_status(widget)
 
 
 def _dark_palette() -> QPalette:

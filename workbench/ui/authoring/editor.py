@@ -13,7 +13,6 @@ from pathlib import Path
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QApplication,
-    QFrame,
     QHBoxLayout,
     QListWidget,
     QListWidgetItem,
@@ -30,6 +29,7 @@ from workbench.skills import Code, Diagnostic, Skill, skill_with_text
 from workbench.skills.budget import Budget, budget
 from workbench.skills.reading import read_skill_md
 from workbench.ui.authoring.highlighter import SkillTextEdit
+from workbench.ui.common.messagebar import AlertFrame
 from workbench.ui.common.text import badge_text, plural, tooltip
 from workbench.ui.common.widgets import plain_label, set_status
 from workbench.ui.skills.view import MarkdownView
@@ -80,8 +80,7 @@ class SkillEditor(QWidget):
         self._timer.setSingleShot(True)
         self._timer.setInterval(VALIDATE_DELAY_MS)
 
-        self.conflict_bar = QFrame(self)
-        self.conflict_bar.setObjectName("messageBar")
+        self.conflict_bar = AlertFrame(self)
         self._conflict_text = plain_label("", self.conflict_bar, wrap=True)
         set_status(self._conflict_text, "warning")
         self.reload_button = QPushButton("Reload", self.conflict_bar)

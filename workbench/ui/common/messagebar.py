@@ -5,18 +5,31 @@ nothing ever blocks the event loop. Messages may quote untrusted text and are pl
 """
 
 from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QColor, QPaintEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 
 from workbench.ui.common.widgets import plain_label
-from workbench.ui.theme import icon
+from workbench.ui.theme import icon, paint_panel, status_colors
+
+TINT_ALPHA = 40  # of the danger colour, behind an alert's text
 
 
-class MessageBar(QFrame):
+class AlertFrame(QFrame):
+    """A frame drawn as an alert: a thin border in the danger colour around a faint tint of it."""
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        del event
+        danger = status_colors(self.palette()).danger
+        tint = QColor(danger)
+        tint.setAlpha(TINT_ALPHA)
+        paint_panel(self, danger, tint, 4)
+
+
+class MessageBar(AlertFrame):
     """Shows the latest error (with a count of earlier ones) until dismissed."""
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setObjectName("messageBar")
         self._count = 0
         self._icon = QLabel(self)
         self._icon.setPixmap(icon("error").pixmap(QSize(18, 18)))

@@ -9,6 +9,7 @@ from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QLabel, QMessageBox, QSplitter, QWidget
 
 from workbench.ui.common.text import tooltip
+from workbench.ui.theme import apply_status
 
 MIN_ELIDED_CHARS = 12  # an elided label never gets narrower than this many characters
 
@@ -51,10 +52,9 @@ class LiveLabel(QLabel):
 
 
 def set_status(widget: QWidget, status: str) -> None:
-    """Colour `widget` as `danger`, `warning`, `ok` or `muted` (rules live in `theme`)."""
+    """Colour `widget` as `danger`, `warning`, `ok` or `muted`, or as it was ("")."""
     widget.setProperty("status", status)
-    widget.style().unpolish(widget)
-    widget.style().polish(widget)
+    apply_status(widget)
 
 
 def ask(

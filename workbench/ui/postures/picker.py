@@ -14,7 +14,7 @@ until `shutdown()`.
 from collections.abc import Mapping
 
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QKeyEvent, QResizeEvent
+from PySide6.QtGui import QKeyEvent, QPaintEvent, QPalette, QResizeEvent
 from PySide6.QtWidgets import (
     QAbstractButton,
     QButtonGroup,
@@ -47,7 +47,9 @@ from workbench.ui.common.tasks import Tasks
 from workbench.ui.common.text import tooltip
 from workbench.ui.common.widgets import ElidedLabel, plain_label, set_status
 from workbench.ui.postures.pool import PoolControls
+from workbench.ui.theme import FLAT_TOGGLE, paint_panel
 
+CARD_RADIUS = 6
 CARD_ORDER = (
     PostureId.GVISOR,
     PostureId.DOCKER,
@@ -75,7 +77,8 @@ class PostureCard(QFrame):
         self.posture_id = posture_id
         info = POSTURE_INFO[posture_id]
         self.setObjectName("postureCard")
-        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setFrameShape(QFrame.Shape.StyledPanel)  # its width; `paintEvent` draws it
+        self._chosen = False
 
         self.radio = QRadioButton(info.title, self)
         font = self.radio.font()
@@ -124,7 +127,7 @@ class PostureCard(QFrame):
         self._available = False
         body.addWidget(self.pool)
         self.details_button = QToolButton(self.body)
-        self.details_button.setObjectName("detailsToggle")
+        self.details_button.setObjectName(FLAT_TOGGLE)
         self.details_button.setText("Guarantees and limits")
         self.details_button.setCheckable(True)
         self.details_button.setAutoRaise(True)
@@ -161,6 +164,23 @@ class PostureCard(QFrame):
     def _connect_signals(self) -> None:
         self.fold_button.toggled.connect(self.on_fold_button_toggled)
         self.details_button.toggled.connect(self.on_details_button_toggled)
+
+    def set_chosen(self, chosen: bool) -> None:
+        """Draw the card as the chosen posture's (a thicker border in the highlight colour)."""
+        if chosen != self._chosen:
+            self._chosen = chosen
+            self.update()
+
+    def is_chosen(self) -> bool:
+        """Whether the card is drawn as the chosen posture's."""
+        return self._chosen
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        del event
+        palette = self.palette()
+        role = QPalette.ColorRole.Highlight if self._chosen else QPalette.ColorRole.Mid
+        fill = palette.color(QPalette.ColorRole.AlternateBase)
+        paint_panel(self, palette.color(role), fill, CARD_RADIUS, 2 if self._chosen else 1)
 
     def set_unfolded(self, unfolded: bool) -> None:
         """Show everything about the posture (True), or just its title and state."""
@@ -492,9 +512,7 @@ class PosturePicker(QScrollArea):
             )
             if changed:
                 card.set_unfolded(card_id is posture_id)
-            card.setProperty("chosen", card_id is posture_id)
-            card.style().unpolish(card)
-            card.style().polish(card)
+            card.set_chosen(card_id is posture_id)
         self._show_hint()
         if changed and posture_id is not None:
             self.posture_changed.emit(posture_id)
