@@ -1,7 +1,7 @@
 """One stream's capture: the cap, the sink, the log and the decoding."""
 
-import os
-from concurrent.futures import ThreadPoolExecutor
+import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 from workbench.executors.process.capture import TAIL_BYTES, StreamCapture
@@ -60,27 +60,41 @@ def test_a_stream_within_the_log_cap_is_logged_whole(tmp_path: Path) -> None:
     assert out.log_dropped_bytes == 0
 
 
-def test_a_log_the_disk_holds_up_never_holds_up_the_feed(tmp_path: Path) -> None:
+def test_a_log_the_disk_holds_up_never_holds_up_the_feed(
+    tmp_path: Path, held_log_thread: Callable[[], bool]
+) -> None:
     log = tmp_path / "out.log"
-    os.mkfifo(log)  # opening it for writing blocks until a reader comes, as a stalled disk would
     chunks: list[OutputChunk] = []
+    capture = StreamCapture(Stream.STDOUT, 4, log, chunks.append, MIB)
+    for _ in range(100):
+        capture.feed(b"x" * 1000, 0.0)
+    closed = capture.close_log()
+    assert [c.data for c in chunks] == [b"xxxx"]
+    assert not closed.done() and not log.exists()  # all of it waits for the disk
+    assert held_log_thread()
+    closed.result(timeout=60)
+    assert log.read_bytes() == b"x" * 100_000
+    assert capture.finish().total_bytes == 100_000
 
-    def capture_and_feed() -> StreamCapture:
-        capture = StreamCapture(Stream.STDOUT, 4, log, chunks.append, MIB)
-        for _ in range(100):
-            capture.feed(b"x" * 1000, 0.0)
-        return capture
 
-    reader = None
-    with ThreadPoolExecutor(max_workers=1) as feeding:
-        try:
-            capture = feeding.submit(capture_and_feed).result(timeout=60)  # no reader yet
-            assert [c.data for c in chunks] == [b"xxxx"]
-            reader = log.open("rb")  # the disk comes back
-            out = feeding.submit(capture.finish)
-            assert reader.read() == b"x" * 100_000
-            assert out.result(timeout=60).total_bytes == 100_000
-        finally:  # let a log thread (or a feed) that waits for a reader go on
-            os.close(os.open(log, os.O_RDONLY | os.O_NONBLOCK))
-            if reader is not None:
-                reader.close()
+def test_what_waits_for_the_log_thread_is_the_bytes_alone(
+    tmp_path: Path, held_log_thread: Callable[[], bool]
+) -> None:
+    capture = StreamCapture(Stream.STDOUT, 4, tmp_path / "out.log", lambda c: None, 8 * MIB)
+    tracemalloc.start()
+    for _ in range(20_000):  # 2 MB in small writes, as a program that flushes each line
+        capture.feed(b"y" * 99 + b"\n", 0.0)
+    held = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    held_log_thread()
+    assert held < 3 * 2_000_000, f"{held:,} bytes held for 2,000,000 waiting"
+    assert capture.finish().total_bytes == 2_000_000
+    assert (tmp_path / "out.log").stat().st_size == 2_000_000
+
+
+def test_a_log_that_cannot_be_created_says_so_and_the_capture_goes_on(tmp_path: Path) -> None:
+    capture = StreamCapture(Stream.STDERR, 100, tmp_path / "gone" / "err.log", lambda c: None, MIB)
+    capture.feed(b"still captured", 0.0)
+    out = capture.finish()
+    assert out.text == "still captured"
+    assert out.log_error.startswith("it could not be created: ")

@@ -4,6 +4,7 @@ import asyncio
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -146,3 +147,20 @@ def test_a_zombie_left_to_a_spawn_under_way_is_reaped_when_it_is_done() -> None:
         assert reap_orphans(since) == 0  # it could be the root being spawned
         assert zombie.status() == psutil.STATUS_ZOMBIE
     assert not psutil.pid_exists(pid)  # reaped as the spawn ended
+
+
+def test_a_command_that_cannot_start_never_waits_for_the_log_thread_on_the_loop(
+    tmp_path: Path, held_log_thread: Callable[[], bool]
+) -> None:
+    released: list[bool] = []  # whether the loop let the held log thread go
+
+    async def main() -> ProcessOutcome:
+        # The loop itself lets the log thread go: a loop waiting for the thread could not.
+        asyncio.get_running_loop().call_later(0.2, lambda: released.append(held_log_thread()))
+        launch = Launch(("no-such-command-here",), dict(os.environ), tmp_path)
+        return await run_process(launch, _settings(tmp_path), "r-missing")
+
+    outcome = asyncio.run(asyncio.wait_for(main(), 60))
+    assert released == [True]
+    assert outcome.ended_by is EndedBy.SPAWN_ERROR
+    assert (tmp_path / "run" / "stdout.log").read_bytes() == b""

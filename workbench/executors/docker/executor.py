@@ -403,7 +403,7 @@ class DockerExecutor:
                     await task
             if abandoned:  # close the logs; nobody will read a result
                 for capture in captures.values():
-                    capture.finish()
+                    capture.close_log()
         after = session.cgroup.counters() if session.cgroup else None
         if not failure and not escaped:  # an exec ends with 137 when its container is killed
             oom = before is not None and after is not None and after.oom_kills > before.oom_kills

@@ -6,19 +6,21 @@ the result says the text was truncated. The log itself is capped too (`log_cap_b
 first half is written as it comes, the last half is held back (in memory, as chunks) and
 written after a line saying how many bytes between them were dropped, so a flood fills neither
 the disk nor memory beyond the cap. Every file operation of a log (open, write, close) happens
-on one thread of the app's own (`_LOG_THREAD`), in order: `feed` only queues, so a disk that
-stalls (a network home folder, a busy journal) never stalls the event loop that feeds it, and
-`finish()` (in a thread, `finish_logs`) waits for the log's last write. What is queued is at most
-the log's head. A write that fails (the disk full) stops the log there, and the result says why
-(`log_error`); the run goes on. A small tail is kept apart for outcome detection (a
-`MemoryError` traceback comes last).
+on one thread of the app's own (`_LOG_THREAD`), in order (`LogFile`): `feed` and `close_log()`
+only hand it bytes, so a disk that stalls (a network home folder, a busy journal) never stalls
+the event loop that feeds it; `finish()` waits for the close, in a thread (`finish_logs`). What
+waits for the thread is at most the log's head (and, at the end, its tail), in one buffer. A
+write that fails (the disk full) stops the log there, and the result says why (`log_error`); the
+run goes on. A small tail is kept apart for outcome detection (a `MemoryError` traceback comes
+last).
 """
 
 import asyncio
 import codecs
+import threading
 from collections import deque
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO
 
@@ -27,6 +29,65 @@ from workbench.executors.types import CapturedOutput, OutputChunk, OutputSink, S
 TAIL_BYTES = 8192
 # One thread writes every log, in the order the writes were queued (see the module doc).
 _LOG_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-logs")
+
+
+class LogFile:
+    """One log on disk, written by the log thread: `write` adds to the bytes waiting for it (one
+    job at a time writes all of them), `close` queues the close after them. `error` says why
+    the log stops short; read it once the close is done."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.error = ""
+        self._file: BinaryIO | None = None  # opened by the log thread at its first write
+        self._written = 0
+        self._waiting = bytearray()
+        self._lock = threading.Lock()
+        self._queued = False  # a job that writes `_waiting` is queued
+        self._closed: Future[None] | None = None
+
+    def write(self, data: bytes) -> None:
+        """Append `data` to the log, soon; never blocks on the disk."""
+        with self._lock:
+            self._waiting += data
+            if self._queued:
+                return
+            self._queued = True
+        _LOG_THREAD.submit(self._flush)
+
+    def close(self) -> "Future[None]":
+        """Queue the close after every write so far (once: again, the same future)."""
+        if self._closed is None:
+            self._closed = _LOG_THREAD.submit(self._close)
+        return self._closed
+
+    def _flush(self) -> None:
+        """Write what waits, unless a write failed or the log is closed. On the log thread."""
+        with self._lock:
+            data, self._waiting, self._queued = bytes(self._waiting), bytearray(), False
+        if not data or self.error or (self._file is not None and self._file.closed):
+            return
+        try:
+            if self._file is None:
+                self._file = self.path.open("wb")
+            self._file.write(data)
+            self._written += len(data)
+        except OSError as error:
+            if self._file is None:
+                self.error = f"it could not be created: {error}"
+            else:
+                self.error = f"writing it failed after {self._written:,} bytes: {error}"
+
+    def _close(self) -> None:
+        """Write what waits and close the log (made empty if nothing was). On the log thread."""
+        self._flush()
+        try:
+            if self._file is None and not self.error:
+                self._file = self.path.open("wb")
+            if self._file is not None:
+                self._file.close()
+        except OSError as error:  # the buffered part could not be written
+            self.error = self.error or f"writing it failed: {error}"
 
 
 class StreamCapture:
@@ -43,8 +104,7 @@ class StreamCapture:
         self._stream = stream
         self._cap = max(0, cap_bytes)
         self._sink = sink
-        self._log_path = log_path
-        self._log: BinaryIO | None = None  # opened by the log thread at its first write
+        self._log = LogFile(log_path)
         self._log_head = max(0, log_cap_bytes) - max(0, log_cap_bytes) // 2
         self._log_tail_cap = max(0, log_cap_bytes) // 2
         self._log_tail: deque[bytes] = deque()
@@ -52,8 +112,7 @@ class StreamCapture:
         self._head = bytearray()
         self._tail = bytearray()
         self.total_bytes = 0
-        self._logged = 0  # bytes of the stream the log holds
-        self._log_error = ""
+        self._closing = False  # the log's last bytes went to the log thread
         self._result: CapturedOutput | None = None
 
     def feed(self, data: bytes, t: float) -> None:
@@ -72,7 +131,7 @@ class StreamCapture:
         """Write `data` to the log while its head has room, else hold it in the log's tail."""
         room = self._log_head - self.total_bytes
         if room > 0:
-            self._write(data[:room])
+            self._log.write(data[:room])
             data = data[room:]
         if not data or not self._log_tail_cap:
             return
@@ -80,23 +139,6 @@ class StreamCapture:
         self._log_tail_bytes += len(self._log_tail[-1])
         while self._log_tail_bytes - len(self._log_tail[0]) >= self._log_tail_cap:
             self._log_tail_bytes -= len(self._log_tail.popleft())
-
-    def _write(self, data: bytes) -> None:
-        """Queue `data` for the log thread to append to the log."""
-        _LOG_THREAD.submit(self._append, data)
-
-    def _append(self, data: bytes) -> None:
-        """Append `data` to the log, unless a write already failed (then nothing more is) or the
-        log is closed. On the log thread."""
-        if self._log_error or (self._log is not None and self._log.closed):
-            return
-        try:
-            if self._log is None:
-                self._log = self._log_path.open("wb")
-            self._log.write(data)
-            self._logged += len(data)
-        except OSError as error:
-            self._log_error = f"writing it failed after {self._logged:,} bytes: {error}"
 
     @property
     def log_dropped_bytes(self) -> int:
@@ -116,40 +158,36 @@ class StreamCapture:
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         return decoder.decode(bytes(self._head), final=not truncated)
 
-    def finish(self) -> CapturedOutput:
-        """Write the log's tail, close the log and describe the stream (again: the same).
-        Blocks until the log thread has written it all: call it from a thread of its own."""
-        if self._result is not None:
-            return self._result
-        if dropped := self.log_dropped_bytes:
-            cap = self._log_tail_cap
-            self._write(
-                f"\n[... {dropped:,} bytes dropped: the log keeps its first and last "
-                f"{cap:,} bytes ...]\n".encode()
-            )
-        tail = b"".join(self._log_tail)
-        self._write(tail[len(tail) - min(len(tail), self._log_tail_cap) :])
-        self._log_tail.clear()
-        _LOG_THREAD.submit(self._close).result()
-        self._result = CapturedOutput(
-            text=self.head_text,
-            total_bytes=self.total_bytes,
-            truncated=self.total_bytes > len(self._head),
-            log_path=self._log_path,
-            log_dropped_bytes=self.log_dropped_bytes,
-            log_error=self._log_error,
-        )
-        return self._result
+    def close_log(self) -> "Future[None]":
+        """Hand the log thread the log's last bytes (how many were dropped, the held-back tail)
+        and its close, once; the future is done when the log is closed. Never blocks."""
+        if not self._closing:
+            self._closing = True
+            if dropped := self.log_dropped_bytes:
+                cap = self._log_tail_cap
+                self._log.write(
+                    f"\n[... {dropped:,} bytes dropped: the log keeps its first and last "
+                    f"{cap:,} bytes ...]\n".encode()
+                )
+            tail = b"".join(self._log_tail)
+            self._log.write(tail[len(tail) - min(len(tail), self._log_tail_cap) :])
+            self._log_tail.clear()
+        return self._log.close()
 
-    def _close(self) -> None:
-        """Close the log (made empty if nothing was written). On the log thread."""
-        try:
-            if self._log is None and not self._log_error:
-                self._log = self._log_path.open("wb")
-            if self._log is not None:
-                self._log.close()
-        except OSError as error:  # the buffered part could not be written
-            self._log_error = self._log_error or f"writing it failed: {error}"
+    def finish(self) -> CapturedOutput:
+        """Close the log (`close_log`) and describe the stream (again: the same). Blocks until
+        the log thread has closed it: call it from a thread of its own (`finish_logs`)."""
+        if self._result is None:
+            self.close_log().result()
+            self._result = CapturedOutput(
+                text=self.head_text,
+                total_bytes=self.total_bytes,
+                truncated=self.total_bytes > len(self._head),
+                log_path=self._log.path,
+                log_dropped_bytes=self.log_dropped_bytes,
+                log_error=self._log.error,
+            )
+        return self._result
 
 
 def stream_captures(

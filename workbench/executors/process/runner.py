@@ -152,7 +152,9 @@ async def run_process(launch: Launch, settings: RunSettings, run_id: str) -> Pro
     module docstring)."""
     spawned = await spawn(launch, run_id)
     if isinstance(spawned, str):
-        return _outcome(settings.captures(), EndedBy.SPAWN_ERROR, None, spawned, 0.0, None)
+        captures = settings.captures()
+        await finish_logs(captures.values())
+        return _outcome(captures, EndedBy.SPAWN_ERROR, None, spawned, 0.0, None)
     return await supervise(spawned, settings, t0=spawned.spawned_at)
 
 
@@ -217,7 +219,7 @@ async def supervise(
                     task.cancel()
             kill_now(root, scope, sampler.seen.values())
             for capture in captures.values():
-                capture.finish()
+                capture.close_log()
         unclaim(scope.tag)
         pipes.detach()
         if not kept:
