@@ -4,7 +4,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QTextCursor
+from PySide6.QtGui import QColor, QTextCursor
 from PySide6.QtWidgets import QAbstractButton, QAbstractSpinBox, QScrollBar, QTabBar, QWidget
 
 from tests.ui.conftest import Run, items
@@ -235,3 +235,32 @@ def test_the_banner_and_the_card_of_a_killed_run(qtbot: Any) -> None:
     dropped = items(view.tree)[4]
     assert dropped.text(0).endswith(": 2")
     assert items(dropped)[1].text(0) == "<b>X</b>"
+
+
+def _drawn_in(widget: QWidget, colour: QColor) -> bool:
+    """Whether some pixel of `widget` as drawn is within a few steps of `colour`."""
+    image = widget.grab().toImage()
+    wanted = (colour.red(), colour.green(), colour.blue())
+
+    def near(pixel: QColor) -> bool:
+        have = (pixel.red(), pixel.green(), pixel.blue())
+        return max(abs(a - b) for a, b in zip(have, wanted, strict=True)) <= 24
+
+    return any(
+        near(image.pixelColor(x, y)) for x in range(image.width()) for y in range(image.height())
+    )
+
+
+def test_the_banner_draws_its_sentence_and_lines_in_their_status_colours(qtbot: Any) -> None:
+    banner = OutcomeBanner()
+    qtbot.addWidget(banner)
+    banner.resize(700, 160)
+    banner.show()
+    colours = status_colors(banner.palette())
+    for status in ("danger", "ok", "warning"):
+        banner.show_message("Stopped: memory limit 256 MiB", status)
+        assert _drawn_in(banner.sentence, getattr(colours, status)), status
+        assert _drawn_in(banner, getattr(colours, status))  # its border and stripe
+    card = PostureCard(Posture(PostureId.HARDENED), checks=(), env_kept=(), env_dropped=())
+    banner.show_result(_result(RunStatus.TIMED_OUT, "wall-clock timeout of 5 s", 2, card))
+    assert _drawn_in(banner.details, colours.danger)  # what was left running

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.ui.common.widgets import set_status
+from workbench.ui.mainwindow import MainWindow
 from workbench.ui.theme import WorkbenchStyle, _dark_palette, apply_theme, status_colors
 
 
@@ -117,3 +118,10 @@ def test_a_status_keeps_a_widgets_own_bold(qtbot: Any) -> None:
     set_status(label, "danger")
     set_status(label, "ok")
     assert label.font().bold()
+
+
+def test_no_widget_of_the_window_has_a_style_sheet(window: MainWindow) -> None:
+    # A sheet would cost every widget under it a styling pass, and its text would no longer
+    # take the status colours `set_status` puts in the palette.
+    styled = [w for w in window.findChildren(QWidget) if w.styleSheet()]
+    assert [w.objectName() or type(w).__name__ for w in styled] == []

@@ -15,7 +15,7 @@ APP_AUTHOR = "skill-workbench"
 
 
 def resources_dir() -> Path:
-    """The folder holding the bundled icons, style sheets and example skills."""
+    """The folder holding the bundled icons, example and probe skills and the sandbox image."""
     packaged = Path(__file__).resolve().parents[1] / "resources"
     if packaged.is_dir():
         return packaged

@@ -11,8 +11,8 @@ palette, from `status_colors()`, and `paint_panel` draws a rounded panel. The pa
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPalette, QPen
+from PySide6.QtCore import QRect, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QIcon, QPainter, QPainterPath, QPalette, QPen
 from PySide6.QtWidgets import (
     QApplication,
     QProxyStyle,
@@ -88,9 +88,10 @@ def apply_status(widget: QWidget) -> None:
 
 
 def paint_panel(
-    widget: QWidget, border: QColor, fill: QColor, radius: float, width: int = 1
+    widget: QWidget, border: QColor, fill: QColor, radius: float, width: int = 1, stripe: int = 0
 ) -> None:
-    """Paint `widget`'s background as a rounded panel: `fill` within a `width`-pixel `border`."""
+    """Paint `widget`'s background as a rounded panel: `fill` within a `width`-pixel `border`
+    and, with `stripe`, a band of the border's colour that wide down its left edge."""
     painter = QPainter(widget)
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     painter.setPen(QPen(border, width))
@@ -99,6 +100,11 @@ def paint_panel(
     painter.drawRoundedRect(
         QRectF(widget.rect()).adjusted(inset, inset, -inset, -inset), radius, radius
     )
+    if stripe:
+        outline = QPainterPath()
+        outline.addRoundedRect(QRectF(widget.rect()), radius, radius)
+        painter.setClipPath(outline)
+        painter.fillRect(QRectF(0, 0, stripe, widget.height()), border)
     painter.end()
 
 
@@ -132,6 +138,15 @@ class WorkbenchStyle(QProxyStyle):
             _draw_dark_radio(option, painter)
         else:
             super().drawPrimitive(element, option, painter, widget)
+
+    def subElementRect(
+        self, element: QStyle.SubElement, option: QStyleOption, widget: QWidget | None = None
+    ) -> QRect:
+        fusion = self.baseStyle()
+        if element is QStyle.SubElement.SE_TabWidgetTabContents:  # below the pane's one line
+            pane = fusion.subElementRect(QStyle.SubElement.SE_TabWidgetTabPane, option, widget)
+            return pane.adjusted(0, 1, 0, 0)
+        return fusion.subElementRect(element, option, widget)
 
 
 def _draw_dark_radio(option: QStyleOption, painter: QPainter) -> None:

@@ -12,7 +12,7 @@ text is plain (causes and evidence quote the command's own output).
 """
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFontDatabase
+from PySide6.QtGui import QColor, QFontDatabase, QPaintEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -26,7 +26,7 @@ from workbench.executors.types import RunResult, RunStatus
 from workbench.runs.diagnosis import Change, Diagnosis
 from workbench.ui.common.text import format_size
 from workbench.ui.common.widgets import ElidedLabel, plain_label, set_status
-from workbench.ui.theme import status_colors
+from workbench.ui.theme import paint_panel, status_colors
 
 LEADS = {
     RunStatus.OK: "Finished",
@@ -37,6 +37,8 @@ LEADS = {
     RunStatus.LIMIT_EXCEEDED: "Stopped",
     RunStatus.ERROR: "Could not run",
 }
+STRIPE = 5  # the coloured band down the banner's left edge, in pixels
+TINT_ALPHA = 28  # of the status colour, behind the banner's text
 STATUS_LOOK = {
     RunStatus.OK: "ok",
     RunStatus.FAILED: "warning",
@@ -94,6 +96,7 @@ class OutcomeBanner(QFrame):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("outcomeBanner")
+        self._look = "muted"
         self._change: Change | None = None
         self.sentence = plain_label("No run yet.", self, wrap=True)
         font = self.sentence.font()
@@ -115,7 +118,7 @@ class OutcomeBanner(QFrame):
         advice.addWidget(self.suggestion, 1)
         advice.addWidget(self.rerun_button)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(10, 5, 8, 5)
+        layout.setContentsMargins(10 + STRIPE, 6, 9, 6)  # within the painted border
         layout.setSpacing(2)
         layout.addWidget(self.sentence)
         layout.addWidget(self.why)
@@ -181,22 +184,20 @@ class OutcomeBanner(QFrame):
 
     def status(self) -> str:
         """The look of the banner now: `ok`, `warning`, `danger` or `muted`."""
-        return str(self.property("status"))
+        return self._look
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        del event
+        colours = status_colors(self.palette())
+        border = getattr(colours, self._look, colours.muted)
+        tint = QColor(border)
+        tint.setAlpha(TINT_ALPHA)
+        paint_panel(self, border, tint, 4, stripe=STRIPE)
 
     def _paint(self, status: str) -> None:
-        self.setProperty("status", status)
+        self._look = status
         set_status(self.sentence, status)
-        colours = status_colors(self.palette())
-        colour = {
-            "ok": colours.ok,
-            "warning": colours.warning,
-            "danger": colours.danger,
-        }.get(status, colours.muted)
-        name, rgb = colour.name(), f"{colour.red()}, {colour.green()}, {colour.blue()}"
-        self.setStyleSheet(
-            f"QFrame#outcomeBanner {{ border: 1px solid {name}; border-left: 5px solid {name}; "
-            f"border-radius: 4px; background: rgba({rgb}, 28); }}"
-        )
+        self.update()
 
 
 def _processes(count: int) -> str:
