@@ -13,7 +13,6 @@ import os
 import sys
 import threading
 import time
-import traceback
 from pathlib import Path
 
 import pytest
@@ -39,13 +38,14 @@ STALL_LIMIT_S = 0.1
 
 
 class StallWatch:
-    """Samples the main thread's stack every 5 ms while the event loop is more than
-    `STALL_LIMIT_S / 2` late for its tick (`tick()`), so a stall can say where it was."""
+    """Notes where the main thread is, every 5 ms while the event loop is more than
+    `STALL_LIMIT_S / 2` late for its tick (`tick()`), so a stall can say where it was. A note is
+    a few frames' file, line and function: cheap, so the watch barely holds the GIL."""
 
     def __init__(self) -> None:
         self.last = time.monotonic()
         self._main = threading.get_ident()
-        self._stacks: collections.Counter[str] = collections.Counter()
+        self._seen: collections.Counter[tuple[tuple[str, int, str], ...]] = collections.Counter()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
@@ -57,22 +57,24 @@ class StallWatch:
         return gap
 
     def stop(self) -> str:
-        """Stop sampling; the stacks seen most often, each with its count."""
+        """Stop watching; the two places seen most often, innermost frame first, with counts."""
         self._stop.set()
         self._thread.join()
-        return "\n".join(f"{n} x\n{stack}" for stack, n in self._stacks.most_common(2))
+        return "\n".join(
+            f"{n} x " + " <- ".join(f"{Path(file).name}:{line} {name}" for file, line, name in at)
+            for at, n in self._seen.most_common(2)
+        )
 
     def _watch(self) -> None:
         while not self._stop.wait(0.005):
             frame = sys._current_frames().get(self._main)
-            if time.monotonic() - self.last > STALL_LIMIT_S / 2 and frame is not None:
-                self._stacks["".join(traceback.format_stack(frame)[-6:])] += 1
-
-
-@pytest.fixture
-def tmp_path(traversable_tmp_path: Path) -> Path:
-    """A world-traversable temporary folder (the window's data folder is made inside it)."""
-    return traversable_tmp_path
+            if time.monotonic() - self.last <= STALL_LIMIT_S / 2 or frame is None:
+                continue
+            at: list[tuple[str, int, str]] = []
+            while frame is not None and len(at) < 8:
+                at.append((frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name))
+                frame = frame.f_back
+            self._seen[tuple(at)] += 1
 
 
 def _prepare(window: MainWindow, posture: PostureId, command: str) -> RunPanel:
