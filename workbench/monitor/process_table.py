@@ -8,8 +8,7 @@ most `MAX_ROWS` processes, chosen breadth-first from the roots so the tree keeps
 and control characters replaced: they come from the skill and are shown as plain text. The
 workbench's own worker processes (the QuickJS worker) are named for what they are, not by their
 interpreter's argv and its settings document, and a perl helper (the hardened exec wrapper, the
-bubblewrap loader) shows the command it is about to become, named for it ("sh (starting)"), not
-perl and its own argv. When the host
+bubblewrap loader) shows the command it is about to become, not its own argv. When the host
 cannot see the processes (gVisor, a remote engine) the table says why instead.
 """
 
@@ -18,7 +17,6 @@ import time
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 import psutil
 
@@ -108,16 +106,15 @@ class TableBuilder:
         commands = {}
         for pid in kept:
             reading = by_pid[pid]
-            name, command = _shown(reading)
             # A process that just ended (a zombie) reads an empty command line: keep the last.
-            commands[pid] = command or self._commands.get(pid, "")
+            commands[pid] = _cmdline(reading.process) or self._commands.get(pid, "")
             # A process new to the builder was born since the last table: all its time is new.
             delta = spent[pid] - self._spent.get(pid, 0.0)
             rows.append(
                 ProcessRow(
                     pid=display[pid],
                     ppid=display.get(reading.ppid, 0),
-                    name=plain_text(name, NAME_CHARS),
+                    name=plain_text(reading.name, NAME_CHARS),
                     cmdline=commands[pid],
                     cpu_percent=max(0.0, 100.0 * delta / elapsed) if elapsed > 0 else 0.0,
                     rss_bytes=reading.rss_bytes,
@@ -146,16 +143,13 @@ def _breadth_first(by_pid: dict[int, Reading]) -> list[int]:
     return order
 
 
-def _shown(reading: Reading) -> tuple[str, str]:
-    """The name and the command line (plain and short, "" once it is gone) to show for the
-    process of `reading`: a perl helper is named for the command it is about to become."""
+def _cmdline(process: psutil.Process) -> str:
+    """The command line of `process`, plain and short ("" when it is gone)."""
     try:
-        argv = reading.process.cmdline()
+        argv = process.cmdline()
     except psutil.Error:
-        return reading.name, ""
-    becoming = helper_command(argv)
-    name = f"{PurePosixPath(becoming[0]).name} (starting)" if becoming else reading.name
-    return name, plain_text(own_process(argv) or " ".join(argv), CMDLINE_CHARS)
+        return ""
+    return plain_text(own_process(argv) or " ".join(argv), CMDLINE_CHARS)
 
 
 def own_process(argv: list[str]) -> str:

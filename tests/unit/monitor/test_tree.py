@@ -213,11 +213,3 @@ def test_a_perl_helper_shows_the_command_it_is_about_to_become() -> None:
     assert own_process([*loader, *command]) == own_process([*wrapper, *command])
     other = ["/usr/bin/perl", "-e", "exec @ARGV", "--", *command]
     assert own_process(other) == ""  # not one of the workbench's helpers
-
-    class Starting(FakeProcess):
-        def cmdline(self) -> list[str]:
-            return [*wrapper, "/usr/bin/python3", "report.py"]
-
-    starting = Reading(cast(psutil.Process, Starting(10)), 1, "perl", 4096, 0.0)
-    (row,) = TableBuilder(started=0.0).build([starting], now=1.0).rows
-    assert (row.name, row.cmdline) == ("python3 (starting)", "/usr/bin/python3 report.py")
