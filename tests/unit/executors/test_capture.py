@@ -93,8 +93,11 @@ def test_what_waits_for_the_log_thread_is_the_bytes_alone(
 
 
 def test_a_log_that_cannot_be_created_says_so_and_the_capture_goes_on(tmp_path: Path) -> None:
-    capture = StreamCapture(Stream.STDERR, 100, tmp_path / "gone" / "err.log", lambda c: None, MIB)
-    capture.feed(b"still captured", 0.0)
-    out = capture.finish()
+    gone = tmp_path / "gone"
+    fed = StreamCapture(Stream.STDERR, 100, gone / "err.log", lambda c: None, MIB)
+    fed.feed(b"still captured", 0.0)
+    empty = StreamCapture(Stream.STDOUT, 100, gone / "out.log", lambda c: None, MIB)
+    out, nothing = fed.finish(), empty.finish()
     assert out.text == "still captured"
     assert out.log_error.startswith("it could not be created: ")
+    assert nothing.log_error.startswith("it could not be created: ")  # none written, none made

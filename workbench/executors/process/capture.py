@@ -64,30 +64,37 @@ class LogFile:
     def _flush(self) -> None:
         """Write what waits, unless a write failed or the log is closed. On the log thread."""
         with self._lock:
-            data, self._waiting, self._queued = bytes(self._waiting), bytearray(), False
+            data, self._waiting, self._queued = self._waiting, bytearray(), False
         if not data or self.error or (self._file is not None and self._file.closed):
             return
+        log = self._open()
+        if log is None:
+            return
         try:
-            if self._file is None:
-                self._file = self.path.open("wb")
-            self._file.write(data)
+            log.write(data)
             self._written += len(data)
         except OSError as error:
-            if self._file is None:
-                self.error = f"it could not be created: {error}"
-            else:
-                self.error = f"writing it failed after {self._written:,} bytes: {error}"
+            self.error = f"writing it failed after {self._written:,} bytes: {error}"
 
     def _close(self) -> None:
         """Write what waits and close the log (made empty if nothing was). On the log thread."""
         self._flush()
+        log = self._file if self.error else self._open()
+        if log is None:
+            return
         try:
-            if self._file is None and not self.error:
-                self._file = self.path.open("wb")
-            if self._file is not None:
-                self._file.close()
+            log.close()
         except OSError as error:  # the buffered part could not be written
             self.error = self.error or f"writing it failed: {error}"
+
+    def _open(self) -> BinaryIO | None:
+        """The log, opened if it is not yet; None (and `error` says why) when it cannot be."""
+        if self._file is None:
+            try:
+                self._file = self.path.open("wb")
+            except OSError as error:
+                self.error = f"it could not be created: {error}"
+        return self._file
 
 
 class StreamCapture:
