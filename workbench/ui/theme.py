@@ -114,6 +114,12 @@ _TOOL_PANELS = (  # what Fusion draws behind a tool button
 )
 
 
+_PANE_PARTS = (  # of a tab widget, tabs on top (as all of the app's are)
+    QStyle.SubElement.SE_TabWidgetTabPane,
+    QStyle.SubElement.SE_TabWidgetTabContents,
+)
+
+
 class WorkbenchStyle(QProxyStyle):
     """Fusion, with the app's few changes (see the module doc)."""
 
@@ -143,9 +149,12 @@ class WorkbenchStyle(QProxyStyle):
         self, element: QStyle.SubElement, option: QStyleOption, widget: QWidget | None = None
     ) -> QRect:
         fusion = self.baseStyle()
-        if element is QStyle.SubElement.SE_TabWidgetTabContents:  # below the pane's one line
+        if element in _PANE_PARTS:  # the pane starts below the tabs, its contents below its line
             pane = fusion.subElementRect(QStyle.SubElement.SE_TabWidgetTabPane, option, widget)
-            return pane.adjusted(0, 1, 0, 0)
+            tabs = fusion.subElementRect(QStyle.SubElement.SE_TabWidgetTabBar, option, widget)
+            pane.setTop(max(pane.top(), tabs.bottom() + 1))
+            contents = element is QStyle.SubElement.SE_TabWidgetTabContents
+            return pane.adjusted(0, 1, 0, 0) if contents else pane
         return fusion.subElementRect(element, option, widget)
 
 
