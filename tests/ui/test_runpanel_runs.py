@@ -77,6 +77,12 @@ class StallWatch:
             self._seen[tuple(at)] += 1
 
 
+@pytest.fixture
+def tmp_path(traversable_tmp_path: Path) -> Path:
+    """A world-traversable temporary folder (the window's data folder is made inside it)."""
+    return traversable_tmp_path
+
+
 def _prepare(window: MainWindow, posture: PostureId, command: str) -> RunPanel:
     skill = next(s for s in window.browser.skills() if s.name == "workspace-report")
     assert window.browser.select_path(skill.path)
