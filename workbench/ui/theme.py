@@ -1,11 +1,11 @@
 """Look and feel: Fusion style, a light or dark palette that follows the OS, status colours.
 
-The style and palette are set before the window is built; there is no style sheet, which costs
-every widget a styling pass (docs/notes.md). `WorkbenchStyle` draws the few things the app
-changes in Fusion: a tab pane with only a line above it, flat "show more" toggles (`FLAT_TOGGLE`)
-and, on a dark palette, radio buttons with a drawn ring and dot (Fusion's nearly vanish there).
-`apply_status` colours a widget for its `status` property (danger, warning, ok, muted) through its
-palette, from `status_colors()`, and `paint_panel` draws a rounded panel. The palette follows
+The style and palette are set before the window is built; there is no style sheet, which costs every
+widget a styling pass (docs/notes.md). `WorkbenchStyle` draws the few things the app changes in
+Fusion: a tab pane with only a line above it, flat "show more" toggles (`FLAT_TOGGLE`) and, on a
+dark palette, radio buttons with a drawn ring and dot (Fusion's nearly vanish there). `apply_status`
+colours a widget for its `status` property (danger, warning, ok, muted) through its palette, from
+`status_colors()`, and `paint_panel` draws a rounded panel (`tint` its fill). The palette follows
 `QStyleHints.colorScheme` and is rebuilt when the OS switches, the status colours with it.
 """
 
@@ -85,6 +85,13 @@ def apply_status(widget: QWidget) -> None:
         font.setBold(bold)
         widget.setFont(font)
         widget.setProperty("statusBold", bold)
+
+
+def tint(colour: QColor, alpha: int) -> QColor:
+    """`colour` made see-through to `alpha` (0-255), for a panel's background."""
+    tinted = QColor(colour)
+    tinted.setAlpha(alpha)
+    return tinted
 
 
 def paint_panel(

@@ -5,11 +5,11 @@ nothing ever blocks the event loop. Messages may quote untrusted text and are pl
 """
 
 from PySide6.QtCore import QSize, Qt
-from PySide6.QtGui import QColor, QPaintEvent
+from PySide6.QtGui import QPaintEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QToolButton, QWidget
 
 from workbench.ui.common.widgets import plain_label
-from workbench.ui.theme import icon, paint_panel, status_colors
+from workbench.ui.theme import icon, paint_panel, status_colors, tint
 
 TINT_ALPHA = 40  # of the danger colour, behind an alert's text
 
@@ -20,9 +20,7 @@ class AlertFrame(QFrame):
     def paintEvent(self, event: QPaintEvent) -> None:
         del event
         danger = status_colors(self.palette()).danger
-        tint = QColor(danger)
-        tint.setAlpha(TINT_ALPHA)
-        paint_panel(self, danger, tint, 4)
+        paint_panel(self, danger, tint(danger, TINT_ALPHA), 4)
 
 
 class MessageBar(AlertFrame):

@@ -76,7 +76,6 @@ class PostureCard(QFrame):
         super().__init__(parent)
         self.posture_id = posture_id
         info = POSTURE_INFO[posture_id]
-        self.setObjectName("postureCard")
         self.setFrameShape(QFrame.Shape.StyledPanel)  # its width; `paintEvent` draws it
         self._chosen = False
 

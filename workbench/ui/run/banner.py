@@ -12,7 +12,7 @@ text is plain (causes and evidence quote the command's own output).
 """
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QFontDatabase, QPaintEvent
+from PySide6.QtGui import QFontDatabase, QPaintEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -26,7 +26,7 @@ from workbench.executors.types import RunResult, RunStatus
 from workbench.runs.diagnosis import Change, Diagnosis
 from workbench.ui.common.text import format_size
 from workbench.ui.common.widgets import ElidedLabel, plain_label, set_status
-from workbench.ui.theme import paint_panel, status_colors
+from workbench.ui.theme import paint_panel, status_colors, tint
 
 LEADS = {
     RunStatus.OK: "Finished",
@@ -95,7 +95,6 @@ class OutcomeBanner(QFrame):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setObjectName("outcomeBanner")
         self._look = "muted"
         self._change: Change | None = None
         self.sentence = plain_label("No run yet.", self, wrap=True)
@@ -190,9 +189,7 @@ class OutcomeBanner(QFrame):
         del event
         colours = status_colors(self.palette())
         border = getattr(colours, self._look, colours.muted)
-        tint = QColor(border)
-        tint.setAlpha(TINT_ALPHA)
-        paint_panel(self, border, tint, 4, stripe=STRIPE)
+        paint_panel(self, border, tint(border, TINT_ALPHA), 4, stripe=STRIPE)
 
     def _paint(self, status: str) -> None:
         self._look = status
