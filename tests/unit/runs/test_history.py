@@ -1,5 +1,6 @@
 """The sqlite3 run history: written at start, completed at the end, readable after a crash."""
 
+import concurrent.futures
 import json
 import os
 import signal
@@ -168,6 +169,51 @@ def test_a_database_of_an_older_version_opens_and_gains_the_new_columns(
         "line": 2,
     }
     assert document["diagnosis"]["change"]["posture"] == "hardened"
+
+
+def test_the_newest_run_of_a_workspace_is_found_without_reading_every_run(
+    tmp_path: Path, record_factory: MakeRecord
+) -> None:
+    path = tmp_path / "history.sqlite3"
+    with sqlite3.connect(path) as db:  # a database of the first version, without the index
+        db.executescript(FIRST_SCHEMA)
+        db.executemany(
+            "INSERT INTO runs VALUES (?, ?, 2.0, 'finished', 'ok', '', 0, 'old', X'2f', 'local', "
+            "'[]', ?, X'2f7275', 1, 1.0, '[]', NULL)",
+            [(f"other-{n}", float(n), f"/ws/{n}".encode()) for n in range(5000)],
+        )
+    history = RunHistory(path)
+    history.start(replace(record_factory("20260101-000000-aaaaaa"), workspace=Path("/mine")))
+    history.abandon("20260101-000000-aaaaaa", RunStatus.ERROR, "boom")
+    steps = []
+    with history._transaction() as db:  # count the statements' steps, by hundreds
+        db.set_progress_handler(lambda: steps.append(1), 100)
+    try:
+        assert history.last_run_dir(Path("/mine")) == Path("/tmp/runs/20260101-000000-aaaaaa")
+        assert history.last_run_dir(Path("/elsewhere")) is None
+    finally:
+        with history._transaction() as db:
+            db.set_progress_handler(None, 100)
+    assert len(steps) < 10  # reading the 5,001 runs takes far more than 1,000 steps
+
+
+def test_threads_take_turns_on_the_history_and_it_reopens_after_close(
+    history: RunHistory, record_factory: MakeRecord, result: RunResult
+) -> None:
+    def record_runs(thread: int) -> None:
+        for n in range(20):
+            run_id = f"20260101-0000{thread:02d}-{n:06d}"
+            history.start(record_factory(run_id))
+            history.finish(run_id, result)
+            if n == 10:
+                history.close()  # while the other threads go on
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(record_runs, range(8)))
+
+    assert history.count(RunFilter(outcome="failed")) == 160
+    history.close()
+    assert RunHistory(history.path).count() == 160
 
 
 def test_filters_keep_a_skill_posture_outcome_origin_or_session(
