@@ -43,10 +43,13 @@ GVISOR_MIN_MEMORY = 256 * MIB
 # The `cpu` probe's timeout under a posture that only the wall clock stops it in: the busy loop
 # spins that long. Where a CPU-time limit is promised, the lab's timeout stays, so a loaded machine
 # that slows the loop never lets the clock act first.
-CPU_TIMEOUT_S = 1.5
+CPU_TIMEOUT_S = 1.0
 SKILL_DIR_WORD = "SKILL_DIR"  # the write probe's word for "the skill folder as I see it"
 # Probes that run alone, each in a session that ends with its run (see `_sessions`).
 ALONE = (ProbeId.CPU, ProbeId.MEMORY, ProbeId.FORK, ProbeId.DISK, ProbeId.DAEMON)
+# Of those, the ones that end a container session's probes instead, in this order: what each
+# leaves (files over the disk limit, processes being reaped) no run after it in there minds.
+LAST_IN_A_CONTAINER = (ProbeId.DISK, ProbeId.FORK)
 # Probes whose verdict rests on the app watching a host run from its own process, which other
 # runs beside it disturb: whose escapee a process is (`reaper`: a concurrent run's monitor may
 # hold it) and how much a run wrote (a disk limit polled from the app's loop).
@@ -225,16 +228,26 @@ def _sessions(
     one shared session (`LabSessions`: one container for all of them, not one each). A probe
     that pushes a limit (`ALONE`) runs in a session of its own, so what it does to its sandbox
     never changes another probe's verdict, and so does `daemon`, which asks what survives a run:
-    a run ends its session (the container goes with it). The `WATCHED` probes of the postures on
-    the host run after the other host sessions, one at a time; the container sessions go on.
+    a run ends its session (the container goes with it). Under a container posture, where a
+    session costs a container's start (about a second of the machine's CPU, more under gVisor),
+    `disk` and `fork` end the shared session instead, after every probe that only looks, when
+    they run under its limits. The `WATCHED` probes of the postures on the host run after the
+    other host sessions, one at a time; the container sessions go on.
     """
 
     def posture(probe: ProbeId) -> Posture:
         return replace(Posture(posture_id), limits=_limits_for(posture_id, probe, limits))
 
     shared = [probe for probe in probes if probe not in ALONE]
+    if shared and posture_id in CONTAINER_POSTURES:
+        shared += [
+            probe
+            for probe in LAST_IN_A_CONTAINER
+            if probe in probes and posture(probe) == posture(shared[0])
+        ]
     sessions = [(posture(shared[0]), True, shared)] if shared else []
-    return sessions + [(posture(probe), False, [probe]) for probe in probes if probe in ALONE]
+    alone = [probe for probe in probes if probe in ALONE and probe not in shared]
+    return sessions + [(posture(probe), False, [probe]) for probe in alone]
 
 
 @dataclass(frozen=True, slots=True)

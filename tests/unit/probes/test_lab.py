@@ -6,6 +6,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from workbench.cli.probe import render_scoreboard
 from workbench.errors import PostureError
 from workbench.executors import Executor, build_executor
@@ -118,6 +120,22 @@ def test_a_posture_shares_a_session_and_postures_run_at_once(tmp_path: Path) -> 
     first = min(first, counting.runs.index(("begin", postures[1], "daemon")))
     assert [probe for _, _, probe in counting.runs[first:]] == ["daemon"] * 2 * len(postures)
     assert [event for event, _, _ in counting.runs[first:]] == ["begin", "end"] * len(postures)
+
+
+@pytest.mark.docker
+def test_disk_and_fork_end_a_container_postures_shared_session(tmp_path: Path) -> None:
+    counting = Counting()
+    probes = (ProbeId.ENV_SECRET, ProbeId.DISK, ProbeId.FORK, ProbeId.DAEMON)
+    service = make_service(tmp_path, counting)
+    board = asyncio.run(run_lab([PostureId.DOCKER], service, probes=probes, parent=tmp_path))
+    assert board.unexpected() == []
+    assert [cell.verdict for cell in board.cells] == [Verdict.CONTAINED] * len(probes)
+    # One container for the probe that looks and, after it, `disk` and `fork`; one for
+    # `daemon`, whose run ends its session.
+    starts = [posture for event, posture in counting.events if event == "start"]
+    assert starts == [PostureId.DOCKER] * 2
+    shared = [probe for event, _, probe in counting.runs if event == "begin" and probe != "daemon"]
+    assert shared == ["env-secret", "disk", "fork"]
 
 
 def test_a_cancelled_lab_stops_and_still_cleans_up(tmp_path: Path) -> None:
