@@ -250,6 +250,53 @@ def test_cancelling_the_run_task_still_kills_inside(docker_session: Session) -> 
     assert _container_processes(docker_session) == []
 
 
+def test_a_run_cancelled_after_its_command_still_closes_its_logs(
+    docker_session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cancelled while it asks whether the container still runs, after the command ended,
+    the run leaves no log open, and its log holds the whole output."""
+    session = docker_session.executor._session
+    assert session is not None
+    printed, asking = asyncio.Event(), asyncio.Event()
+    running = session.running
+
+    async def hangs_once_printed(*args: Any) -> bool:
+        if printed.is_set():
+            asking.set()
+            await asyncio.Event().wait()
+        return await running(*args)
+
+    monkeypatch.setattr(session, "running", hangs_once_printed)
+    request = RunRequest(("echo", "every byte"))
+
+    def heard(chunk: OutputChunk) -> None:
+        printed.set()
+
+    async def go() -> None:
+        task = asyncio.ensure_future(docker_session.executor.run(request, heard, CancelToken()))
+        await asyncio.wait_for(asking.wait(), 20)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    docker_session.loop.run_until_complete(go())
+    log = docker_session.base / "runs" / request.run_id / "stdout.log"
+    deadline = time.monotonic() + 5
+    while _open_in_this_process(log) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _open_in_this_process(log)
+    assert log.read_text() == "every byte\n"
+
+
+def _open_in_this_process(path: Path) -> bool:
+    """True while this process holds `path` open."""
+    names = []
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):
+            names.append(fd.readlink())
+    return path in names
+
+
 def test_background_leftovers_are_killed_and_reported(any_session: Session) -> None:
     result = any_session.run("sh", "-c", "setsid sleep 60 & echo done").result
     assert (result.status, result.stdout.text) == (RunStatus.OK, "done\n")

@@ -55,7 +55,12 @@ from workbench.executors.docker.spec import (
 )
 from workbench.executors.docker.supervisor_link import TAMPERED, SupervisedCommand
 from workbench.executors.inflight import InFlight, prepare_runs_dir
-from workbench.executors.process.capture import StreamCapture, finish_logs, stream_captures
+from workbench.executors.process.capture import (
+    StreamCapture,
+    close_logs,
+    finish_logs,
+    stream_captures,
+)
 from workbench.executors.process.outcome import format_bytes, left_behind_warnings
 from workbench.executors.process.ownership import FolderLoan, SharedLoan
 from workbench.executors.process.runner import EndedBy, first_end
@@ -286,10 +291,15 @@ class DockerExecutor:
                     await asyncio.to_thread(self._files.send, WORKSPACE_MOUNT, say)
                 except ExecutorError as error:
                     return self._error(run_id, run_dir, str(error), warnings)
+            log_cap = self.posture.limits.log_bytes
+            captures = stream_captures(run_dir, request.output_cap_bytes, log_cap, sink)
             try:
                 return await self._run(
-                    self._spec, self._session, request, run_dir, sink, cancel, warnings
+                    self._spec, self._session, request, run_dir, captures, cancel, warnings
                 )
+            except BaseException:  # cancelled: nobody reads a result, but the logs get it all
+                close_logs(captures.values())
+                raise
             finally:
                 if self._loan is not None:
                     await self._loan.release()
@@ -323,13 +333,12 @@ class DockerExecutor:
         session: DockerSession,
         request: RunRequest,
         run_dir: Path,
-        sink: OutputSink,
+        captures: dict[Stream, StreamCapture],
         cancel: CancelToken,
         warnings: tuple[PostureWarning, ...],
     ) -> RunResult:
         run_id = request.run_id
         limits = self.posture.limits
-        captures = stream_captures(run_dir, request.output_cap_bytes, limits.log_bytes, sink)
         env = {
             **request.env,
             "SKILL_DIR": skill_mount(spec),
@@ -355,7 +364,7 @@ class DockerExecutor:
         tasks: list[asyncio.Task[object]] = []
         sweep: Sweep | None = None
         refusals: list[str] = []  # what the runtime wrote into stdout when it could not start
-        ended_by, code, failure, abandoned, escaped = EndedBy.SPAWN_ERROR, None, "", False, False
+        ended_by, code, failure, escaped = EndedBy.SPAWN_ERROR, None, "", False
         session.runs.add(tag)
         try:
             stream = await session.exec(list(request.argv), env, WORKSPACE_MOUNT)
@@ -387,9 +396,6 @@ class DockerExecutor:
             with contextlib.suppress(DockerException, OSError):
                 if not await session.running():
                     failure = CONTAINER_GONE
-        except asyncio.CancelledError:
-            abandoned = True
-            raise
         finally:
             if sweep is None and stream is not None:  # run() was cancelled, or the engine failed
                 with contextlib.suppress(DockerException, OSError):
@@ -401,9 +407,6 @@ class DockerExecutor:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, DockerException, OSError):
                     await task
-            if abandoned:  # close the logs; nobody will read a result
-                for capture in captures.values():
-                    capture.close_log()
         after = session.cgroup.counters() if session.cgroup else None
         if not failure and not escaped:  # an exec ends with 137 when its container is killed
             oom = before is not None and after is not None and after.oom_kills > before.oom_kills

@@ -208,6 +208,13 @@ def stream_captures(
     }
 
 
+def close_logs(captures: Iterable[StreamCapture]) -> None:
+    """`close_log()` each capture, without waiting: a run that ends without a result (it was
+    cancelled, or failed) still gives its logs their last bytes and closes them."""
+    for capture in captures:
+        capture.close_log()
+
+
 async def finish_logs(captures: Iterable[StreamCapture]) -> list[CapturedOutput]:
     """`finish()` each capture in a thread: it waits for the log thread, which may be writing
     a log's held-back tail (megabytes)."""

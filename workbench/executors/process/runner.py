@@ -18,7 +18,12 @@ from typing import Any
 
 import psutil
 
-from workbench.executors.process.capture import StreamCapture, finish_logs, stream_captures
+from workbench.executors.process.capture import (
+    StreamCapture,
+    close_logs,
+    finish_logs,
+    stream_captures,
+)
 from workbench.executors.process.reaper import (
     KillReport,
     Reach,
@@ -211,15 +216,16 @@ async def supervise(
             if task is not None:
                 with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                     await asyncio.wait_for(task, _HOOK_WAIT_S)
-    finally:
-        if kill is None:  # the caller cancelled run(): still leave nothing behind
+    except BaseException:  # the caller cancelled run(): still leave nothing behind
+        if kill is None:
             monitor.cancel()
             for task in (hook, guard):
                 if task is not None:
                     task.cancel()
             kill_now(root, scope, sampler.seen.values())
-            for capture in captures.values():
-                capture.close_log()
+        close_logs(captures.values())
+        raise
+    finally:
         unclaim(scope.tag)
         pipes.detach()
         if not kept:
