@@ -9,6 +9,7 @@ its background work through its own `Tasks`, whose errors this window shows in t
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QDragEnterEvent, QDropEvent, QKeySequence
@@ -23,16 +24,15 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.ansi import reveal_bidi
-from workbench.postures.model import PostureId
+from workbench.postures.model import Availability, PostureId
 from workbench.runs.service import CompletedRun
 from workbench.skills import Skill
 from workbench.ui.authoring.editor import SkillEditor
 from workbench.ui.authoring.newskill import AuthoringActions
+from workbench.ui.common.deferred import DeferredPage
 from workbench.ui.common.messagebar import MessageBar
 from workbench.ui.common.tasks import Tasks, loop_running
-from workbench.ui.compare.view import CompareView
 from workbench.ui.history.view import HistoryView
-from workbench.ui.lab.view import LabView
 from workbench.ui.postures.picker import PosturePicker
 from workbench.ui.run.panel import RunPanel
 from workbench.ui.services import PostureProbe, Services
@@ -41,6 +41,10 @@ from workbench.ui.skills.recent import RecentFolders, dropped_folders
 from workbench.ui.skills.view import SkillView
 from workbench.ui.statusline import StatusLine
 from workbench.ui.theme import icon
+
+if TYPE_CHECKING:  # built when first shown (`DeferredPage`): their modules load then
+    from workbench.ui.compare.view import CompareView
+    from workbench.ui.lab.view import LabView
 
 STATE_VERSION = 2  # the layout of this version: older saved sizes do not apply
 TITLE = "Skill Workbench"
@@ -76,8 +80,7 @@ class MainWindow(QMainWindow):
         self.run_panel = RunPanel(services.runs, settings, self)
         self.postures = PosturePicker(self)
         self.history = HistoryView(services.runs, settings, self)
-        self.compare = CompareView(services.runs, self)
-        self.lab = LabView(services.runs, self)
+        self._availability: dict[PostureId, Availability] | None = None  # once probed
         self.pages = QTabWidget(self)
         self.pages.setDocumentMode(True)
         self.pages.setAccessibleName("Views: run, history, compare, lab")
@@ -100,13 +103,10 @@ class MainWindow(QMainWindow):
         layout.setContentsMargins(8, 8, 8, 4)
         layout.setSpacing(6)
         layout.addWidget(self.message_bar)
-        for page, title in (
-            (self._splitter, "Run"),
-            (self.history, "History"),
-            (self.compare, "Compare"),
-            (self.lab, "Lab"),
-        ):
-            self.pages.addTab(page, title)
+        self.pages.addTab(self._splitter, "Run")
+        self.pages.addTab(self.history, "History")
+        self._compare = DeferredPage(self.pages, "Compare", self._build_compare)
+        self._lab = DeferredPage(self.pages, "Lab", self._build_lab)
         layout.addWidget(self.pages, 1)
         self.setCentralWidget(central)
 
@@ -156,8 +156,6 @@ class MainWindow(QMainWindow):
             self.run_panel.tasks,
             self.postures.tasks,
             self.history.tasks,
-            self.compare.tasks,
-            self.lab.tasks,
             self.view.environment.tasks,
         ):
             tasks.failed.connect(self.message_bar.show_error)
@@ -181,8 +179,38 @@ class MainWindow(QMainWindow):
         self.status_line.check_again.clicked.connect(self.on_engine_check_requested)
         self.run_panel.limits.changed.connect(self.on_run_panel_limits_changed)
         self.pages.currentChanged.connect(self.on_pages_current_changed)
-        self.compare.run_activated.connect(self.on_compare_run_activated)
-        self.lab.run_activated.connect(self.on_compare_run_activated)
+
+    @property
+    def compare(self) -> "CompareView":
+        """The Compare page (built the first time it is shown or asked for)."""
+        return self._compare.page()
+
+    @property
+    def lab(self) -> "LabView":
+        """The Lab page (built the first time it is shown or asked for)."""
+        return self._lab.page()
+
+    def _build_compare(self) -> "CompareView":
+        from workbench.ui.compare.view import CompareView
+
+        compare = CompareView(self._services.runs, self)
+        compare.set_skill(self.browser.current_skill())
+        self._join_page(compare)
+        return compare
+
+    def _build_lab(self) -> "LabView":
+        from workbench.ui.lab.view import LabView
+
+        lab = LabView(self._services.runs, self)
+        self._join_page(lab)
+        return lab
+
+    def _join_page(self, page: "CompareView | LabView") -> None:
+        """Wire a page built late as the others were at the start."""
+        page.tasks.failed.connect(self.message_bar.show_error)
+        page.run_activated.connect(self.on_compare_run_activated)
+        if self._availability is not None:
+            page.set_availability(self._availability)
 
     # Start-up and state -----------------------------------------------------------------
 
@@ -257,9 +285,8 @@ class MainWindow(QMainWindow):
 
     async def shutdown(self) -> None:
         """Stop the run in progress and end every background task (after the window closed)."""
-        await asyncio.gather(
-            self.run_panel.shutdown(), self.compare.shutdown(), self.lab.shutdown()
-        )
+        built = [page.built for page in (self._compare, self._lab) if page.built is not None]
+        await asyncio.gather(self.run_panel.shutdown(), *(page.shutdown() for page in built))
         await self.history.shutdown()
         await self.postures.shutdown()
         await self.view.environment.tasks.close()
@@ -341,7 +368,8 @@ class MainWindow(QMainWindow):
             return
         self.view.show_skill(skill)
         self.run_panel.set_skill(skill)
-        self.compare.set_skill(skill)
+        if self._compare.built is not None:
+            self._compare.built.set_skill(skill)
         self.postures.set_skill(skill)
         title = f"{reveal_bidi(skill.name)} — {TITLE}" if skill is not None else TITLE
         self.setWindowTitle(title)
@@ -409,9 +437,11 @@ class MainWindow(QMainWindow):
 
     async def _probe_postures(self) -> None:
         probe: PostureProbe = await asyncio.to_thread(self._services.probe_postures)
+        self._availability = probe.availability
         self.postures.set_availability(probe.availability)
-        self.compare.set_availability(probe.availability)
-        self.lab.set_availability(probe.availability)
+        for page in (self._compare.built, self._lab.built):
+            if page is not None:
+                page.set_availability(probe.availability)
         self.status_line.show_engine(probe)
 
     def _load_folder(self, folder: Path) -> list[Skill]:
