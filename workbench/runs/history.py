@@ -2,8 +2,8 @@
 
 The row is written when a run starts (state `running`, with the pid and start time of the
 process running it) and completed when it ends, each in its own short transaction (WAL mode,
-on one connection that threads take turns on). A run whose process died half-way (crash,
-kill -9, power cut) keeps its row and reads back as `interrupted`. Paths are stored as
+a fresh connection per call, so any thread may use it). A run whose process died half-way
+(crash, kill -9, power cut) keeps its row and reads back as `interrupted`. Paths are stored as
 bytes, so no file name is ever refused. Listings take a `RunFilter` (skill, posture, outcome,
 origin, session); `delete` removes rows (retention does the rest, `runs.retention`). A database
 made by an older version gets the columns it lacks (`diagnosis`, `rerun_of`, `origin`,
@@ -13,11 +13,9 @@ made by an older version gets the columns it lacks (`diagnosis`, `rerun_of`, `or
 import json
 import os
 import sqlite3
-import threading
 import time
-import weakref
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -112,44 +110,21 @@ class RunHistory:
     def __init__(self, path: Path, timeout_s: float = 10.0) -> None:
         self.path = path
         self.timeout_s = timeout_s
-        self._lock = threading.Lock()  # one thread at a time on the connection
-        self._db: sqlite3.Connection | None = None
-        self._closer: weakref.finalize[[], RunHistory] | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             with self._transaction() as db:
                 set_up_wal(db, path, _SCHEMA)
                 _add_columns(db)
         except OSError as error:
-            self.close()
             raise HistoryError(f"Cannot create the run history at {path}: {error}") from None
-
-    def close(self) -> None:
-        """Close the connection (done too when the history is collected); a later call opens
-        another."""
-        with self._lock:
-            if self._closer is not None:
-                self._closer()
-            self._db = self._closer = None
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """The connection, in a transaction committed on leaving (rolled back on an error).
-
-        The connection lasts: closing one checkpoints the WAL into the database, which made
-        each short call about 3 ms longer.
-        """
-        with self._lock:
-            try:
-                if self._db is None:
-                    self._db = sqlite3.connect(
-                        self.path, timeout=self.timeout_s, check_same_thread=False
-                    )
-                    self._closer = weakref.finalize(self, self._db.close)
-                with self._db as db:
-                    yield db
-            except sqlite3.Error as error:
-                raise HistoryError(f"The run history at {self.path} failed: {error}") from None
+        try:
+            with closing(sqlite3.connect(self.path, timeout=self.timeout_s)) as db, db:
+                yield db
+        except sqlite3.Error as error:
+            raise HistoryError(f"The run history at {self.path} failed: {error}") from None
 
     def start(self, record: RunRecord) -> None:
         """Record a run that is starting now, owned by this process."""

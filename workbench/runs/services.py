@@ -9,7 +9,7 @@ run's key, and then has a detached `workbench pool fill` start a replacement, so
 that many and the command does not wait; a run with no pooled container for its key starts cold
 and spawns nothing. The warm starts are built when first used (they import docker-py, which
 `workbench history` never needs and the app loads in a thread once its window is up), and so is
-the run service; `close()` closes the pools and the history.
+the run service; `close()` closes the pools.
 """
 
 import contextlib
@@ -104,10 +104,8 @@ class RunServices:
                 _refill_detached(plan, size, fresh)
 
     async def close(self) -> None:
-        """Close the warm pools (the app's remove the containers and workers they started) and
-        the history's connection."""
+        """Close the warm pools; the app's remove the containers and workers they started."""
         await self.warm.close()
-        self.history.close()
 
 
 def _refill_detached(plan: RunPlan, size: int, fresh: bool) -> None:

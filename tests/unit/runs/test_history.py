@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -172,7 +173,7 @@ def test_a_database_of_an_older_version_opens_and_gains_the_new_columns(
 
 
 def test_the_newest_run_of_a_workspace_is_found_without_reading_every_run(
-    tmp_path: Path, record_factory: MakeRecord
+    tmp_path: Path, record_factory: MakeRecord, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "history.sqlite3"
     with sqlite3.connect(path) as db:  # a database of the first version, without the index
@@ -186,18 +187,20 @@ def test_the_newest_run_of_a_workspace_is_found_without_reading_every_run(
     history.start(replace(record_factory("20260101-000000-aaaaaa"), workspace=Path("/mine")))
     history.abandon("20260101-000000-aaaaaa", RunStatus.ERROR, "boom")
     steps = []
-    with history._transaction() as db:  # count the statements' steps, by hundreds
-        db.set_progress_handler(lambda: steps.append(1), 100)
-    try:
-        assert history.last_run_dir(Path("/mine")) == Path("/tmp/runs/20260101-000000-aaaaaa")
-        assert history.last_run_dir(Path("/elsewhere")) is None
-    finally:
-        with history._transaction() as db:
-            db.set_progress_handler(None, 100)
+    connect = sqlite3.connect
+
+    def counting(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        db: sqlite3.Connection = connect(*args, **kwargs)
+        db.set_progress_handler(lambda: steps.append(1), 100)  # a call every 100 steps
+        return db
+
+    monkeypatch.setattr(sqlite3, "connect", counting)
+    assert history.last_run_dir(Path("/mine")) == Path("/tmp/runs/20260101-000000-aaaaaa")
+    assert history.last_run_dir(Path("/elsewhere")) is None
     assert len(steps) < 10  # reading the 5,001 runs takes far more than 1,000 steps
 
 
-def test_threads_take_turns_on_the_history_and_it_reopens_after_close(
+def test_threads_record_runs_side_by_side(
     history: RunHistory, record_factory: MakeRecord, result: RunResult
 ) -> None:
     def record_runs(thread: int) -> None:
@@ -205,15 +208,11 @@ def test_threads_take_turns_on_the_history_and_it_reopens_after_close(
             run_id = f"20260101-0000{thread:02d}-{n:06d}"
             history.start(record_factory(run_id))
             history.finish(run_id, result)
-            if n == 10:
-                history.close()  # while the other threads go on
 
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
         list(pool.map(record_runs, range(8)))
 
     assert history.count(RunFilter(outcome="failed")) == 160
-    history.close()
-    assert RunHistory(history.path).count() == 160
 
 
 def test_filters_keep_a_skill_posture_outcome_origin_or_session(
