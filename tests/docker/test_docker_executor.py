@@ -16,6 +16,7 @@ import docker
 import psutil
 import pytest
 
+from tests.fds import held_open
 from workbench.errors import ExecutorError
 from workbench.executors.docker import executor as docker_executor
 from workbench.executors.docker.executor import (
@@ -282,19 +283,10 @@ def test_a_run_cancelled_after_its_command_still_closes_its_logs(
     docker_session.loop.run_until_complete(go())
     log = docker_session.base / "runs" / request.run_id / "stdout.log"
     deadline = time.monotonic() + 5
-    while _open_in_this_process(log) and time.monotonic() < deadline:
+    while held_open(log) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert not _open_in_this_process(log)
+    assert not held_open(log)
     assert log.read_text() == "every byte\n"
-
-
-def _open_in_this_process(path: Path) -> bool:
-    """True while this process holds `path` open."""
-    names = []
-    for fd in Path("/proc/self/fd").iterdir():
-        with contextlib.suppress(OSError):
-            names.append(fd.readlink())
-    return path in names
 
 
 def test_background_leftovers_are_killed_and_reported(any_session: Session) -> None:

@@ -10,8 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 
-from workbench.executors.process.reaper import reap_orphans, spawning
+from tests.fds import held_open
+from tests.waiting import until
+from workbench.executors.process import runner
+from workbench.executors.process.reaper import KillReport, reap_orphans, spawning
 from workbench.executors.process.runner import (
     EndedBy,
     Launch,
@@ -164,3 +168,37 @@ def test_a_command_that_cannot_start_never_waits_for_the_log_thread_on_the_loop(
     assert released == [True]
     assert outcome.ended_by is EndedBy.SPAWN_ERROR
     assert (tmp_path / "run" / "stdout.log").read_bytes() == b""
+
+
+def test_a_run_cancelled_after_its_kill_still_closes_its_logs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    roots: list[psutil.Process] = []
+
+    async def kill_that_spares_then_cancel(root: psutil.Process, *args: Any) -> KillReport:
+        # The root lives on, so the run waits for its exit: cancelled there, after the kill.
+        roots.append(root)
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        return KillReport(signalled=1, leftover=0)
+
+    monkeypatch.setattr(runner, "kill_run", kill_that_spares_then_cancel)
+    launch = _python(tmp_path, "import time; print('every byte', flush=True); time.sleep(60)")
+
+    async def main() -> None:
+        try:
+            with pytest.raises(asyncio.CancelledError):
+                await run_process(launch, _settings(tmp_path, timeout_s=0.5), "r-cancelled")
+        finally:
+            for root in roots:
+                root.kill()
+            await until(lambda: not any(psutil.pid_exists(root.pid) for root in roots))  # reaped
+
+    asyncio.run(main())
+    log = tmp_path / "run" / "stdout.log"
+    deadline = time.monotonic() + 5
+    while held_open(log) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not held_open(log)
+    assert log.read_bytes() == b"every byte\n"

@@ -120,6 +120,7 @@ class StreamCapture:
         self._tail = bytearray()
         self.total_bytes = 0
         self._closing = False  # the log's last bytes went to the log thread
+        self._closing_lock = threading.Lock()  # a cancelled run's loop and `finish` may race
         self._result: CapturedOutput | None = None
 
     def feed(self, data: bytes, t: float) -> None:
@@ -168,18 +169,19 @@ class StreamCapture:
     def close_log(self) -> "Future[None]":
         """Hand the log thread the log's last bytes (how many were dropped, the held-back tail)
         and its close, once; the future is done when the log is closed. Never blocks."""
-        if not self._closing:
-            self._closing = True
-            if dropped := self.log_dropped_bytes:
-                cap = self._log_tail_cap
-                self._log.write(
-                    f"\n[... {dropped:,} bytes dropped: the log keeps its first and last "
-                    f"{cap:,} bytes ...]\n".encode()
-                )
-            tail = b"".join(self._log_tail)
-            self._log.write(tail[len(tail) - min(len(tail), self._log_tail_cap) :])
-            self._log_tail.clear()
-        return self._log.close()
+        with self._closing_lock:
+            if not self._closing:
+                self._closing = True
+                if dropped := self.log_dropped_bytes:
+                    cap = self._log_tail_cap
+                    self._log.write(
+                        f"\n[... {dropped:,} bytes dropped: the log keeps its first and last "
+                        f"{cap:,} bytes ...]\n".encode()
+                    )
+                tail = b"".join(self._log_tail)
+                self._log.write(tail[len(tail) - min(len(tail), self._log_tail_cap) :])
+                self._log_tail.clear()
+            return self._log.close()
 
     def finish(self) -> CapturedOutput:
         """Close the log (`close_log`) and describe the stream (again: the same). Blocks until
