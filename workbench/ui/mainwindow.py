@@ -2,9 +2,10 @@
 
 It owns the menus, drag and drop of skill folders and the saved window layout (in the injected
 `QSettings`; Open Recent is `RecentFolders`, the status bar's labels `StatusLine`), and wires
-its parts together in `_connect_signals()`: the parts never call each other. Every part starts
-its background work through its own `Tasks`, whose errors this window shows in the message bar;
-`shutdown()` ends them all.
+its parts together in `_connect_signals()` (the Compare and Lab pages, built when first shown,
+in `_join_page()`): the parts never call each other. Every part starts its background work
+through its own `Tasks`, whose errors this window shows in the message bar; `shutdown()` ends
+them all.
 """
 
 import asyncio
