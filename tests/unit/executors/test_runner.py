@@ -1,6 +1,7 @@
 """`run_process()` and `supervise()` driven directly with one `RunSettings`, on real processes."""
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
@@ -191,8 +192,9 @@ def test_a_run_cancelled_after_its_kill_still_closes_its_logs(
             with pytest.raises(asyncio.CancelledError):
                 await run_process(launch, _settings(tmp_path, timeout_s=0.5), "r-cancelled")
         finally:
-            for root in roots:
-                root.kill()
+            for root in roots:  # the run's end may have killed it already
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    root.kill()
             await until(lambda: not any(psutil.pid_exists(root.pid) for root in roots))  # reaped
 
     asyncio.run(main())
