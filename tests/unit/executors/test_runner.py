@@ -1,7 +1,6 @@
 """`run_process()` and `supervise()` driven directly with one `RunSettings`, on real processes."""
 
 import asyncio
-import contextlib
 import os
 import sys
 import time
@@ -16,6 +15,7 @@ import pytest
 from tests.fds import held_open
 from tests.waiting import until
 from workbench.executors.process import runner
+from workbench.executors.process.capture import StreamCapture
 from workbench.executors.process.reaper import KillReport, reap_orphans, spawning
 from workbench.executors.process.runner import (
     EndedBy,
@@ -25,7 +25,7 @@ from workbench.executors.process.runner import (
     run_process,
     supervise,
 )
-from workbench.executors.process.spawned import spawn
+from workbench.executors.process.spawned import Spawned, spawn
 from workbench.executors.types import CancelToken, OutputChunk, Stream
 from workbench.monitor.process import process_clock, run_tag
 
@@ -174,30 +174,44 @@ def test_a_command_that_cannot_start_never_waits_for_the_log_thread_on_the_loop(
 def test_a_run_cancelled_after_its_kill_still_closes_its_logs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    roots: list[psutil.Process] = []
+    spawned: list[Spawned] = []
+    captures: list[StreamCapture] = []  # held, so the collector never closes a log for the run
+    make_captures = RunSettings.captures
 
-    async def kill_that_spares_then_cancel(root: psutil.Process, *args: Any) -> KillReport:
-        # The root lives on, so the run waits for its exit: cancelled there, after the kill.
-        roots.append(root)
+    async def spawn_and_keep(launch: Launch, tag_id: str) -> Spawned | str:
+        done = await spawn(launch, tag_id)
+        if not isinstance(done, str):
+            spawned.append(done)
+        return done
+
+    def kept_captures(settings: RunSettings) -> dict[int, StreamCapture]:
+        made = make_captures(settings)
+        captures.extend(made.values())
+        return made
+
+    async def kill_that_spares_then_cancel(*args: Any) -> KillReport:
+        # The root lives on, so the run waits for its exit next: the cancel lands there.
         task = asyncio.current_task()
         assert task is not None
         task.cancel()
         return KillReport(signalled=1, leftover=0)
 
+    monkeypatch.setattr(runner, "spawn", spawn_and_keep)
+    monkeypatch.setattr(RunSettings, "captures", kept_captures)
     monkeypatch.setattr(runner, "kill_run", kill_that_spares_then_cancel)
     launch = _python(tmp_path, "import time; print('every byte', flush=True); time.sleep(60)")
+    stop = CancelToken()
+    settings = _settings(tmp_path, sink=lambda chunk: stop.cancel(), cancel=stop)
 
     async def main() -> None:
         try:
             with pytest.raises(asyncio.CancelledError):
-                await run_process(launch, _settings(tmp_path, timeout_s=0.5), "r-cancelled")
-        finally:
-            for root in roots:  # the run's end may have killed it already
-                with contextlib.suppress(psutil.NoSuchProcess):
-                    root.kill()
-            await until(lambda: not any(psutil.pid_exists(root.pid) for root in roots))  # reaped
+                await run_process(launch, settings, "r-cancelled")
+        finally:  # the run's end kills the root (closing its transport): wait until it is reaped
+            await until(lambda: all(s.transport.get_returncode() is not None for s in spawned))
 
     asyncio.run(main())
+    assert len(captures) == 2
     log = tmp_path / "run" / "stdout.log"
     deadline = time.monotonic() + 5
     while held_open(log) and time.monotonic() < deadline:
