@@ -46,7 +46,7 @@ GVISOR_MIN_MEMORY = 256 * MIB
 CPU_TIMEOUT_S = 1.0
 SKILL_DIR_WORD = "SKILL_DIR"  # the write probe's word for "the skill folder as I see it"
 # Probes that run alone, each in a session that ends with its run (see `_sessions`), but for
-# `LAST_IN_A_CONTAINER` under a container posture.
+# `LAST_IN_A_CONTAINER` under a container posture, when they run under the shared session's limits.
 ALONE = (ProbeId.CPU, ProbeId.MEMORY, ProbeId.FORK, ProbeId.DISK, ProbeId.DAEMON)
 # Of those, the ones that end a container session's probes instead, in this order: what each
 # leaves (files over the disk limit, processes being reaped) no run after it in there minds.
