@@ -201,7 +201,12 @@ def test_a_run_cancelled_after_its_kill_still_closes_its_logs(
     monkeypatch.setattr(runner, "kill_run", kill_that_spares_then_cancel)
     launch = _python(tmp_path, "import time; print('every byte', flush=True); time.sleep(60)")
     stop = CancelToken()
-    settings = _settings(tmp_path, sink=lambda chunk: stop.cancel(), cancel=stop)
+
+    def stop_at_the_line_end(chunk: OutputChunk) -> None:
+        if b"\n" in chunk.data:  # the line may come in pieces; the log has it all by now
+            stop.cancel()
+
+    settings = _settings(tmp_path, sink=stop_at_the_line_end, cancel=stop)
 
     async def main() -> None:
         try:
