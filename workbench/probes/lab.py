@@ -49,7 +49,7 @@ SKILL_DIR_WORD = "SKILL_DIR"  # the write probe's word for "the skill folder as 
 # `LAST_IN_A_CONTAINER` under a container posture, when they run under the shared session's limits.
 ALONE = (ProbeId.CPU, ProbeId.MEMORY, ProbeId.FORK, ProbeId.DISK, ProbeId.DAEMON)
 # Of those, the ones that end a container session's probes instead, in this order: what each
-# leaves (files over the disk limit, processes being reaped) no run after it in there minds.
+# leaves behind (files over the disk limit, processes still being reaped) no later run there needs.
 LAST_IN_A_CONTAINER = (ProbeId.DISK, ProbeId.FORK)
 # Probes whose verdict rests on the app watching a host run from its own process, which other
 # runs beside it disturb: whose escapee a process is (`reaper`: a concurrent run's monitor may

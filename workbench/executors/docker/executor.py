@@ -297,7 +297,7 @@ class DockerExecutor:
                 return await self._run(
                     self._spec, self._session, request, run_dir, captures, cancel, warnings
                 )
-            except BaseException:  # cancelled: nobody reads a result, but the logs get it all
+            except BaseException:  # cancelled or failed: no result, but the logs get it all
                 close_logs(captures.values())
                 raise
             finally:

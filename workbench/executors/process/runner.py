@@ -216,7 +216,7 @@ async def supervise(
             if task is not None:
                 with contextlib.suppress(asyncio.CancelledError, TimeoutError):
                     await asyncio.wait_for(task, _HOOK_WAIT_S)
-    except BaseException:  # the caller cancelled run(): still leave nothing behind
+    except BaseException:  # cancelled (or failed): still leave nothing behind, close the logs
         if kill is None:
             monitor.cancel()
             for task in (hook, guard):
